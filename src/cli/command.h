@@ -1,0 +1,44 @@
+// What every subcommand shares: the global flags, how errors are reported and
+// the registration functions, one per command file.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/state_dir.h"
+#include "core/status.h"
+#include "gpu/open.h"
+
+namespace gpuherd::cli {
+
+struct CommandContext {
+  std::string home;   // --home; empty = $GPUHERD_HOME or the default
+  int exit_code = 0;  // set by the command that ran
+
+  StateDir dir() const { return ResolveStateDir(home); }
+  // Colours only on a terminal, and never when NO_COLOR is set.
+  bool color() const;
+  // Prints "gpuherd: <message>" to stderr and sets the exit code (1).
+  void Fail(const Status& status);
+};
+
+// --sim N, --scenario FILE, --seed S: the flags that choose the GPU driver.
+struct DriverFlags {
+  int sim = 0;
+  std::string scenario;
+  uint64_t seed = 1;
+  bool asked_for_sim() const { return sim > 0 || !scenario.empty(); }
+  gpu::DriverChoice choice() const;
+  void AddTo(CLI::App* command);
+};
+
+void AddDaemonCommand(CLI::App& app, CommandContext* ctx);
+void AddGpusCommand(CLI::App& app, CommandContext* ctx);
+void AddTopCommand(CLI::App& app, CommandContext* ctx);
+void AddEventsCommand(CLI::App& app, CommandContext* ctx);
+void AddNoteCommand(CLI::App& app, CommandContext* ctx);
+void AddStopCommand(CLI::App& app, CommandContext* ctx);
+void AddStatusCommand(CLI::App& app, CommandContext* ctx);
+
+}  // namespace gpuherd::cli

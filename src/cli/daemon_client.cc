@@ -1,0 +1,44 @@
+#include "cli/daemon_client.h"
+
+#include "daemon/auth.h"
+
+namespace gpuherd::cli {
+
+DaemonClient::DaemonClient(StateDir dir, DurationMs timeout)
+    : dir_(std::move(dir)), http_(HttpEndpoint{dir_.socket_path()}, timeout) {}
+
+bool DaemonClient::Reachable() { return Get("/v1/health").ok(); }
+
+Result<nlohmann::json> DaemonClient::Decode(const Result<ClientResponse>& response, const std::string& target) {
+  if (!response.ok()) return response.status();
+  nlohmann::json body = nlohmann::json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  if (response->status >= 200 && response->status < 300) {
+    if (body.is_discarded()) return Internal("the daemon sent a reply that is not JSON for " + target);
+    return body;
+  }
+  std::string message = body.is_object() && body.contains("error") && body["error"].is_string()
+                            ? body["error"].get<std::string>()
+                            : response->body;
+  switch (response->status) {
+    case 400: return InvalidArgument(message);
+    case 401: return Unauthenticated(message);
+    case 403: return PermissionDenied(message);
+    case 404: return NotFound(message);
+    case 503: return Unavailable(message);
+    default: return Internal("daemon answered " + std::to_string(response->status) + ": " + message);
+  }
+}
+
+Result<nlohmann::json> DaemonClient::Get(const std::string& target) {
+  return Decode(http_.Request("GET", target), target);
+}
+
+Result<nlohmann::json> DaemonClient::Post(const std::string& target, const nlohmann::json& body) {
+  auto token = daemon::ReadToken(dir_);
+  if (!token.ok()) return token.status();
+  return Decode(http_.Request("POST", target, body.dump(),
+                              {{"Authorization", "Bearer " + *token}, {"Content-Type", "application/json"}}),
+                target);
+}
+
+}  // namespace gpuherd::cli

@@ -1,0 +1,34 @@
+// The CLI's view of a running daemon: JSON over the unix socket in the state
+// directory. Errors come back as Status with the daemon's own message.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/http_client.h"
+#include "core/state_dir.h"
+#include "core/status.h"
+
+namespace gpuherd::cli {
+
+class DaemonClient {
+ public:
+  explicit DaemonClient(StateDir dir, DurationMs timeout = 10000);
+
+  // True when a daemon answers /v1/health on this state directory.
+  bool Reachable();
+  Result<nlohmann::json> Get(const std::string& target);
+  // Sends the API token from the state directory; a user who cannot read it
+  // gets kPermissionDenied saying so.
+  Result<nlohmann::json> Post(const std::string& target, const nlohmann::json& body);
+
+ private:
+  Result<nlohmann::json> Decode(const Result<ClientResponse>& response, const std::string& target);
+
+  StateDir dir_;
+  HttpClient http_;
+};
+
+}  // namespace gpuherd::cli

@@ -1,0 +1,66 @@
+// gpuherd daemon: runs in the foreground until SIGINT/SIGTERM or `gpuherd stop`.
+#include <pthread.h>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "cli/command.h"
+#include "core/log.h"
+#include "daemon/daemon.h"
+
+namespace gpuherd::cli {
+
+void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
+  struct Flags {
+    DriverFlags driver;
+    int port = daemon::kDefaultApiPort;
+    std::string interval = "5s";
+    std::string log_level = "info";
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand("daemon", "Run the gpuherd daemon in the foreground");
+  flags->driver.AddTo(cmd);
+  cmd->add_option("--port", flags->port, "TCP port of the API on 127.0.0.1 (0: any free port, -1: none)")
+      ->check(CLI::Range(-1, 65535));
+  cmd->add_option("--interval", flags->interval, "Sampling period, 100ms or more (default 5s)");
+  cmd->add_option("--log-level", flags->log_level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  cmd->callback([ctx, flags] {
+    daemon::DaemonOptions options;
+    options.home = ctx->dir().root;
+    options.driver = flags->driver.choice();
+    options.port = flags->port;
+    if (!ParseDuration(flags->interval, &options.sample_interval) || options.sample_interval < 100) {
+      return ctx->Fail(InvalidArgument("--interval must be a duration of at least 100ms, like 5s; got '" +
+                                       flags->interval + "'"));
+    }
+    if (Status s = EnsureStateDir(ctx->dir()); !s.ok()) return ctx->Fail(s);
+    SetUpLogging(flags->log_level, ctx->dir().log_dir() + "/daemon.log");
+
+    // Signals are taken by one thread with sigwait, so no handler runs on a
+    // thread that holds a lock; every thread created after this inherits the mask.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    auto clock = host::NewRealClock();
+    auto created = daemon::Daemon::Create(options, clock.get());
+    if (!created.ok()) return ctx->Fail(created.status());
+    daemon::Daemon* d = created->get();
+    std::thread waiter([d, signals] {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      d->Stop();  // harmless when Run() has already returned
+    });
+    Status run = d->Run();
+    // Wake the waiter if the daemon stopped for another reason (POST /v1/shutdown).
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+    if (!run.ok()) ctx->Fail(run);
+  });
+}
+
+}  // namespace gpuherd::cli

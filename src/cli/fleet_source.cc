@@ -1,0 +1,43 @@
+#include "cli/fleet_source.h"
+
+namespace gpuherd::cli {
+
+Result<std::unique_ptr<FleetSource>> FleetSource::Open(const CommandContext& ctx, const DriverFlags& flags,
+                                                       host::Clock* clock) {
+  auto source = std::make_unique<FleetSource>();
+  if (!flags.asked_for_sim()) {
+    auto client = std::make_unique<DaemonClient>(ctx.dir(), 5000);
+    if (client->Reachable()) {
+      source->daemon_ = std::move(client);
+      return source;
+    }
+    source->direct_reason_ = "no daemon answers on " + ctx.dir().socket_path() + "; reading the GPUs directly";
+  } else {
+    source->direct_reason_ = "simulated fleet asked for on the command line; the daemon is not consulted";
+  }
+  auto local = LocalFleet::Open(flags.choice(), clock);
+  if (!local.ok()) return local.status();
+  source->local_ = std::move(local).value();
+  return source;
+}
+
+Result<nlohmann::json> FleetSource::Fleet() {
+  if (daemon_) return daemon_->Get("/v1/gpus");
+  return local_->Snapshot();
+}
+
+Result<nlohmann::json> FleetSource::RecentEvents(int limit) {
+  if (daemon_) {
+    auto reply = daemon_->Get("/v1/events?limit=" + std::to_string(limit));
+    if (!reply.ok()) return reply.status();
+    return (*reply)["events"];
+  }
+  const auto& all = local_->events();
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = all.size() > static_cast<size_t>(limit) ? all.size() - limit : 0; i < all.size(); ++i) {
+    out.push_back(all[i]);
+  }
+  return out;
+}
+
+}  // namespace gpuherd::cli

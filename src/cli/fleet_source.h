@@ -1,0 +1,35 @@
+// Where the read-only fleet views get their data: the running daemon, or,
+// when none runs or a simulated fleet is asked for, the GPUs read directly.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/daemon_client.h"
+#include "cli/local_fleet.h"
+#include "host/clock.h"
+
+namespace gpuherd::cli {
+
+class FleetSource {
+ public:
+  // `clock` must outlive the source.
+  static Result<std::unique_ptr<FleetSource>> Open(const CommandContext& ctx, const DriverFlags& flags,
+                                                   host::Clock* clock);
+  Result<nlohmann::json> Fleet();
+  // The most recent events (newest last), from the daemon's log or, when
+  // reading directly, those the readings raised in this process.
+  Result<nlohmann::json> RecentEvents(int limit);
+  // "" when reading the daemon; otherwise why GPUs are read directly.
+  const std::string& direct_reason() const { return direct_reason_; }
+
+ private:
+  std::unique_ptr<DaemonClient> daemon_;
+  std::unique_ptr<LocalFleet> local_;
+  std::string direct_reason_;
+};
+
+}  // namespace gpuherd::cli

@@ -1,0 +1,35 @@
+// The read-only views without a daemon: opens the GPU driver in this process
+// and samples it, producing the same JSON the daemon serves.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "gpu/open.h"
+#include "host/clock.h"
+#include "telemetry/sampler.h"
+#include "telemetry/telemetry.h"
+
+namespace gpuherd::cli {
+
+class LocalFleet {
+ public:
+  static Result<std::unique_ptr<LocalFleet>> Open(const gpu::DriverChoice& choice, host::Clock* clock);
+  // Samples every GPU now and returns the fleet JSON (daemon/fleet_view.h).
+  Result<nlohmann::json> Snapshot();
+  // Events raised by the readings so far (lost GPUs, XIDs, PCIe...), as the API's JSON.
+  const nlohmann::json& events() const { return events_; }
+
+ private:
+  LocalFleet() = default;
+  host::Clock* clock_ = nullptr;
+  gpu::OpenedDriver opened_;
+  gpu::Fleet fleet_;
+  std::unique_ptr<telemetry::Sampler> sampler_;
+  std::unique_ptr<telemetry::Telemetry> telemetry_;
+  nlohmann::json events_ = nlohmann::json::array();
+};
+
+}  // namespace gpuherd::cli

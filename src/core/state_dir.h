@@ -1,0 +1,32 @@
+// The state directory ("home"): the SQLite file, logs, checkpoints, the API
+// token and the unix socket live here. Resolution order: --home, then
+// $GPUHERD_HOME, then /var/lib/gpuherd for root or ~/.local/share/gpuherd.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+
+namespace gpuherd {
+
+struct StateDir {
+  std::string root;
+  std::string db_path() const { return root + "/state.db"; }
+  std::string socket_path() const { return root + "/gpuherd.sock"; }
+  std::string token_path() const { return root + "/api-token"; }
+  std::string port_path() const { return root + "/api-port"; }    // the TCP port the daemon listens on
+  std::string pid_path() const { return root + "/daemon.pid"; }
+  std::string log_dir() const { return root + "/logs"; }
+  std::string checkpoint_dir() const { return root + "/checkpoints"; }
+};
+
+// Resolves the directory without touching the disk.
+StateDir ResolveStateDir(const std::string& flag_value);
+// Creates the directory (mode 0700) and its subdirectories if missing.
+Status EnsureStateDir(const StateDir& dir);
+
+// Writes `content` to `path` atomically (temp file, fsync, rename) with the
+// given mode, so a reader never sees half a file.
+Status WriteFileAtomically(const std::string& path, const std::string& content, int mode);
+
+}  // namespace gpuherd

@@ -1,0 +1,259 @@
+#include "daemon/daemon.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/state_dir.h"
+#include "core/version.h"
+#include "daemon/api.h"
+#include "daemon/auth.h"
+#include "daemon/daemon_state.h"
+#include "daemon/event_loop.h"
+#include "daemon/http_server.h"
+#include "gpu/json.h"
+#include "host/host.h"
+#include "telemetry/sampler.h"
+
+namespace gpuherd::daemon {
+namespace {
+
+store::GpuRecord ToRecord(const gpu::GpuInfo& info, TimeMs now) {
+  store::GpuRecord r;
+  r.uuid = info.uuid;
+  r.index = info.index;
+  r.name = info.name;
+  r.serial = info.serial;
+  r.pci_bus_id = info.pci_bus_id;
+  r.memory_total_bytes = info.memory_total_bytes;
+  r.info_json = nlohmann::json(info).dump();
+  r.first_seen = now;
+  r.last_seen = now;
+  return r;
+}
+
+store::EventRecord MakeEvent(TimeMs now, std::string kind, store::Severity severity, std::string message,
+                             std::string gpu_uuid = "", nlohmann::json data = nlohmann::json::object()) {
+  store::EventRecord e;
+  e.time = now;
+  e.kind = std::move(kind);
+  e.severity = severity;
+  e.message = std::move(message);
+  e.gpu_uuid = std::move(gpu_uuid);
+  e.data_json = data.dump();
+  return e;
+}
+
+// Holds an exclusive flock on <home>/daemon.lock for the daemon's life, so two
+// daemons never share one state directory. The kernel drops it on any exit.
+Result<int> LockHome(const StateDir& dir) {
+  std::string path = dir.root + "/daemon.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return IoError("cannot open " + path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    std::string pid = "?";
+    if (auto text = host::NewHost()->ReadFile(dir.pid_path()); text.ok()) pid = *text;
+    while (!pid.empty() && (pid.back() == '\n')) pid.pop_back();
+    return FailedPrecondition("another gpuherd daemon (pid " + pid + ") is running with state directory " +
+                              dir.root + "; stop it first, or pass another --home");
+  }
+  return fd;
+}
+
+}  // namespace
+
+struct Daemon::Impl {
+  DaemonOptions options;
+  StateDir dir;
+  host::Clock* clock = nullptr;
+  int lock_fd = -1;
+  std::string token;
+  DaemonState state;
+  std::unique_ptr<gpu::Driver> driver;  // used by the sampler thread only
+  std::unique_ptr<telemetry::Sampler> sampler;
+  std::unique_ptr<EventLoop> loop;
+  std::unique_ptr<Api> api;
+  std::unique_ptr<HttpServer> server;
+
+  ~Impl() {
+    if (server) server->Stop();
+    if (sampler) sampler->Stop();
+    if (lock_fd >= 0) ::close(lock_fd);
+  }
+
+  // End of each loop turn: everything the turn changed, in one transaction.
+  bool CommitTurn() {
+    if (state.batch.empty()) return true;
+    Status s = state.store->Commit(&state.batch);
+    state.batch = store::WriteBatch();
+    if (!s.ok()) {
+      spdlog::error("cannot commit state: {}", s.ToString());
+      return false;
+    }
+    return true;
+  }
+
+  void Ingest(const telemetry::SampleRound& round) {
+    auto result = state.telemetry->Ingest(round);
+    for (auto& e : result.events) {
+      spdlog::log(e.severity == store::Severity::kCritical ? spdlog::level::err : spdlog::level::warn,
+                  "{}: {}", e.kind, e.message);
+      state.batch.events.push_back(std::move(e));
+    }
+    for (auto& r : result.rollups) state.batch.rollups.push_back(std::move(r));
+    ++state.rounds;
+    state.skipped_ticks += round.skipped_ticks;
+    state.last_round_took = round.took;
+  }
+
+  HttpResponse Serve(const HttpRequest& request) {
+    if (IsMutation(request) && !HasValidToken(request.headers, token)) {
+      return ErrorResponse(401, "this request changes state and needs the API token: send "
+                                "\"Authorization: Bearer <token>\" with the token from " + dir.token_path());
+    }
+    return loop->CallOr<HttpResponse>([&] { return api->Handle(request); },
+                                      ErrorResponse(503, "the daemon is stopping or cannot write its state "
+                                                         "directory; see its log in " + dir.log_dir()));
+  }
+
+  // Records the fleet at start: new GPUs, GPUs seen before but missing now.
+  Status RecordFleet(TimeMs now) {
+    auto known = state.store->ListGpus();
+    if (!known.ok()) return known.status();
+    for (const auto& info : state.fleet.gpus) {
+      bool seen_before = false;
+      for (const auto& r : *known) seen_before |= r.uuid == info.uuid;
+      state.batch.gpus.push_back(ToRecord(info, now));
+      if (!seen_before) {
+        state.batch.events.push_back(MakeEvent(now, "gpu.discovered", store::Severity::kInfo,
+                                               "new GPU " + std::to_string(info.index) + ": " + info.name +
+                                                   " (" + info.pci_bus_id + ")",
+                                               info.uuid));
+      }
+    }
+    for (const auto& r : *known) {
+      bool present = false;
+      for (const auto& info : state.fleet.gpus) present |= r.uuid == info.uuid;
+      // A simulated fleet is not the machine's hardware: do not call its
+      // absence a fault, and do not let it hide real GPUs' absence.
+      bool record_was_simulated = r.info_json.find("\"simulated\":true") != std::string::npos;
+      if (!present && record_was_simulated == state.fleet.simulated) {
+        state.batch.events.push_back(MakeEvent(now, "gpu.missing", store::Severity::kWarning,
+                                               "GPU " + r.name + " (" + r.pci_bus_id +
+                                                   ") was here before and is not found now",
+                                               r.uuid));
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Daemon::~Daemon() = default;
+
+Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, host::Clock* clock) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->clock = clock;
+  impl->dir = StateDir{options.home};
+  const StateDir& dir = impl->dir;
+  GPUHERD_RETURN_IF_ERROR(EnsureStateDir(dir));
+  auto lock = LockHome(dir);
+  if (!lock.ok()) return lock.status();
+  impl->lock_fd = *lock;
+
+  auto token = LoadOrCreateToken(dir);
+  if (!token.ok()) return token.status();
+  impl->token = *token;
+
+  auto store = store::Store::Open(dir.db_path());
+  if (!store.ok()) return store.status();
+  DaemonState& state = impl->state;
+  state.store = std::move(store).value();
+  state.clock = clock;
+  state.hostname = host::NewHost()->Hostname();
+  state.started_at = clock->Now();
+  state.sample_interval = options.sample_interval;
+
+  auto opened = gpu::OpenDriver(options.driver);
+  if (!opened.ok()) return opened.status();
+  impl->driver = std::move(opened->driver);
+  state.sim_reason = opened->sim_reason;
+  auto fleet = impl->driver->Discover();
+  if (!fleet.ok()) return fleet.status().Annotate("cannot enumerate GPUs");
+  state.fleet = *fleet;
+  if (state.fleet.simulated) spdlog::warn("SIMULATED fleet of {} GPUs: {}", state.fleet.gpus.size(), state.sim_reason);
+
+  telemetry::TelemetryOptions telemetry_options;
+  telemetry_options.ring_capacity = options.ring_capacity;
+  state.telemetry = std::make_unique<telemetry::Telemetry>(telemetry_options);
+  state.telemetry->SetFleet(state.fleet);
+
+  TimeMs now = clock->Now();
+  GPUHERD_RETURN_IF_ERROR(impl->RecordFleet(now));
+  state.batch.events.push_back(MakeEvent(
+      now, "daemon.start", store::Severity::kInfo,
+      fmt::format("gpuherd {} started with {} GPUs ({}{})", kVersion, state.fleet.gpus.size(),
+                  state.fleet.driver_name, state.fleet.simulated ? ", simulated: " + state.sim_reason : ""),
+      "", {{"pid", ::getpid()}, {"driver", state.fleet.driver_name}, {"simulated", state.fleet.simulated}}));
+  if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
+
+  Impl* raw = impl.get();
+  impl->loop = std::make_unique<EventLoop>([raw] { return raw->CommitTurn(); });
+  impl->api = std::make_unique<Api>(&impl->state, [raw] { raw->loop->Stop(); });
+
+  telemetry::SamplerOptions sampler_options;
+  sampler_options.interval = options.sample_interval;
+  auto sampler = telemetry::Sampler::Create(impl->driver.get(), clock, state.fleet, sampler_options);
+  if (!sampler.ok()) return sampler.status();
+  impl->sampler = std::move(sampler).value();
+
+  HttpServerOptions http;
+  http.tcp_port = options.port;
+  http.unix_path = dir.socket_path();
+  auto server = HttpServer::Start(http, [raw](const HttpRequest& r) { return raw->Serve(r); });
+  if (!server.ok()) return server.status();
+  impl->server = std::move(server).value();
+
+  GPUHERD_RETURN_IF_ERROR(WriteFileAtomically(dir.pid_path(), std::to_string(::getpid()) + "\n", 0644));
+  GPUHERD_RETURN_IF_ERROR(
+      WriteFileAtomically(dir.port_path(), std::to_string(impl->server->tcp_port()) + "\n", 0644));
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+Status Daemon::Run() {
+  Impl* impl = impl_.get();
+  GPUHERD_RETURN_IF_ERROR(impl->sampler->Start([impl](telemetry::SampleRound round) {
+    impl->loop->Post([impl, round = std::move(round)] { impl->Ingest(round); });
+  }));
+  spdlog::info("gpuherd {} serving on {} and 127.0.0.1:{}; state in {}", kVersion, impl->dir.socket_path(),
+               impl->server->tcp_port(), impl->dir.root);
+  impl->loop->Run();
+
+  impl->sampler->Stop();
+  impl->server->Stop();
+  TimeMs now = impl->clock->Now();
+  for (auto& r : impl->state.telemetry->Flush(now)) impl->state.batch.rollups.push_back(std::move(r));
+  impl->state.batch.events.push_back(
+      MakeEvent(now, "daemon.stop", store::Severity::kInfo, "gpuherd stopped", "", {{"pid", ::getpid()}}));
+  bool committed = impl->CommitTurn();
+  ::unlink(impl->dir.pid_path().c_str());
+  spdlog::info("gpuherd stopped");
+  return committed ? Status::Ok() : IoError("the last state could not be written to " + impl->dir.db_path());
+}
+
+void Daemon::Stop() { impl_->loop->Stop(); }
+
+int Daemon::tcp_port() const { return impl_->server->tcp_port(); }
+
+std::string Daemon::socket_path() const { return impl_->dir.socket_path(); }
+
+}  // namespace gpuherd::daemon

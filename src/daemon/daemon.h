@@ -1,0 +1,49 @@
+// The daemon: wires the GPU driver, sampler, telemetry, store and HTTP API
+// around one event loop that owns all mutable state (daemon_state.h).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "gpu/open.h"
+#include "host/clock.h"
+
+namespace gpuherd::daemon {
+
+constexpr int kDefaultApiPort = 7480;
+
+struct DaemonOptions {
+  std::string home;              // the state directory, already resolved
+  gpu::DriverChoice driver;
+  int port = kDefaultApiPort;    // TCP on 127.0.0.1; 0 = any free port, -1 = none
+  DurationMs sample_interval = 5 * kSecondMs;
+  size_t ring_capacity = 720;    // samples kept in memory per GPU (1 h at 5 s)
+};
+
+class Daemon {
+ public:
+  // Opens everything and starts the listeners and the sampler; fails with a
+  // message a person can act on (another daemon on this home, port in use,
+  // unwritable home, bad scenario). `clock` must outlive the Daemon.
+  static Result<std::unique_ptr<Daemon>> Create(const DaemonOptions& options, host::Clock* clock);
+  ~Daemon();
+
+  // Runs the event loop on the calling thread until Stop() or POST
+  // /v1/shutdown; then stops the sampler and listeners and commits the last
+  // rollups and the daemon.stop event.
+  Status Run();
+  // Thread-safe; async-signal-unsafe (call it from a signal-waiting thread).
+  void Stop();
+
+  int tcp_port() const;
+  std::string socket_path() const;
+
+ private:
+  struct Impl;
+  explicit Daemon(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuherd::daemon

@@ -1,0 +1,148 @@
+// The daemon end to end over its unix socket, on a simulated fleet.
+#include "daemon/daemon.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/http_client.h"
+#include "daemon/auth.h"
+
+namespace gpuherd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = fs::temp_directory_path() / ("gpuherd_daemon_test_" + std::to_string(getpid()));
+    fs::remove_all(home_);
+    clock_ = host::NewRealClock();
+  }
+  void TearDown() override {
+    StopDaemon();
+    fs::remove_all(home_);
+  }
+
+  void StartDaemon(int sim = 4) {
+    DaemonOptions options;
+    options.home = home_.string();
+    options.driver.sim_count = sim;
+    options.port = 0;
+    options.sample_interval = 100;
+    auto d = Daemon::Create(options, clock_.get());
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    daemon_ = std::move(d).value();
+    runner_ = std::thread([this] { run_status_ = daemon_->Run(); });
+  }
+
+  void StopDaemon() {
+    if (!daemon_) return;
+    daemon_->Stop();
+    runner_.join();
+    daemon_.reset();
+  }
+
+  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "",
+                           bool with_token = false) {
+    std::map<std::string, std::string> headers;
+    if (with_token) headers["Authorization"] = "Bearer " + *ReadToken(StateDir{home_.string()});
+    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+    auto r = client.Request(method, target, body, headers);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : cli::ClientResponse{};
+  }
+
+  fs::path home_;
+  std::unique_ptr<host::Clock> clock_;
+  std::unique_ptr<Daemon> daemon_;
+  std::thread runner_;
+  Status run_status_;
+};
+
+TEST_F(DaemonTest, ServesFleetAndHealth) {
+  StartDaemon(4);
+  ::usleep(350'000);  // a few sampling rounds
+  auto health = Call("GET", "/v1/health");
+  ASSERT_EQ(health.status, 200);
+  json h = json::parse(health.body);
+  EXPECT_EQ(h["gpus"], 4);
+  EXPECT_TRUE(h["simulated"].get<bool>());
+  EXPECT_GE(h["rounds"].get<int>(), 1);
+
+  json fleet = json::parse(Call("GET", "/v1/gpus").body);
+  ASSERT_EQ(fleet["gpus"].size(), 4u);
+  EXPECT_TRUE(fleet["simulated"].get<bool>());
+  EXPECT_EQ(fleet["topology"].size(), 4u);
+  EXPECT_TRUE(fleet["gpus"][0]["sample"].contains("temp_c"));
+
+  std::string uuid = fleet["gpus"][2]["uuid"];
+  EXPECT_EQ(json::parse(Call("GET", "/v1/gpus/" + uuid).body)["index"], 2);
+  json samples = json::parse(Call("GET", "/v1/gpus/1/samples?n=2").body);
+  EXPECT_GE(samples["samples"].size(), 1u);
+  EXPECT_LE(samples["samples"].size(), 2u);
+}
+
+TEST_F(DaemonTest, ErrorsAreJsonWithTheRightStatus) {
+  StartDaemon(2);
+  auto missing = Call("GET", "/v2/everything");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(json::parse(missing.body)["error"].get<std::string>().find("/v1"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v1/gpus/7").status, 404);
+  EXPECT_EQ(Call("GET", "/v1/events?limit=many").status, 400);
+  EXPECT_EQ(Call("GET", "/v1/gpus/0/samples?n=0").status, 400);
+  EXPECT_EQ(Call("DELETE", "/v1/gpus").status, 405);
+
+  auto no_token = Call("POST", "/v1/events", R"({"message": "hello"})");
+  EXPECT_EQ(no_token.status, 401);
+  EXPECT_NE(json::parse(no_token.body)["error"].get<std::string>().find("token"), std::string::npos);
+  EXPECT_EQ(Call("POST", "/v1/shutdown").status, 401);
+
+  EXPECT_EQ(Call("POST", "/v1/events", "{not json", true).status, 400);
+  EXPECT_EQ(Call("POST", "/v1/events", R"({"message": "x", "colour": "red"})", true).status, 400);
+  EXPECT_EQ(Call("POST", "/v1/events", R"({"message": "x", "gpu": 9})", true).status, 404);
+  EXPECT_EQ(Call("POST", "/v1/events", R"({"message": "x", "severity": "meh"})", true).status, 400);
+}
+
+TEST_F(DaemonTest, NoteIsDurableAcrossRestart) {
+  StartDaemon(2);
+  ASSERT_EQ(Call("POST", "/v1/events", R"({"message": "replaced the fan", "gpu": 1})", true).status, 201);
+  StopDaemon();
+  StartDaemon(2);
+  json events = json::parse(Call("GET", "/v1/events?kind=operator.").body);
+  ASSERT_EQ(events["events"].size(), 1u);
+  EXPECT_EQ(events["events"][0]["message"], "replaced the fan");
+  json kinds = json::parse(Call("GET", "/v1/events?kind=daemon.").body)["events"];
+  ASSERT_GE(kinds.size(), 3u);  // start, stop, start
+  EXPECT_EQ(kinds[0]["kind"], "daemon.start");
+  EXPECT_EQ(kinds[1]["kind"], "daemon.stop");
+}
+
+TEST_F(DaemonTest, SecondDaemonOnTheSameHomeIsRefused) {
+  StartDaemon(2);
+  DaemonOptions options;
+  options.home = home_.string();
+  options.driver.sim_count = 2;
+  options.port = 0;
+  auto second = Daemon::Create(options, clock_.get());
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("another gpuherd daemon"), std::string::npos);
+}
+
+TEST_F(DaemonTest, ShutdownWithTokenStopsTheLoop) {
+  StartDaemon(2);
+  EXPECT_EQ(Call("POST", "/v1/shutdown", "", true).status, 202);
+  runner_.join();
+  EXPECT_TRUE(run_status_.ok()) << run_status_.ToString();
+  daemon_.reset();
+  EXPECT_FALSE(fs::exists(home_ / "gpuherd.sock"));
+}
+
+}  // namespace
+}  // namespace gpuherd::daemon

@@ -1,0 +1,45 @@
+#include "daemon/event_loop.h"
+
+namespace gpuherd::daemon {
+
+bool EventLoop::Enqueue(Task task) {
+  std::lock_guard lock(mu_);
+  if (stopped_) return false;
+  queue_.push_back(std::move(task));
+  cv_.notify_one();
+  return true;
+}
+
+void EventLoop::Post(Task task) { Enqueue(std::move(task)); }
+
+void EventLoop::Stop() {
+  std::lock_guard lock(mu_);
+  stopped_ = true;
+  cv_.notify_one();
+}
+
+void EventLoop::Run() {
+  while (true) {
+    std::deque<Task> batch;
+    bool stopping;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopped_ || !queue_.empty(); });
+      batch.swap(queue_);
+      stopping = stopped_;
+    }
+    for (Task& task : batch) task();
+    bool committed = end_of_turn_ ? end_of_turn_() : true;
+    for (auto& release : after_turn_) release(committed);
+    after_turn_.clear();
+    if (stopping) {
+      // Tasks queued after the final swap are dropped: their promises break
+      // and the waiting callers get their `if_stopped` answer.
+      std::lock_guard lock(mu_);
+      queue_.clear();
+      return;
+    }
+  }
+}
+
+}  // namespace gpuherd::daemon
