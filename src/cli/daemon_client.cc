@@ -16,17 +16,7 @@ Result<nlohmann::json> DaemonClient::Decode(const Result<ClientResponse>& respon
     if (body.is_discarded()) return Internal("the daemon sent a reply that is not JSON for " + target);
     return body;
   }
-  std::string message = body.is_object() && body.contains("error") && body["error"].is_string()
-                            ? body["error"].get<std::string>()
-                            : response->body;
-  switch (response->status) {
-    case 400: return InvalidArgument(message);
-    case 401: return Unauthenticated(message);
-    case 403: return PermissionDenied(message);
-    case 404: return NotFound(message);
-    case 503: return Unavailable(message);
-    default: return Internal("daemon answered " + std::to_string(response->status) + ": " + message);
-  }
+  return StatusFromResponse(*response);
 }
 
 Result<nlohmann::json> DaemonClient::Get(const std::string& target) {

@@ -9,6 +9,7 @@
 #include "cli/daemon_client.h"
 #include "cli/table.h"
 #include "core/time.h"
+#include "host/clock.h"
 #include "daemon/record_json.h"
 #include "store/store.h"
 

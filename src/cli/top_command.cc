@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/fleet_source.h"
 #include "cli/fleet_table.h"
+#include "cli/table.h"
 #include "core/time.h"
 
 namespace gpuherd::cli {

@@ -38,10 +38,6 @@ bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out,
 
 }  // namespace
 
-HttpResponse ErrorResponse(int status, const std::string& message) {
-  return JsonResponse(json{{"error", message}}, status);
-}
-
 HttpResponse JsonResponse(const json& body, int status) {
   HttpResponse response;
   response.status = status;
@@ -56,7 +52,7 @@ bool IsMutation(const HttpRequest& request) {
 HttpResponse Api::Handle(const HttpRequest& request) {
   std::vector<std::string> parts = SplitPath(request.path);
   if (parts.empty() || parts[0] != "v1") {
-    return ErrorResponse(404, "no such endpoint " + request.path + "; the API lives under /v1 (try /v1/health)");
+    return HttpErrorResponse(404, "no such endpoint " + request.path + "; the API lives under /v1 (try /v1/health)");
   }
   const std::string& method = request.method;
   auto route = [&](size_t n, const char* a = nullptr, const char* b = nullptr) {
@@ -66,23 +62,23 @@ HttpResponse Api::Handle(const HttpRequest& request) {
     return true;
   };
   bool get = method == "GET" || method == "HEAD";
-  if (route(2, "health")) return get ? Health() : ErrorResponse(405, "use GET for /v1/health");
-  if (route(2, "version")) return get ? Version() : ErrorResponse(405, "use GET for /v1/version");
-  if (route(2, "gpus")) return get ? Gpus() : ErrorResponse(405, "use GET for /v1/gpus");
-  if (route(3, "gpus")) return get ? Gpu(parts[2]) : ErrorResponse(405, "use GET for /v1/gpus/{id}");
+  if (route(2, "health")) return get ? Health() : HttpErrorResponse(405, "use GET for /v1/health");
+  if (route(2, "version")) return get ? Version() : HttpErrorResponse(405, "use GET for /v1/version");
+  if (route(2, "gpus")) return get ? Gpus() : HttpErrorResponse(405, "use GET for /v1/gpus");
+  if (route(3, "gpus")) return get ? Gpu(parts[2]) : HttpErrorResponse(405, "use GET for /v1/gpus/{id}");
   if (route(4, "gpus", "samples")) {
-    return get ? Samples(parts[2], request) : ErrorResponse(405, "use GET for samples");
+    return get ? Samples(parts[2], request) : HttpErrorResponse(405, "use GET for samples");
   }
   if (route(4, "gpus", "rollups")) {
-    return get ? Rollups(parts[2], request) : ErrorResponse(405, "use GET for rollups");
+    return get ? Rollups(parts[2], request) : HttpErrorResponse(405, "use GET for rollups");
   }
   if (route(2, "events")) {
     if (get) return Events(request);
     if (method == "POST") return AddEvent(request);
-    return ErrorResponse(405, "use GET or POST for /v1/events");
+    return HttpErrorResponse(405, "use GET or POST for /v1/events");
   }
-  if (route(2, "shutdown")) return method == "POST" ? Shutdown() : ErrorResponse(405, "use POST for /v1/shutdown");
-  return ErrorResponse(404, "no such endpoint " + request.path);
+  if (route(2, "shutdown")) return method == "POST" ? Shutdown() : HttpErrorResponse(405, "use POST for /v1/shutdown");
+  return HttpErrorResponse(404, "no such endpoint " + request.path);
 }
 
 HttpResponse Api::Health() {
@@ -121,33 +117,33 @@ int Api::FindGpu(const std::string& id) const {
 
 HttpResponse Api::Gpu(const std::string& id) {
   int i = FindGpu(id);
-  if (i < 0) return ErrorResponse(404, "no GPU '" + id + "' (give an index or a UUID; GET /v1/gpus lists them)");
+  if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "' (give an index or a UUID; GET /v1/gpus lists them)");
   return JsonResponse(GpuJson(state_->fleet.gpus[i], state_->View(i)));
 }
 
 HttpResponse Api::Samples(const std::string& id, const HttpRequest& request) {
   int i = FindGpu(id);
-  if (i < 0) return ErrorResponse(404, "no GPU '" + id + "'");
+  if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "'");
   int64_t n = 60;
   std::string error;
-  if (!QueryInt(request, "n", &n, &error)) return ErrorResponse(400, error);
-  if (n < 1) return ErrorResponse(400, "n must be at least 1");
+  if (!QueryInt(request, "n", &n, &error)) return HttpErrorResponse(400, error);
+  if (n < 1) return HttpErrorResponse(400, "n must be at least 1");
   json samples = state_->telemetry->Recent(i, static_cast<size_t>(n));
   return JsonResponse({{"uuid", state_->fleet.gpus[i].uuid}, {"samples", samples}});
 }
 
 HttpResponse Api::Rollups(const std::string& id, const HttpRequest& request) {
   int i = FindGpu(id);
-  if (i < 0) return ErrorResponse(404, "no GPU '" + id + "'");
+  if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "'");
   int64_t from = 0, to = INT64_MAX, limit = 1440;
   std::string error;
   if (!QueryInt(request, "from", &from, &error) || !QueryInt(request, "to", &to, &error) ||
       !QueryInt(request, "limit", &limit, &error)) {
-    return ErrorResponse(400, error);
+    return HttpErrorResponse(400, error);
   }
-  if (limit < 1 || limit > 100000) return ErrorResponse(400, "limit must be between 1 and 100000");
+  if (limit < 1 || limit > 100000) return HttpErrorResponse(400, "limit must be between 1 and 100000");
   auto rows = state_->store->QueryRollups(state_->fleet.gpus[i].uuid, from, to, static_cast<int>(limit));
-  if (!rows.ok()) return ErrorResponse(500, rows.status().ToString());
+  if (!rows.ok()) return HttpErrorResponse(500, rows.status().ToString());
   json out = json::array();
   for (const auto& r : *rows) out.push_back(RollupJson(r));
   return JsonResponse({{"uuid", state_->fleet.gpus[i].uuid}, {"rollups", out}});
@@ -159,20 +155,20 @@ HttpResponse Api::Events(const HttpRequest& request) {
   std::string error;
   if (!QueryInt(request, "after", &after, &error) || !QueryInt(request, "since", &since, &error) ||
       !QueryInt(request, "limit", &limit, &error)) {
-    return ErrorResponse(400, error);
+    return HttpErrorResponse(400, error);
   }
-  if (limit < 1 || limit > 100000) return ErrorResponse(400, "limit must be between 1 and 100000");
+  if (limit < 1 || limit > 100000) return HttpErrorResponse(400, "limit must be between 1 and 100000");
   filter.after_id = after;
   filter.since = since;
   filter.limit = static_cast<int>(limit);
   if (auto it = request.query.find("kind"); it != request.query.end()) filter.kind_prefix = it->second;
   if (auto it = request.query.find("gpu"); it != request.query.end()) {
     int i = FindGpu(it->second);
-    if (i < 0) return ErrorResponse(404, "no GPU '" + it->second + "'");
+    if (i < 0) return HttpErrorResponse(404, "no GPU '" + it->second + "'");
     filter.gpu_uuid = state_->fleet.gpus[i].uuid;
   }
   auto events = state_->store->ListEvents(filter);
-  if (!events.ok()) return ErrorResponse(500, events.status().ToString());
+  if (!events.ok()) return HttpErrorResponse(500, events.status().ToString());
   json out = json::array();
   for (const auto& e : *events) out.push_back(EventJson(e));
   return JsonResponse({{"events", out}});
@@ -181,15 +177,15 @@ HttpResponse Api::Events(const HttpRequest& request) {
 HttpResponse Api::AddEvent(const HttpRequest& request) {
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object()) {
-    return ErrorResponse(400, "body must be a JSON object like {\"message\": \"replaced the fan of GPU 3\"}");
+    return HttpErrorResponse(400, "body must be a JSON object like {\"message\": \"replaced the fan of GPU 3\"}");
   }
   for (const auto& [key, value] : body.items()) {
     if (key != "message" && key != "gpu" && key != "severity") {
-      return ErrorResponse(400, "unknown field '" + key + "'; allowed: message, gpu, severity");
+      return HttpErrorResponse(400, "unknown field '" + key + "'; allowed: message, gpu, severity");
     }
   }
   if (!body.contains("message") || !body["message"].is_string() || body["message"].get<std::string>().empty()) {
-    return ErrorResponse(400, "field 'message' (a non-empty string) is required");
+    return HttpErrorResponse(400, "field 'message' (a non-empty string) is required");
   }
   store::EventRecord event;
   event.time = state_->clock->Now();
@@ -198,13 +194,13 @@ HttpResponse Api::AddEvent(const HttpRequest& request) {
   if (body.contains("severity")) {
     auto severity = body["severity"].is_string() ? store::ParseSeverity(body["severity"].get<std::string>())
                                                  : std::nullopt;
-    if (!severity) return ErrorResponse(400, "severity must be one of info, warning, critical");
+    if (!severity) return HttpErrorResponse(400, "severity must be one of info, warning, critical");
     event.severity = *severity;
   }
   if (body.contains("gpu")) {
     std::string id = body["gpu"].is_string() ? body["gpu"].get<std::string>() : body["gpu"].dump();
     int i = FindGpu(id);
-    if (i < 0) return ErrorResponse(404, "no GPU '" + id + "'");
+    if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "'");
     event.gpu_uuid = state_->fleet.gpus[i].uuid;
   }
   state_->batch.events.push_back(event);

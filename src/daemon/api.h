@@ -49,8 +49,6 @@ class Api {
   std::function<void()> request_stop_;
 };
 
-// {"error": message} with the given HTTP status.
-HttpResponse ErrorResponse(int status, const std::string& message);
 HttpResponse JsonResponse(const nlohmann::json& body, int status = 200);
 
 }  // namespace gpuherd::daemon

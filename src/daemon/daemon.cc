@@ -20,24 +20,11 @@
 #include "daemon/http_server.h"
 #include "gpu/json.h"
 #include "host/host.h"
+#include "telemetry/records_convert.h"
 #include "telemetry/sampler.h"
 
 namespace gpuherd::daemon {
 namespace {
-
-store::GpuRecord ToRecord(const gpu::GpuInfo& info, TimeMs now) {
-  store::GpuRecord r;
-  r.uuid = info.uuid;
-  r.index = info.index;
-  r.name = info.name;
-  r.serial = info.serial;
-  r.pci_bus_id = info.pci_bus_id;
-  r.memory_total_bytes = info.memory_total_bytes;
-  r.info_json = nlohmann::json(info).dump();
-  r.first_seen = now;
-  r.last_seen = now;
-  return r;
-}
 
 store::EventRecord MakeEvent(TimeMs now, std::string kind, store::Severity severity, std::string message,
                              std::string gpu_uuid = "", nlohmann::json data = nlohmann::json::object()) {
@@ -116,11 +103,11 @@ struct Daemon::Impl {
 
   HttpResponse Serve(const HttpRequest& request) {
     if (IsMutation(request) && !HasValidToken(request.headers, token)) {
-      return ErrorResponse(401, "this request changes state and needs the API token: send "
+      return HttpErrorResponse(401, "this request changes state and needs the API token: send "
                                 "\"Authorization: Bearer <token>\" with the token from " + dir.token_path());
     }
     return loop->CallOr<HttpResponse>([&] { return api->Handle(request); },
-                                      ErrorResponse(503, "the daemon is stopping or cannot write its state "
+                                      HttpErrorResponse(503, "the daemon is stopping or cannot write its state "
                                                          "directory; see its log in " + dir.log_dir()));
   }
 
@@ -131,7 +118,7 @@ struct Daemon::Impl {
     for (const auto& info : state.fleet.gpus) {
       bool seen_before = false;
       for (const auto& r : *known) seen_before |= r.uuid == info.uuid;
-      state.batch.gpus.push_back(ToRecord(info, now));
+      state.batch.gpus.push_back(telemetry::ToGpuRecord(info, now));
       if (!seen_before) {
         state.batch.events.push_back(MakeEvent(now, "gpu.discovered", store::Severity::kInfo,
                                                "new GPU " + std::to_string(info.index) + ": " + info.name +
@@ -241,7 +228,7 @@ Status Daemon::Run() {
   impl->sampler->Stop();
   impl->server->Stop();
   TimeMs now = impl->clock->Now();
-  for (auto& r : impl->state.telemetry->Flush(now)) impl->state.batch.rollups.push_back(std::move(r));
+  for (auto& r : impl->state.telemetry->Flush()) impl->state.batch.rollups.push_back(std::move(r));
   impl->state.batch.events.push_back(
       MakeEvent(now, "daemon.stop", store::Severity::kInfo, "gpuherd stopped", "", {{"pid", ::getpid()}}));
   bool committed = impl->CommitTurn();

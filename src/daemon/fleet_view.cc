@@ -8,7 +8,7 @@ GpuView ViewOf(const telemetry::Telemetry& telemetry, int index) {
   GpuView view;
   view.state = telemetry.State(index) == telemetry::GpuState::kLost ? "lost" : "ok";
   if (const gpu::GpuSample* latest = telemetry.Latest(index)) view.sample = *latest;
-  view.last_error = telemetry.LastError(index);
+  view.last_error = telemetry.LostReason(index);
   return view;
 }
 

@@ -1,0 +1,162 @@
+#include "store/migrations.h"
+
+#include <sqlite3.h>
+
+#include <SQLiteCpp/Transaction.h>
+
+#include "store/records.h"
+
+namespace gpuherd::store {
+namespace {
+
+// Version 1 gets exactly the rollup metrics that existed when it was released;
+// metrics added later get their columns from their own step.
+constexpr int kVersion1RollupMetrics = 10;
+
+std::string SchemaVersion1() {
+  std::string stat_columns;
+  for (int i = 0; i < kVersion1RollupMetrics; ++i) {
+    const std::string stem = RollupMetricName(static_cast<RollupMetric>(i));
+    stat_columns += "  " + stem + "_min REAL, " + stem + "_mean REAL, " + stem + "_max REAL,\n";
+  }
+  return R"sql(
+CREATE TABLE gpus (
+  uuid TEXT PRIMARY KEY NOT NULL CHECK (uuid <> ''),
+  gpu_index INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  serial TEXT NOT NULL,
+  pci_bus_id TEXT NOT NULL,
+  memory_total_bytes INTEGER NOT NULL,
+  info_json TEXT NOT NULL,
+  first_seen INTEGER NOT NULL,
+  last_seen INTEGER NOT NULL
+);
+CREATE TABLE rollups (
+  uuid TEXT NOT NULL REFERENCES gpus (uuid),
+  minute INTEGER NOT NULL,
+  samples INTEGER NOT NULL CHECK (samples >= 0),
+  failures INTEGER NOT NULL CHECK (failures >= 0),
+)sql" + stat_columns +
+         R"sql(
+  pcie_replay_count INTEGER,
+  ecc_sbe INTEGER,
+  ecc_dbe INTEGER,
+  throttle_reasons_seen INTEGER NOT NULL,
+  xid_count INTEGER NOT NULL CHECK (xid_count >= 0),
+  PRIMARY KEY (uuid, minute)
+) WITHOUT ROWID;
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind <> ''),
+  severity TEXT NOT NULL CHECK (severity IN ('info', 'warning', 'critical')),
+  gpu_uuid TEXT NOT NULL,
+  message TEXT NOT NULL,
+  data_json TEXT NOT NULL
+);
+CREATE INDEX events_by_time ON events (time);
+CREATE INDEX events_by_gpu ON events (gpu_uuid, id);
+)sql";
+}
+
+constexpr Migration kMigrations[] = {
+    {1, "GPUs, rollups and events", &SchemaVersion1},
+};
+
+std::string HintFor(int primary_code) {
+  switch (primary_code) {
+    case SQLITE_CANTOPEN: return "check that the directory exists and is writable";
+    case SQLITE_NOTADB: return "move it aside or choose another --home";
+    case SQLITE_CORRUPT:
+      return "the file is damaged; restore it from a backup or move it aside to start afresh";
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return "another process holds the database lock; is a second gpuherd daemon using "
+             "the same --home?";
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH: return "check the permissions of the file and its directory";
+    case SQLITE_FULL: return "the disk is full; free some space";
+    case SQLITE_IOERR: return "check the disk and its file system (dmesg)";
+    default: return "";
+  }
+}
+
+Code CodeFor(int primary_code) {
+  switch (primary_code) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_FULL:
+    case SQLITE_IOERR: return Code::kIoError;
+    case SQLITE_NOTADB: return Code::kFailedPrecondition;
+    case SQLITE_CORRUPT: return Code::kDataLoss;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return Code::kUnavailable;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH: return Code::kPermissionDenied;
+    case SQLITE_CONSTRAINT: return Code::kInvalidArgument;
+    default: return Code::kInternal;
+  }
+}
+
+Status TooNew(const std::string& name, int version, int latest) {
+  return FailedPrecondition("database " + name + " has schema version " + std::to_string(version) +
+                            " but this gpuherd knows up to " + std::to_string(latest) +
+                            "; upgrade gpuherd");
+}
+
+}  // namespace
+
+std::span<const Migration> Migrations() { return kMigrations; }
+
+int LatestSchemaVersion() { return Migrations().back().version; }
+
+Result<int> ReadSchemaVersion(SQLite::Database& db) {
+  try {
+    return db.execAndGet("PRAGMA user_version").getInt();
+  } catch (const SQLite::Exception& e) {
+    return StatusFromSqlite(e, "cannot read the schema version of " + db.getFilename());
+  }
+}
+
+Status Migrate(SQLite::Database& db, const std::string& name,
+               std::span<const Migration> migrations) {
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    if (migrations[i].version != static_cast<int>(i) + 1) {
+      return Internal("migration list is out of order: entry " + std::to_string(i) +
+                      " has version " + std::to_string(migrations[i].version));
+    }
+  }
+  const int latest = static_cast<int>(migrations.size());
+  Result<int> current = ReadSchemaVersion(db);
+  if (!current.ok()) return current.status();
+  if (*current > latest) return TooNew(name, *current, latest);
+
+  for (int next = *current + 1; next <= latest; ++next) {
+    const Migration& step = migrations[next - 1];
+    try {
+      SQLite::Transaction txn(db, SQLite::TransactionBehavior::IMMEDIATE);
+      // Another process may have run this step while we waited for the lock.
+      const int now = db.execAndGet("PRAGMA user_version").getInt();
+      if (now > latest) return TooNew(name, now, latest);
+      if (now >= step.version) continue;
+      db.exec(step.sql());
+      db.exec("PRAGMA user_version = " + std::to_string(step.version));
+      txn.commit();
+    } catch (const SQLite::Exception& e) {
+      return StatusFromSqlite(e, "cannot upgrade " + name + " to schema version " +
+                                     std::to_string(step.version) + " (" + step.summary + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status StatusFromSqlite(const SQLite::Exception& e, const std::string& context) {
+  const int primary = e.getErrorCode() & 0xff;
+  std::string message = context + ": " + e.what();
+  const std::string hint = HintFor(primary);
+  if (!hint.empty()) message += "; " + hint;
+  return Status(CodeFor(primary), message);
+}
+
+}  // namespace gpuherd::store

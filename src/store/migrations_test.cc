@@ -1,0 +1,160 @@
+#include "store/migrations.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "store/records.h"
+
+namespace gpuherd::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+class MigrationsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gpuherd_migrations_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = std::make_unique<SQLite::Database>((dir_ / "state.db").string(),
+                                             SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  }
+  void TearDown() override {
+    db_.reset();
+    fs::remove_all(dir_);
+  }
+
+  int UserVersion() { return db_->execAndGet("PRAGMA user_version").getInt(); }
+  std::set<std::string> Columns(const std::string& table) {
+    std::set<std::string> names;
+    SQLite::Statement q(*db_, "SELECT name FROM pragma_table_info(?)");
+    q.bind(1, table);
+    while (q.executeStep()) names.insert(q.getColumn(0).getString());
+    return names;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<SQLite::Database> db_;
+};
+
+// Steps for the tests of the upgrade machinery itself.
+std::string CreateT() { return "CREATE TABLE t (x INTEGER NOT NULL);"; }
+std::string AddY() { return "ALTER TABLE t ADD COLUMN y INTEGER NOT NULL DEFAULT 7;"; }
+std::string Broken() { return "CREATE TABLE u (a); INSERT INTO no_such_table VALUES (1);"; }
+
+TEST(MigrationListTest, IsNumberedFromOneWithoutGaps) {
+  std::span<const Migration> steps = Migrations();
+  ASSERT_FALSE(steps.empty());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].version, static_cast<int>(i) + 1);
+    EXPECT_NE(std::string(steps[i].summary), "");
+  }
+  EXPECT_EQ(LatestSchemaVersion(), static_cast<int>(steps.size()));
+}
+
+TEST_F(MigrationsTest, FreshFileGetsTheLatestSchema) {
+  ASSERT_EQ(UserVersion(), 0);
+  Status st = Migrate(*db_, "state.db");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(UserVersion(), LatestSchemaVersion());
+  EXPECT_TRUE(db_->tableExists("gpus"));
+  EXPECT_TRUE(db_->tableExists("events"));
+
+  std::set<std::string> rollup_columns = Columns("rollups");
+  for (int i = 0; i < kRollupMetricCount; ++i) {
+    const std::string stem = RollupMetricName(static_cast<RollupMetric>(i));
+    for (const char* suffix : {"_min", "_mean", "_max"}) {
+      EXPECT_TRUE(rollup_columns.count(stem + suffix)) << stem + suffix;
+    }
+  }
+  for (const char* c : {"uuid", "minute", "samples", "failures", "pcie_replay_count", "ecc_sbe",
+                        "ecc_dbe", "throttle_reasons_seen", "xid_count"}) {
+    EXPECT_TRUE(rollup_columns.count(c)) << c;
+  }
+
+  // Running again finds nothing to do.
+  st = Migrate(*db_, "state.db");
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(UserVersion(), LatestSchemaVersion());
+}
+
+TEST_F(MigrationsTest, UpgradesAnOlderFileAndKeepsItsRows) {
+  const Migration steps[] = {{1, "table t", &CreateT}, {2, "column y", &AddY}};
+  ASSERT_TRUE(Migrate(*db_, "state.db", std::span(steps, 1)).ok());
+  ASSERT_EQ(UserVersion(), 1);
+  db_->exec("INSERT INTO t (x) VALUES (42)");
+
+  Status st = Migrate(*db_, "state.db", steps);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(UserVersion(), 2);
+  SQLite::Statement q(*db_, "SELECT x, y FROM t");
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getInt(), 42);
+  EXPECT_EQ(q.getColumn(1).getInt(), 7);
+}
+
+TEST_F(MigrationsTest, FailingStepLeavesTheLastGoodVersion) {
+  const Migration steps[] = {{1, "table t", &CreateT}, {2, "broken step", &Broken}};
+  Status st = Migrate(*db_, "state.db", steps);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("schema version 2 (broken step)"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("no_such_table"), std::string::npos) << st.message();
+  EXPECT_EQ(UserVersion(), 1);
+  EXPECT_TRUE(db_->tableExists("t"));
+  EXPECT_FALSE(db_->tableExists("u"));  // the failed step's first statement was rolled back
+}
+
+TEST_F(MigrationsTest, RefusesANewerFileUntouched) {
+  db_->exec("PRAGMA user_version = 9");
+  const Migration steps[] = {{1, "table t", &CreateT}};
+  Status st = Migrate(*db_, "/x/state.db", steps);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kFailedPrecondition);
+  EXPECT_EQ(st.message(),
+            "database /x/state.db has schema version 9 but this gpuherd knows up to 1; "
+            "upgrade gpuherd");
+  EXPECT_EQ(UserVersion(), 9);
+  EXPECT_FALSE(db_->tableExists("t"));
+}
+
+TEST_F(MigrationsTest, RefusesAListWithAGap) {
+  const Migration steps[] = {{1, "table t", &CreateT}, {3, "column y", &AddY}};
+  Status st = Migrate(*db_, "state.db", steps);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kInternal);
+  EXPECT_EQ(UserVersion(), 0);
+}
+
+TEST(StatusFromSqliteTest, PicksTheCodeAndAddsWhatToDo) {
+  Status busy = StatusFromSqlite(SQLite::Exception("database is locked", SQLITE_BUSY), "cannot x");
+  EXPECT_EQ(busy.code(), Code::kUnavailable);
+  EXPECT_EQ(busy.message().rfind("cannot x: database is locked; another process", 0), 0u)
+      << busy.message();
+
+  Status cant = StatusFromSqlite(SQLite::Exception("unable to open database file", SQLITE_CANTOPEN),
+                                 "cannot open /x/state.db");
+  EXPECT_EQ(cant.code(), Code::kIoError);
+  EXPECT_EQ(cant.message(),
+            "cannot open /x/state.db: unable to open database file; check that the directory "
+            "exists and is writable");
+
+  Status full = StatusFromSqlite(SQLite::Exception("database or disk is full", SQLITE_FULL), "c");
+  EXPECT_EQ(full.code(), Code::kIoError);
+  Status constraint =
+      StatusFromSqlite(SQLite::Exception("UNIQUE constraint failed", SQLITE_CONSTRAINT), "c");
+  EXPECT_EQ(constraint.code(), Code::kInvalidArgument);
+  Status corrupt = StatusFromSqlite(SQLite::Exception("malformed", SQLITE_CORRUPT), "c");
+  EXPECT_EQ(corrupt.code(), Code::kDataLoss);
+}
+
+}  // namespace
+}  // namespace gpuherd::store

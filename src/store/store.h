@@ -1,0 +1,86 @@
+// Durable state: the SQLite file in the state directory. All SQL of gpuherd
+// lives in this module; the layers above see only the records of records.h.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "store/records.h"
+
+namespace SQLite {
+class Database;
+class Statement;
+}  // namespace SQLite
+
+namespace gpuherd::store {
+
+struct StoreOptions {
+  // FULL: a Commit is on disk before it returns (durable before acknowledged).
+  // NORMAL (false) may lose the last commits on power loss, never on a crash of
+  // the process; only for benchmarks that say so.
+  bool synchronous_full = true;
+  // Never writes, never migrates; the file must exist at the current schema.
+  bool read_only = false;
+};
+
+// One open state file. Not thread-safe: a Store is used by one thread at a
+// time (the daemon's loop); other processes may open the same file, and wait
+// up to a few seconds for its lock. Every method returns errors as Status.
+class Store {
+ public:
+  // Creates the file if needed (unless read-only) and brings its schema up to
+  // date. Refuses a file written by a newer gpuherd.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path,
+                                             const StoreOptions& options = {});
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const { return path_; }
+  int schema_version() const { return schema_version_; }
+
+  // One transaction for the whole batch: GPUs are upserted first (first_seen
+  // is kept from the first insert), then rollups, then events. Assigns ids to
+  // batch->events in order. On error nothing of the batch is kept and the
+  // event ids are left at 0. A rollup must name a GPU already stored or in
+  // the same batch; one for a minute already stored is merged into it.
+  Status Commit(WriteBatch* batch);
+
+  Result<std::vector<GpuRecord>> ListGpus();  // by index, then uuid
+  Result<std::optional<GpuRecord>> GetGpu(const std::string& uuid);
+  // Rollups of one GPU with from <= minute < to, oldest first, at most
+  // `limit`: page on by passing the last minute + 1 as `from`.
+  Result<std::vector<RollupRecord>> QueryRollups(const std::string& uuid, TimeMs from, TimeMs to,
+                                                 int limit = 10000);
+  // The newest `filter.limit` matching events, returned oldest first.
+  Result<std::vector<EventRecord>> ListEvents(const EventFilter& filter);
+  // 0 when there are no events yet.
+  Result<int64_t> LastEventId();
+  // Retention: deletes every rollup with minute < older_than.
+  Status PruneRollups(TimeMs older_than);
+
+ private:
+  Store(std::string path, bool read_only, int schema_version, std::unique_ptr<SQLite::Database> db);
+  Status CheckWritable(const char* what) const;
+  SQLite::Statement& Prepared(std::unique_ptr<SQLite::Statement>* slot, const char* sql);
+  void UpsertGpu(const GpuRecord& gpu);
+  void InsertRollup(const RollupRecord& rollup);
+  int64_t InsertEvent(const EventRecord& event);
+
+  std::string path_;
+  bool read_only_;
+  int schema_version_;
+  // Declared before the statements, which must be finalized first.
+  std::unique_ptr<SQLite::Database> db_;
+  // The hot inserts, prepared once per Store.
+  std::unique_ptr<SQLite::Statement> upsert_gpu_;
+  std::unique_ptr<SQLite::Statement> insert_rollup_;
+  std::unique_ptr<SQLite::Statement> insert_event_;
+};
+
+}  // namespace gpuherd::store
