@@ -119,6 +119,90 @@ class GpusTest(unittest.TestCase):
             home.close()
 
 
+FAKE_NVML = {
+    "driver_version": "550.54.15", "cuda_version": 12040,
+    "topology": [[0, 10], [10, 0]],
+    "gpus": [
+        {"uuid": "GPU-11111111-2222-3333-4444-555555555555", "name": "NVIDIA H200", "serial": "1650924000001",
+         "pci": {"domain": 0, "bus": 23, "device": 0}, "memory": {"total": 150754820096, "used": 1048576},
+         "compute_capability": [9, 0], "max_pcie": [5, 16], "pcie": [5, 16], "numa_node": 0,
+         "temperature": 34, "utilization": [0, 0], "power_mw": 75000, "power_limit_mw": 700000},
+        {"uuid": "GPU-66666666-7777-8888-9999-000000000000", "name": "NVIDIA GeForce GTX 1070 Ti",
+         "serial": "", "pci": {"domain": 0, "bus": 101, "device": 0},
+         "memory": {"total": 8589934592, "used": 0}, "compute_capability": [6, 1],
+         "max_pcie": [3, 16], "pcie": [3, 8], "temperature": 51, "utilization": [40, 10], "fan": 55},
+    ],
+}
+
+
+class NvmlTest(unittest.TestCase):
+    """The real dlopen path of the CLI against the fake libnvidia-ml built by the tests."""
+
+    def setUp(self):
+        lib = os.environ.get("FAKE_NVML_LIB")
+        if not lib:
+            self.skipTest("FAKE_NVML_LIB not set (run through CTest)")
+        self.dir = tempfile.mkdtemp(prefix="gpuherd-nvml-")
+        script = os.path.join(self.dir, "fake.json")
+        with open(script, "w") as f:
+            json.dump(FAKE_NVML, f)
+        self.env = dict(os.environ, GPUHERD_NVML_LIBRARY=lib, GPUHERD_FAKE_NVML_SCRIPT=script, NO_COLOR="1")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def gpuherd(self, *args):
+        return subprocess.run([GPUHERD, "--home", self.dir, *args], capture_output=True, text=True,
+                              env=self.env, timeout=30)
+
+    def test_gpus_reads_nvml(self):
+        proc = self.gpuherd("gpus", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        fleet = json.loads(proc.stdout)
+        self.assertEqual(fleet["driver"], "nvml")
+        self.assertFalse(fleet["simulated"])
+        h200, gtx = fleet["gpus"]
+        self.assertEqual(h200["name"], "NVIDIA H200")
+        self.assertEqual(h200["cuda_version"], "12.4")
+        self.assertEqual(h200["sample"]["temp_c"], 34)
+        self.assertNotIn("fan_pct", h200["sample"])  # not supported: absent, never 0
+        self.assertEqual(gtx["compute_capability"], "6.1")
+        self.assertEqual(gtx["sample"]["pcie_width"], 8)
+        self.assertEqual(fleet["topology"][0][1], "pcie-switch")
+        table = self.gpuherd("gpus").stdout
+        self.assertNotIn("SIMULATED", table)
+        self.assertIn("Gen3 x8 ! (max Gen3 x16)", table)
+
+    def test_missing_library_falls_back_and_says_why(self):
+        self.env["GPUHERD_NVML_LIBRARY"] = os.path.join(self.dir, "libnvidia-ml.so.1")
+        fleet = json.loads(self.gpuherd("gpus", "--json").stdout)
+        self.assertTrue(fleet["simulated"])
+        self.assertIn("libnvidia-ml.so.1", fleet["sim_reason"])
+
+    def test_compare_script_against_a_stand_in_nvidia_smi(self):
+        compare = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "gpu",
+                               "compare_nvidia_smi.sh")
+        bindir = os.path.join(self.dir, "bin")
+        os.mkdir(bindir)
+        smi = os.path.join(bindir, "nvidia-smi")
+
+        def stand_in(temp_of_gpu1):
+            with open(smi, "w") as f:
+                f.write("#!/bin/sh\n"
+                        "echo 'NVIDIA H200, 143771, 5, 16, 34'\n"
+                        f"echo 'NVIDIA GeForce GTX 1070 Ti, 8192, 3, 8, {temp_of_gpu1}'\n")
+            os.chmod(smi, 0o755)
+
+        env = dict(self.env, PATH=bindir + os.pathsep + os.environ["PATH"], GPUHERD_HOME=self.dir)
+        stand_in(52)  # within 2 °C
+        ok = subprocess.run([compare, GPUHERD], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(ok.returncode, 0, ok.stdout + ok.stderr)
+        stand_in(58)  # 7 °C apart
+        bad = subprocess.run([compare, GPUHERD], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(bad.returncode, 1, bad.stdout + bad.stderr)
+        self.assertIn("FAIL", bad.stdout + bad.stderr)
+
+
 class BadInputTest(unittest.TestCase):
     def test_usage_errors_exit_2(self):
         self.assertEqual(run("gpus", "--sim", "0", check=False).returncode, 2)

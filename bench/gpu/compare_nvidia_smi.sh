@@ -5,14 +5,14 @@
 #
 #   bench/gpu/compare_nvidia_smi.sh [GPUHERD_BINARY]
 #
-# The binary is the first argument, else $GPUHERD, else build/src/cli/gpuherd
+# The binary is the first argument, else $GPUHERD, else build/gpuherd
 # under the repository root. Prints both sides and PASS/FAIL per field; exits
 # 0 when all agree, 1 on any mismatch or when gpuherd reports a simulated
 # fleet, 2 when a side cannot be run. Finishes within a minute.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-gpuherd="${1:-${GPUHERD:-$repo_root/build/src/cli/gpuherd}}"
+gpuherd="${1:-${GPUHERD:-$repo_root/build/gpuherd}}"
 
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   echo "compare_nvidia_smi: nvidia-smi not found; run this on a machine with the NVIDIA driver" >&2
