@@ -1,6 +1,9 @@
 #include "gpu/open.h"
 
+#include <spdlog/spdlog.h>
+
 #include "gpu/nvml/nvml_driver.h"
+#include "gpu/nvml/nvml_library.h"
 #include "gpu/sim/sim_driver.h"
 
 namespace gpuherd::gpu {
@@ -21,7 +24,9 @@ Result<OpenedDriver> OpenDriver(const DriverChoice& choice) {
     if (nvml.ok()) return OpenedDriver{std::move(nvml).value(), ""};
     if (choice.fallback_sim_count <= 0) return nvml.status();
     options.count = choice.fallback_sim_count;
-    reason = "no NVIDIA driver found (" + nvml.status().message() + ")";
+    // The full reason goes to the log; views show the short one.
+    spdlog::info("NVML unavailable: {}", nvml.status().message());
+    reason = "no NVIDIA driver found: " + nvml::ResolveNvmlLibraryPath(choice.nvml_library) + " cannot be loaded";
   }
   auto sim = sim::OpenSimDriver(options);
   if (!sim.ok()) return sim.status();
