@@ -59,8 +59,40 @@ CREATE INDEX events_by_gpu ON events (gpu_uuid, id);
 )sql";
 }
 
+std::string SchemaVersion2() {
+  return R"sql(
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  user TEXT NOT NULL,
+  uid INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN
+    ('pending', 'held', 'running', 'stopping', 'completed', 'failed', 'cancelled')),
+  priority INTEGER NOT NULL,
+  spec_json TEXT NOT NULL,
+  submitted INTEGER NOT NULL,
+  started INTEGER NOT NULL,
+  ended INTEGER NOT NULL,
+  attempt INTEGER NOT NULL CHECK (attempt >= 0),
+  restarts INTEGER NOT NULL CHECK (restarts >= 0),
+  gpus_json TEXT NOT NULL,
+  exit_code INTEGER,
+  exit_signal INTEGER,
+  reason TEXT NOT NULL
+);
+CREATE INDEX jobs_unfinished ON jobs (state) WHERE state NOT IN ('completed', 'failed', 'cancelled');
+CREATE INDEX jobs_by_end ON jobs (ended);
+CREATE TABLE gpu_drains (
+  uuid TEXT PRIMARY KEY NOT NULL CHECK (uuid <> ''),
+  reason TEXT NOT NULL,
+  since INTEGER NOT NULL
+);
+)sql";
+}
+
 constexpr Migration kMigrations[] = {
     {1, "GPUs, rollups and events", &SchemaVersion1},
+    {2, "jobs and drained GPUs", &SchemaVersion2},
 };
 
 std::string HintFor(int primary_code) {

@@ -87,13 +87,43 @@ struct EventFilter {
   int limit = 1000;            // newest `limit` matching, returned oldest first
 };
 
+// A job of the queue. The spec is stored as the API's JSON so that adding a
+// spec field needs no migration; what is queried is in columns.
+struct JobRecord {
+  int64_t id = 0;              // assigned by the daemon (monotonic), never reused
+  std::string name;
+  std::string user;
+  uint32_t uid = 0;
+  std::string state;           // "pending", "running", ... (sched::JobStateName)
+  int priority = 0;
+  std::string spec_json;
+  TimeMs submitted = 0, started = 0, ended = 0;
+  int attempt = 0;
+  int restarts = 0;
+  std::string gpus_json = "[]";  // UUIDs of the GPUs of the current/last attempt
+  std::optional<int> exit_code, exit_signal;
+  std::string reason;
+};
+
+// A GPU taken out of scheduling by an operator or by a fault, until undrained.
+struct DrainRecord {
+  std::string uuid;
+  bool drained = false;        // false: the drain is lifted (row deleted)
+  std::string reason;
+  TimeMs since = 0;
+};
+
 // Everything that happened in one turn of the daemon's loop, committed in one
 // transaction (one fsync) before anyone is told.
 struct WriteBatch {
   std::vector<GpuRecord> gpus;
   std::vector<RollupRecord> rollups;
   std::vector<EventRecord> events;
-  bool empty() const { return gpus.empty() && rollups.empty() && events.empty(); }
+  std::vector<JobRecord> jobs;       // upserted by id
+  std::vector<DrainRecord> drains;
+  bool empty() const {
+    return gpus.empty() && rollups.empty() && events.empty() && jobs.empty() && drains.empty();
+  }
 };
 
 }  // namespace gpuherd::store

@@ -171,6 +171,9 @@ Status ValidateBatch(const WriteBatch& batch) {
       return InvalidArgument("event " + std::to_string(i) + " of the batch has an empty kind");
     }
   }
+  for (const JobRecord& job : batch.jobs) {
+    if (job.id <= 0) return InvalidArgument("a job of the batch has no id (ids start at 1)");
+  }
   return Status::Ok();
 }
 
@@ -312,7 +315,7 @@ Status Store::Commit(WriteBatch* batch) {
   if (batch->empty()) return Status::Ok();
 
   // Which row is being written, for the error message only.
-  enum class Stage { kBegin, kGpu, kRollup, kEvent, kCommit } stage = Stage::kBegin;
+  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kCommit } stage = Stage::kBegin;
   size_t row = 0;
   std::vector<int64_t> ids;
   ids.reserve(batch->events.size());
@@ -324,6 +327,10 @@ Status Store::Commit(WriteBatch* batch) {
     for (row = 0; row < batch->rollups.size(); ++row) InsertRollup(batch->rollups[row]);
     stage = Stage::kEvent;
     for (row = 0; row < batch->events.size(); ++row) ids.push_back(InsertEvent(batch->events[row]));
+    stage = Stage::kJob;
+    for (row = 0; row < batch->jobs.size(); ++row) UpsertJob(batch->jobs[row]);
+    stage = Stage::kDrain;
+    for (row = 0; row < batch->drains.size(); ++row) WriteDrain(batch->drains[row]);
     stage = Stage::kCommit;
     txn.commit();
   } catch (const SQLite::Exception& e) {
@@ -340,6 +347,8 @@ Status Store::Commit(WriteBatch* batch) {
         break;
       }
       case Stage::kEvent: doing = "storing event '" + batch->events[row].kind + "'"; break;
+      case Stage::kJob: doing = "storing job " + std::to_string(batch->jobs[row].id); break;
+      case Stage::kDrain: doing = "storing the drain of GPU " + batch->drains[row].uuid; break;
       case Stage::kCommit: doing = "committing"; break;
     }
     Status st = StatusFromSqlite(e, "cannot commit to " + path_ + " while " + doing);

@@ -64,6 +64,16 @@ class Store {
   // Retention: deletes every rollup with minute < older_than.
   Status PruneRollups(TimeMs older_than);
 
+  // Jobs (store/jobs.cc). Unfinished ones (not completed/failed/cancelled) in
+  // id order: what a restarted daemon reloads.
+  Result<std::vector<JobRecord>> ListUnfinishedJobs();
+  // Finished jobs that ended at or after `since`, newest first, at most `limit`.
+  Result<std::vector<JobRecord>> ListFinishedJobs(TimeMs since, int limit);
+  Result<std::optional<JobRecord>> GetJob(int64_t id);
+  // The highest job id ever assigned (0 when none): ids are never reused.
+  Result<int64_t> LastJobId();
+  Result<std::vector<DrainRecord>> ListDrains();
+
  private:
   Store(std::string path, bool read_only, int schema_version, std::unique_ptr<SQLite::Database> db);
   Status CheckWritable(const char* what) const;
@@ -71,6 +81,8 @@ class Store {
   void UpsertGpu(const GpuRecord& gpu);
   void InsertRollup(const RollupRecord& rollup);
   int64_t InsertEvent(const EventRecord& event);
+  void UpsertJob(const JobRecord& job);
+  void WriteDrain(const DrainRecord& drain);
 
   std::string path_;
   bool read_only_;
@@ -81,6 +93,7 @@ class Store {
   std::unique_ptr<SQLite::Statement> upsert_gpu_;
   std::unique_ptr<SQLite::Statement> insert_rollup_;
   std::unique_ptr<SQLite::Statement> insert_event_;
+  std::unique_ptr<SQLite::Statement> upsert_job_;
 };
 
 }  // namespace gpuherd::store
