@@ -40,5 +40,11 @@ void AddEventsCommand(CLI::App& app, CommandContext* ctx);
 void AddNoteCommand(CLI::App& app, CommandContext* ctx);
 void AddStopCommand(CLI::App& app, CommandContext* ctx);
 void AddStatusCommand(CLI::App& app, CommandContext* ctx);
+void AddSubmitCommand(CLI::App& app, CommandContext* ctx);
+void AddPsCommand(CLI::App& app, CommandContext* ctx);
+void AddShowCommand(CLI::App& app, CommandContext* ctx);
+void AddLogsCommand(CLI::App& app, CommandContext* ctx);
+void AddJobActionCommands(CLI::App& app, CommandContext* ctx);  // cancel, hold, release, requeue
+void AddDrainCommands(CLI::App& app, CommandContext* ctx);      // drain, undrain
 
 }  // namespace gpuherd::cli

@@ -20,8 +20,8 @@ class DaemonClient {
   // True when a daemon answers /v1/health on this state directory.
   bool Reachable();
   Result<nlohmann::json> Get(const std::string& target);
-  // Sends the API token from the state directory; a user who cannot read it
-  // gets kPermissionDenied saying so.
+  // Sends the API token from the state directory where this user can read it;
+  // otherwise the daemon acts on the caller's own rights (peer credentials).
   Result<nlohmann::json> Post(const std::string& target, const nlohmann::json& body);
 
  private:

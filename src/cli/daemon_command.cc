@@ -16,6 +16,10 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     int port = daemon::kDefaultApiPort;
     std::string interval = "5s";
     std::string log_level = "info";
+    std::string memory_grace = "30s";
+    std::string admin_group;
+    int user_max_gpus = 0, user_max_queued = 0;
+    bool no_preemption = false, no_backfill = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("daemon", "Run the gpuherd daemon in the foreground");
@@ -25,8 +29,25 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--interval", flags->interval, "Sampling period, 100ms or more (default 5s)");
   cmd->add_option("--log-level", flags->log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  cmd->add_option("--memory-grace", flags->memory_grace,
+                  "How long a fractional job may exceed its GPU memory share before it is stopped");
+  cmd->add_option("--admin-group", flags->admin_group, "Members may act on any job and drain GPUs");
+  cmd->add_option("--user-max-gpus", flags->user_max_gpus, "Running GPUs per user (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--user-max-queued", flags->user_max_queued, "Unfinished jobs per user (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-preemption", flags->no_preemption, "Never preempt running jobs");
+  cmd->add_flag("--no-backfill", flags->no_backfill, "Start jobs strictly in priority order");
   cmd->callback([ctx, flags] {
     daemon::DaemonOptions options;
+    if (!ParseDuration(flags->memory_grace, &options.queue.memory_watchdog_grace)) {
+      return ctx->Fail(InvalidArgument("--memory-grace takes a duration like 30s; got '" + flags->memory_grace + "'"));
+    }
+    options.admin_group = flags->admin_group;
+    options.queue.scheduler.max_running_gpus_per_user = flags->user_max_gpus;
+    options.queue.scheduler.max_queued_jobs_per_user = flags->user_max_queued;
+    options.queue.scheduler.preemption = !flags->no_preemption;
+    options.queue.scheduler.backfill = !flags->no_backfill;
     options.home = ctx->dir().root;
     options.driver = flags->driver.choice();
     options.port = flags->port;

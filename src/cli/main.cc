@@ -6,8 +6,12 @@
 #include "cli/command.h"
 #include "core/log.h"
 #include "core/version.h"
+#include "exec/launcher.h"
 
 int main(int argc, char** argv) {
+  // The daemon's job launcher is this same binary started with a hidden
+  // argument; it must not parse the command line or touch logging.
+  if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
   using namespace gpuherd::cli;
   // Commands log warnings only; the daemon sets up its own logging.
   gpuherd::SetUpLogging("warn");
@@ -25,6 +29,12 @@ int main(int argc, char** argv) {
   AddNoteCommand(app, &ctx);
   AddStopCommand(app, &ctx);
   AddStatusCommand(app, &ctx);
+  AddSubmitCommand(app, &ctx);
+  AddPsCommand(app, &ctx);
+  AddShowCommand(app, &ctx);
+  AddLogsCommand(app, &ctx);
+  AddJobActionCommands(app, &ctx);
+  AddDrainCommands(app, &ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -41,15 +41,30 @@ bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out,
 HttpResponse JsonResponse(const json& body, int status) {
   HttpResponse response;
   response.status = status;
-  response.body = body.dump();
+  // Job logs may hold bytes that are not UTF-8; they are replaced, not fatal.
+  response.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return response;
 }
 
-bool IsMutation(const HttpRequest& request) {
-  return request.method == "POST" && (request.path == "/v1/events" || request.path == "/v1/shutdown");
+HttpResponse StatusResponse(const Status& s) {
+  switch (s.code()) {
+    case Code::kOk: return JsonResponse(json::object());
+    case Code::kInvalidArgument: return HttpErrorResponse(400, s.message());
+    case Code::kUnauthenticated: return HttpErrorResponse(401, s.message());
+    case Code::kPermissionDenied: return HttpErrorResponse(403, s.message());
+    case Code::kNotFound: return HttpErrorResponse(404, s.message());
+    case Code::kAlreadyExists: return HttpErrorResponse(409, s.message());
+    case Code::kFailedPrecondition: return HttpErrorResponse(412, s.message());
+    case Code::kUnavailable: return HttpErrorResponse(503, s.message());
+    default: return HttpErrorResponse(500, s.message());
+  }
 }
 
-HttpResponse Api::Handle(const HttpRequest& request) {
+bool IsMutation(const HttpRequest& request) {
+  return request.method != "GET" && request.method != "HEAD";
+}
+
+HttpResponse Api::Handle(const HttpRequest& request, const Caller& caller) {
   std::vector<std::string> parts = SplitPath(request.path);
   if (parts.empty() || parts[0] != "v1") {
     return HttpErrorResponse(404, "no such endpoint " + request.path + "; the API lives under /v1 (try /v1/health)");
@@ -77,7 +92,14 @@ HttpResponse Api::Handle(const HttpRequest& request) {
     if (method == "POST") return AddEvent(request);
     return HttpErrorResponse(405, "use GET or POST for /v1/events");
   }
-  if (route(2, "shutdown")) return method == "POST" ? Shutdown() : HttpErrorResponse(405, "use POST for /v1/shutdown");
+  if (route(2, "shutdown")) {
+    return method == "POST" ? Shutdown(caller) : HttpErrorResponse(405, "use POST for /v1/shutdown");
+  }
+  if (parts.size() >= 2 && parts[1] == "jobs") return Jobs(parts, request, caller);
+  if (route(4, "gpus", "drain") || route(4, "gpus", "undrain")) {
+    if (method != "POST") return HttpErrorResponse(405, "use POST to drain or undrain");
+    return DrainGpu(parts[2], parts[3] == "drain", request, caller);
+  }
   return HttpErrorResponse(404, "no such endpoint " + request.path);
 }
 
@@ -105,7 +127,19 @@ HttpResponse Api::Version() {
                        {"driver", state_->fleet.driver_name}});
 }
 
-HttpResponse Api::Gpus() { return JsonResponse(FleetJson(state_->Fleet())); }
+HttpResponse Api::Gpus() {
+  json fleet = FleetJson(state_->Fleet());
+  for (auto& g : fleet["gpus"]) MarkDrained(g);
+  return JsonResponse(fleet);
+}
+
+void Api::MarkDrained(json& gpu) const {
+  auto reason = jobs_ ? jobs_->DrainReason(gpu.value("uuid", std::string())) : std::nullopt;
+  if (!reason) return;
+  gpu["drained"] = true;
+  gpu["drain_reason"] = *reason;
+  if (gpu.value("state", std::string()) == "ok") gpu["state"] = "drained";
+}
 
 int Api::FindGpu(const std::string& id) const {
   const auto& gpus = state_->fleet.gpus;
@@ -118,7 +152,9 @@ int Api::FindGpu(const std::string& id) const {
 HttpResponse Api::Gpu(const std::string& id) {
   int i = FindGpu(id);
   if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "' (give an index or a UUID; GET /v1/gpus lists them)");
-  return JsonResponse(GpuJson(state_->fleet.gpus[i], state_->View(i)));
+  json gpu = GpuJson(state_->fleet.gpus[i], state_->View(i));
+  MarkDrained(gpu);
+  return JsonResponse(gpu);
 }
 
 HttpResponse Api::Samples(const std::string& id, const HttpRequest& request) {
@@ -207,9 +243,78 @@ HttpResponse Api::AddEvent(const HttpRequest& request) {
   return JsonResponse({{"recorded", true}}, 201);
 }
 
-HttpResponse Api::Shutdown() {
+HttpResponse Api::Shutdown(const Caller& caller) {
+  if (!caller.admin) return HttpErrorResponse(403, "only an admin (root or the daemon's user) may stop the daemon");
   request_stop_();
   return JsonResponse({{"stopping", true}}, 202);
+}
+
+HttpResponse Api::Jobs(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller) {
+  const std::string& method = request.method;
+  bool get = method == "GET" || method == "HEAD";
+  if (parts.size() == 2) {
+    if (get) {
+      auto q = [&](const char* k) {
+        auto it = request.query.find(k);
+        return it == request.query.end() ? std::string() : it->second;
+      };
+      if (!q("state").empty() && !sched::ParseJobState(q("state"))) {
+        return HttpErrorResponse(400, "unknown state '" + q("state") +
+                                          "'; use pending, held, running, stopping, completed, failed or cancelled");
+      }
+      bool all = q("all") == "1" || q("all") == "true";
+      return JsonResponse({{"jobs", jobs_->List(all, q("user"), q("state"))}, {"now", state_->clock->Now()}});
+    }
+    if (method != "POST") return HttpErrorResponse(405, "use GET or POST for /v1/jobs");
+    json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object()) {
+      return HttpErrorResponse(400, "body must be a job spec, a JSON object like {\"command\": [\"python3\", \"train.py\"], \"gpus\": 1}");
+    }
+    auto id = jobs_->Submit(body, caller);
+    if (!id.ok()) return StatusResponse(id.status());
+    return JsonResponse({{"id", *id}}, 201);
+  }
+  int64_t id = 0;
+  auto [ptr, ec] = std::from_chars(parts[2].data(), parts[2].data() + parts[2].size(), id);
+  if (ec != std::errc() || ptr != parts[2].data() + parts[2].size() || id <= 0) {
+    return HttpErrorResponse(400, "job id must be a positive integer, got '" + parts[2] + "'");
+  }
+  if (parts.size() == 3) {
+    if (!get) return HttpErrorResponse(405, "use GET for /v1/jobs/{id}");
+    auto job = jobs_->Show(id);
+    return job.ok() ? JsonResponse(*job) : StatusResponse(job.status());
+  }
+  if (parts.size() == 4 && parts[3] == "logs") {
+    if (!get) return HttpErrorResponse(405, "use GET for logs");
+    int64_t offset = 0;
+    std::string error;
+    if (!QueryInt(request, "offset", &offset, &error)) return HttpErrorResponse(400, error);
+    auto it = request.query.find("stream");
+    auto logs = jobs_->Logs(id, it == request.query.end() ? "stdout" : it->second, offset);
+    return logs.ok() ? JsonResponse(*logs) : StatusResponse(logs.status());
+  }
+  if (parts.size() == 4) {
+    if (method != "POST") return HttpErrorResponse(405, "use POST for job actions");
+    auto state = jobs_->Act(id, parts[3], caller);
+    return state.ok() ? JsonResponse({{"id", id}, {"state", *state}}) : StatusResponse(state.status());
+  }
+  return HttpErrorResponse(404, "no such endpoint " + request.path);
+}
+
+HttpResponse Api::DrainGpu(const std::string& id, bool drain, const HttpRequest& request, const Caller& caller) {
+  int i = FindGpu(id);
+  if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "' (give an index or a UUID)");
+  std::string reason;
+  if (!request.body.empty()) {
+    json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object()) return HttpErrorResponse(400, "body must be a JSON object like {\"reason\": \"fan noise\"}");
+    if (body.contains("reason")) {
+      if (!body["reason"].is_string()) return HttpErrorResponse(400, "reason must be a string");
+      reason = body["reason"].get<std::string>();
+    }
+  }
+  Status s = drain ? jobs_->Drain(i, reason, caller) : jobs_->Undrain(i, caller);
+  return s.ok() ? JsonResponse({{"gpu", i}, {"drained", drain}}) : StatusResponse(s);
 }
 
 }  // namespace gpuherd::daemon

@@ -9,28 +9,36 @@
 //   GET  /v1/gpus/{id}/rollups?from=&to=&limit=   per-minute min/mean/max
 //   GET  /v1/events?after=&since=&gpu=&kind=&limit=
 //   POST /v1/events {"message", "gpu"?, "severity"?}   an operator's note (token)
-//   POST /v1/shutdown                   stops the daemon (token)
+//   POST /v1/shutdown                   stops the daemon (admin)
+//   POST /v1/jobs {spec}                submits a job → {"id"}
+//   GET  /v1/jobs?all=&user=&state=     the queue
+//   GET  /v1/jobs/{id}                  one job, with why it is pending
+//   GET  /v1/jobs/{id}/logs?stream=&offset=   a piece of its output
+//   POST /v1/jobs/{id}/{cancel|hold|release|requeue}
+//   POST /v1/gpus/{id}/{drain|undrain} {"reason"?}   (admin)
 #pragma once
 
 #include <functional>
 
+#include "daemon/caller.h"
 #include "daemon/daemon_state.h"
 #include "daemon/http_server.h"
+#include "daemon/job_service.h"
 
 namespace gpuherd::daemon {
 
-// Whether a route changes state (and so needs the token). Unknown routes are
-// not mutations: they get their 404 without a token.
+// Whether a request changes state: on TCP it then needs the token; on the
+// unix socket the peer credentials say who asks.
 bool IsMutation(const HttpRequest& request);
 
 class Api {
  public:
   // `state` must outlive the Api; `request_stop` is called (on the loop
   // thread) by POST /v1/shutdown.
-  Api(DaemonState* state, std::function<void()> request_stop)
-      : state_(state), request_stop_(std::move(request_stop)) {}
+  Api(DaemonState* state, JobService* jobs, std::function<void()> request_stop)
+      : state_(state), jobs_(jobs), request_stop_(std::move(request_stop)) {}
 
-  HttpResponse Handle(const HttpRequest& request);
+  HttpResponse Handle(const HttpRequest& request, const Caller& caller);
 
  private:
   HttpResponse Health();
@@ -41,14 +49,21 @@ class Api {
   HttpResponse Rollups(const std::string& id, const HttpRequest& request);
   HttpResponse Events(const HttpRequest& request);
   HttpResponse AddEvent(const HttpRequest& request);
-  HttpResponse Shutdown();
+  HttpResponse Shutdown(const Caller& caller);
+  HttpResponse Jobs(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller);
+  HttpResponse DrainGpu(const std::string& id, bool drain, const HttpRequest& request, const Caller& caller);
+  // Adds "drained" and "drain_reason" to a GPU's JSON; state "drained" when ok.
+  void MarkDrained(nlohmann::json& gpu) const;
   // Index of the GPU named by an index or UUID, or -1.
   int FindGpu(const std::string& id) const;
 
   DaemonState* state_;
+  JobService* jobs_;
   std::function<void()> request_stop_;
 };
 
 HttpResponse JsonResponse(const nlohmann::json& body, int status = 200);
+// The HTTP status for a Status (400 invalid, 404 not found, 403 denied, ...).
+HttpResponse StatusResponse(const Status& status);
 
 }  // namespace gpuherd::daemon

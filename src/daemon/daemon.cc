@@ -1,6 +1,8 @@
 #include "daemon/daemon.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -18,7 +20,9 @@
 #include "daemon/daemon_state.h"
 #include "daemon/event_loop.h"
 #include "daemon/http_server.h"
+#include "exec/executor.h"
 #include "gpu/json.h"
+#include "gpu/sim/sim_driver.h"
 #include "host/host.h"
 #include "telemetry/records_convert.h"
 #include "telemetry/sampler.h"
@@ -55,6 +59,27 @@ Result<int> LockHome(const StateDir& dir) {
   return fd;
 }
 
+std::string UserName(uint32_t uid) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found) return found->pw_name;
+  return "uid " + std::to_string(uid);
+}
+
+bool InGroup(const std::string& user, uint32_t primary_gid, const std::string& group) {
+  if (group.empty()) return false;
+  struct group gr {};
+  struct group* found = nullptr;
+  char buf[16384];
+  if (getgrnam_r(group.c_str(), &gr, buf, sizeof(buf), &found) != 0 || !found) return false;
+  if (found->gr_gid == primary_gid) return true;
+  for (char** m = found->gr_mem; m && *m; ++m) {
+    if (user == *m) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 struct Daemon::Impl {
@@ -67,29 +92,63 @@ struct Daemon::Impl {
   std::unique_ptr<gpu::Driver> driver;  // used by the sampler thread only
   std::unique_ptr<telemetry::Sampler> sampler;
   std::unique_ptr<EventLoop> loop;
+  std::unique_ptr<exec::Executor> executor;
+  std::unique_ptr<JobService> jobs;
   std::unique_ptr<Api> api;
   std::unique_ptr<HttpServer> server;
 
   ~Impl() {
     if (server) server->Stop();
     if (sampler) sampler->Stop();
+    // Jobs keep running under their shims; the next daemon re-adopts them.
+    if (executor) executor->Shutdown();
     if (lock_fd >= 0) ::close(lock_fd);
   }
 
-  // End of each loop turn: everything the turn changed, in one transaction.
+  // End of each loop turn: the scheduling pass, then everything the turn
+  // changed in one transaction, then the launches and signals it decided.
   bool CommitTurn() {
-    if (state.batch.empty()) return true;
+    if (jobs) jobs->EndOfTurn();
+    if (state.batch.empty()) {
+      if (jobs) jobs->AfterCommit();
+      return true;
+    }
     Status s = state.store->Commit(&state.batch);
     state.batch = store::WriteBatch();
     if (!s.ok()) {
+      // Nothing decided in this turn happens: no launch without its record.
       spdlog::error("cannot commit state: {}", s.ToString());
       return false;
     }
+    if (jobs) jobs->AfterCommit();
     return true;
+  }
+
+  Caller CallerOf(const HttpRequest& request) const {
+    Caller c;
+    bool token_ok = HasValidToken(request.headers, token);
+    if (request.via_unix_socket && request.peer_uid) {
+      c.uid = *request.peer_uid;
+      c.gid = request.peer_gid.value_or(0);
+      c.user = UserName(c.uid);
+      c.authenticated = true;
+      c.admin = token_ok || c.uid == 0 || c.uid == ::geteuid() || InGroup(c.user, c.gid, options.admin_group);
+    } else if (token_ok) {
+      c.uid = ::geteuid();
+      c.gid = ::getegid();
+      c.user = UserName(c.uid);
+      c.authenticated = true;
+      c.admin = true;
+    }
+    return c;
   }
 
   void Ingest(const telemetry::SampleRound& round) {
     auto result = state.telemetry->Ingest(round);
+    if (jobs) {
+      jobs->OnGpuEvents(result.events);
+      jobs->OnRound();
+    }
     for (auto& e : result.events) {
       spdlog::log(e.severity == store::Severity::kCritical ? spdlog::level::err : spdlog::level::warn,
                   "{}: {}", e.kind, e.message);
@@ -102,11 +161,13 @@ struct Daemon::Impl {
   }
 
   HttpResponse Serve(const HttpRequest& request) {
-    if (IsMutation(request) && !HasValidToken(request.headers, token)) {
-      return HttpErrorResponse(401, "this request changes state and needs the API token: send "
-                                "\"Authorization: Bearer <token>\" with the token from " + dir.token_path());
+    Caller caller = CallerOf(request);
+    if (IsMutation(request) && !caller.authenticated) {
+      return HttpErrorResponse(401, "this request changes state: over TCP it needs the API token, sent as "
+                                    "\"Authorization: Bearer <token>\" with the token from " + dir.token_path() +
+                                    " (or use the unix socket " + dir.socket_path() + ")");
     }
-    return loop->CallOr<HttpResponse>([&] { return api->Handle(request); },
+    return loop->CallOr<HttpResponse>([&] { return api->Handle(request, caller); },
                                       HttpErrorResponse(503, "the daemon is stopping or cannot write its state "
                                                          "directory; see its log in " + dir.log_dir()));
   }
@@ -195,7 +256,18 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
 
   Impl* raw = impl.get();
   impl->loop = std::make_unique<EventLoop>([raw] { return raw->CommitTurn(); });
-  impl->api = std::make_unique<Api>(&impl->state, [raw] { raw->loop->Stop(); });
+
+  exec::ExecutorOptions exec_options;
+  auto executor = exec::Executor::Start(exec_options, [raw](exec::ExitRecord record) {
+    raw->loop->Post([raw, record = std::move(record)] { raw->jobs->OnExit(record); });
+  });
+  if (!executor.ok()) return executor.status().Annotate("cannot start the job executor");
+  impl->executor = std::move(executor).value();
+  auto* sim = dynamic_cast<gpu::sim::SimDriver*>(impl->driver.get());
+  impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), sim, dir, options.queue);
+  GPUHERD_RETURN_IF_ERROR(impl->jobs->Load());
+  if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
+  impl->api = std::make_unique<Api>(&impl->state, impl->jobs.get(), [raw] { raw->loop->Stop(); });
 
   telemetry::SamplerOptions sampler_options;
   sampler_options.interval = options.sample_interval;
@@ -227,6 +299,7 @@ Status Daemon::Run() {
 
   impl->sampler->Stop();
   impl->server->Stop();
+  impl->executor->Shutdown();
   TimeMs now = impl->clock->Now();
   for (auto& r : impl->state.telemetry->Flush()) impl->state.batch.rollups.push_back(std::move(r));
   impl->state.batch.events.push_back(

@@ -7,6 +7,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
+#include "daemon/job_service.h"
 #include "gpu/open.h"
 #include "host/clock.h"
 
@@ -20,6 +21,8 @@ struct DaemonOptions {
   int port = kDefaultApiPort;    // TCP on 127.0.0.1; 0 = any free port, -1 = none
   DurationMs sample_interval = 5 * kSecondMs;
   size_t ring_capacity = 720;    // samples kept in memory per GPU (1 h at 5 s)
+  QueueConfig queue;
+  std::string admin_group;       // members may act on any job and drain GPUs
 };
 
 class Daemon {

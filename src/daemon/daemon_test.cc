@@ -11,6 +11,7 @@
 
 #include "cli/http_client.h"
 #include "daemon/auth.h"
+#include "exec/launcher.h"
 
 namespace gpuherd::daemon {
 namespace {
@@ -49,11 +50,15 @@ class DaemonTest : public ::testing::Test {
     daemon_.reset();
   }
 
+  // Over the unix socket unless `tcp`: there the caller is known by its peer
+  // credentials; over TCP only the token authenticates.
   cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "",
-                           bool with_token = false) {
+                           bool with_token = false, bool tcp = false) {
     std::map<std::string, std::string> headers;
     if (with_token) headers["Authorization"] = "Bearer " + *ReadToken(StateDir{home_.string()});
-    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+    cli::HttpEndpoint endpoint{daemon_->socket_path()};
+    if (tcp) endpoint = cli::HttpEndpoint{"", "127.0.0.1", daemon_->tcp_port()};
+    cli::HttpClient client(endpoint);
     auto r = client.Request(method, target, body, headers);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : cli::ClientResponse{};
@@ -99,10 +104,13 @@ TEST_F(DaemonTest, ErrorsAreJsonWithTheRightStatus) {
   EXPECT_EQ(Call("GET", "/v1/gpus/0/samples?n=0").status, 400);
   EXPECT_EQ(Call("DELETE", "/v1/gpus").status, 405);
 
-  auto no_token = Call("POST", "/v1/events", R"({"message": "hello"})");
+  auto no_token = Call("POST", "/v1/events", R"({"message": "hello"})", false, /*tcp=*/true);
   EXPECT_EQ(no_token.status, 401);
   EXPECT_NE(json::parse(no_token.body)["error"].get<std::string>().find("token"), std::string::npos);
-  EXPECT_EQ(Call("POST", "/v1/shutdown").status, 401);
+  EXPECT_EQ(Call("POST", "/v1/shutdown", "", false, true).status, 401);
+  EXPECT_EQ(Call("POST", "/v1/jobs", R"({"command": ["true"]})", false, true).status, 401);
+  EXPECT_EQ(Call("GET", "/v1/health", "", false, true).status, 200);  // reads are open
+  EXPECT_EQ(Call("POST", "/v1/events", R"({"message": "over tcp"})", true, true).status, 201);
 
   EXPECT_EQ(Call("POST", "/v1/events", "{not json", true).status, 400);
   EXPECT_EQ(Call("POST", "/v1/events", R"({"message": "x", "colour": "red"})", true).status, 400);
@@ -146,3 +154,10 @@ TEST_F(DaemonTest, ShutdownWithTokenStopsTheLoop) {
 
 }  // namespace
 }  // namespace gpuherd::daemon
+
+int main(int argc, char** argv) {
+  // The daemon starts this binary again as its job launcher.
+  if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -35,7 +35,9 @@ class EventLoop {
   T CallOr(std::function<T()> fn, T if_failed) {
     auto promise = std::make_shared<std::promise<T>>();
     auto future = promise->get_future();
-    bool accepted = Enqueue([this, fn = std::move(fn), promise]() mutable {
+    // Only the task and its release may own the promise: when both are gone
+    // without setting it, the future breaks and this caller is let go.
+    bool accepted = Enqueue([this, fn = std::move(fn), promise = std::move(promise)]() mutable {
       T value = fn();
       // Released after the commit at the end of this turn.
       after_turn_.push_back([promise, value = std::move(value)](bool committed) mutable {

@@ -1,0 +1,115 @@
+// gpuherd submit [flags] -- CMD ARGS...: queues a job and prints its id once
+// the daemon has committed it.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cli/command.h"
+#include "cli/daemon_client.h"
+#include "cli/spec_file.h"
+
+namespace gpuherd::cli {
+namespace {
+
+// The submitter's variables a job usually needs; others go with --env.
+constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ",
+                                         "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH"};
+
+}  // namespace
+
+void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
+  struct Flags {
+    std::string gpus = "0", gpu_mem, model, min_cc, mem, time_limit, grace, name, file;
+    int cpus = 0, priority = 0, max_restarts = 0;
+    bool preemptible = false, json = false;
+    std::vector<std::string> env, labels, command;
+    std::vector<int64_t> after;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand("submit", "Queue a job: gpuherd submit --gpus 1 -- python train.py");
+  cmd->add_option("--gpus", f->gpus, "GPUs: 0, a fraction 0.1-0.9, or a whole number (default 0)");
+  cmd->add_option("--gpu-mem", f->gpu_mem, "GPU memory, e.g. 8GiB (required for fractions)");
+  cmd->add_option("--model", f->model, "Only GPUs whose name contains this, e.g. A100");
+  cmd->add_option("--min-cc", f->min_cc, "Minimum compute capability, e.g. 8.0");
+  cmd->add_option("--cpus", f->cpus, "CPUs the job needs")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--mem", f->mem, "Host memory, e.g. 32GiB");
+  cmd->add_option("--priority", f->priority, "Urgency, -100 to 100 (default 0)")->check(CLI::Range(-100, 100));
+  cmd->add_option("--time-limit", f->time_limit, "Stop the job after this long, e.g. 12h");
+  cmd->add_option("--checkpoint-grace", f->grace, "Time between SIGTERM and SIGKILL (default 30s)");
+  cmd->add_flag("--preemptible", f->preemptible, "Let higher-priority jobs preempt this one");
+  cmd->add_option("--max-restarts", f->max_restarts, "Restarts after GPU faults or preemption")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--after", f->after, "Start only after these job ids completed");
+  cmd->add_option("--name", f->name, "A name for the job");
+  cmd->add_option("--env", f->env, "KEY=VALUE added to the job's environment (repeatable)");
+  cmd->add_option("--label", f->labels, "KEY=VALUE label (repeatable)");
+  cmd->add_option("-f,--file", f->file, "A job spec in JSON or YAML (flags override it)")->check(CLI::ExistingFile);
+  cmd->add_flag("--json", f->json, "Print {\"id\": N} instead of the bare id");
+  cmd->add_option("command", f->command, "The command, after --")->expected(-1);
+  cmd->callback([ctx, f] {
+    nlohmann::json spec = nlohmann::json::object();
+    if (!f->file.empty()) {
+      auto loaded = LoadSpecFile(f->file);
+      if (!loaded.ok()) return ctx->Fail(loaded.status());
+      spec = *loaded;
+    }
+    if (!f->command.empty()) spec["command"] = f->command;
+    if (!spec.contains("command")) {
+      return ctx->Fail(InvalidArgument("no command given; put it after --, e.g. gpuherd submit --gpus 1 -- python train.py"));
+    }
+    auto set_if = [&](const char* key, const std::string& value) {
+      if (!value.empty()) spec[key] = value;
+    };
+    if (f->gpus != "0" || !spec.contains("gpus")) {
+      char* end = nullptr;
+      double g = std::strtod(f->gpus.c_str(), &end);
+      if (end == f->gpus.c_str() || *end != '\0') {
+        return ctx->Fail(InvalidArgument("--gpus takes a number such as 1, 2 or 0.5; got '" + f->gpus + "'"));
+      }
+      spec["gpus"] = g;
+    }
+    set_if("gpu_mem", f->gpu_mem);
+    set_if("model", f->model);
+    set_if("min_cc", f->min_cc);
+    set_if("mem", f->mem);
+    set_if("time_limit", f->time_limit);
+    set_if("name", f->name);
+    if (!f->grace.empty()) spec["checkpoint"] = {{"grace", f->grace}};
+    if (f->cpus) spec["cpus"] = f->cpus;
+    if (f->priority) spec["priority"] = f->priority;
+    if (f->preemptible) spec["preemptible"] = true;
+    if (f->max_restarts) spec["max_restarts"] = f->max_restarts;
+    if (!f->after.empty()) spec["depends_on"] = f->after;
+    if (!spec.contains("cwd")) {
+      char cwd[PATH_MAX];
+      if (::getcwd(cwd, sizeof(cwd))) spec["cwd"] = cwd;
+    }
+    nlohmann::json env = spec.value("env", nlohmann::json::object());
+    for (const char* name : kInheritedEnv) {
+      if (const char* v = std::getenv(name); v && !env.contains(name)) env[name] = v;
+    }
+    for (const std::string& kv : f->env) {
+      auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return ctx->Fail(InvalidArgument("--env takes KEY=VALUE; got '" + kv + "'"));
+      }
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    spec["env"] = env;
+    for (const std::string& kv : f->labels) {
+      auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return ctx->Fail(InvalidArgument("--label takes KEY=VALUE; got '" + kv + "'"));
+      }
+      spec["labels"][kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    auto reply = DaemonClient(ctx->dir()).Post("/v1/jobs", spec);
+    if (!reply.ok()) return ctx->Fail(reply.status());
+    if (f->json) std::printf("%s\n", reply->dump().c_str());
+    else std::printf("%lld\n", static_cast<long long>(reply->value("id", int64_t{0})));
+  });
+}
+
+}  // namespace gpuherd::cli

@@ -1,0 +1,101 @@
+#include "exec/executor.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "exec/pidfd.h"
+
+namespace gpuherd::exec {
+namespace {
+
+std::string AttemptName(int64_t job_id, int attempt) {
+  return "job " + std::to_string(job_id) + " attempt " + std::to_string(attempt);
+}
+
+Status Validate(const LaunchSpec& spec) {
+  std::string what = AttemptName(spec.job_id, spec.attempt);
+  if (spec.argv.empty() || spec.argv[0].empty()) return InvalidArgument(what + " has no command to run");
+  if (spec.dir.empty() || spec.dir[0] != '/') {
+    return InvalidArgument(what + ": the attempt directory must be an absolute path, not '" + spec.dir + "'");
+  }
+  if (spec.time_limit < 0) return InvalidArgument(what + ": the time limit must not be negative");
+  if (spec.grace < 0) return InvalidArgument(what + ": the grace period must not be negative");
+  for (const auto& [key, value] : spec.env) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      return InvalidArgument(what + ": bad environment variable name '" + key + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Executor>> Executor::Start(ExecutorOptions options, ExitCallback on_exit) {
+  auto watcher = ExitWatcher::Start(std::move(on_exit));
+  if (!watcher.ok()) return watcher.status();
+  auto launcher = LauncherClient::Spawn(options.launcher_program);
+  if (!launcher.ok()) return launcher.status();
+  return std::unique_ptr<Executor>(
+      new Executor(std::move(options), std::move(launcher).value(), std::move(watcher).value()));
+}
+
+Executor::~Executor() { Shutdown(); }
+
+Result<int> Executor::Launch(const LaunchSpec& spec) {
+  GPUHERD_RETURN_IF_ERROR(Validate(spec));
+  if (watcher_->IsWatching(spec.job_id, spec.attempt)) {
+    return Status(Code::kAlreadyExists, AttemptName(spec.job_id, spec.attempt) + " is already running");
+  }
+  Result<LaunchedShim> launched = Unavailable("not launched");
+  {
+    std::lock_guard lock(launcher_mu_);
+    if (shut_down_) return FailedPrecondition("the executor is shut down");
+    // A launcher that died (killed by an operator, OOM) is replaced for the
+    // next launch; the launch that found it dead failed and says so.
+    if (!launcher_->alive()) {
+      auto fresh = LauncherClient::Spawn(options_.launcher_program);
+      if (!fresh.ok()) return fresh.status();
+      launcher_ = std::move(fresh).value();
+    }
+    launched = launcher_->Launch(spec);
+  }
+  if (!launched.ok()) return launched.status().Annotate("cannot launch " + AttemptName(spec.job_id, spec.attempt));
+  GPUHERD_RETURN_IF_ERROR(watcher_->Watch(spec.job_id, spec.attempt, launched->shim, launched->pidfd, spec.dir));
+  return launched->shim.pid;
+}
+
+Status Executor::Signal(int64_t job_id, int attempt, int signal) {
+  if (signal != SIGUSR1 && signal != SIGTERM) {
+    return InvalidArgument("only SIGUSR1 (checkpoint) and SIGTERM (stop) can be sent to a job, not signal " +
+                           std::to_string(signal));
+  }
+  return watcher_->Signal(job_id, attempt, signal);
+}
+
+Status Executor::Adopt(int64_t job_id, int attempt, const std::string& dir) {
+  if (watcher_->IsWatching(job_id, attempt)) return Status::Ok();
+  auto shim = ReadShimFile(dir);
+  if (!shim.ok()) return shim.status().Annotate("cannot adopt " + AttemptName(job_id, attempt));
+  if (!shim->has_value()) return watcher_->Watch(job_id, attempt, ShimIdentity{}, -1, dir);
+  const ShimIdentity& id = **shim;
+  // Open the pidfd first and check the start time after: if it still matches,
+  // the pidfd is known to refer to our shim and not to a recycled pid.
+  int pidfd = PidfdOpen(id.pid);
+  if (pidfd >= 0 && !IsAlive(id)) {
+    close(pidfd);
+    pidfd = -1;
+  }
+  return watcher_->Watch(job_id, attempt, id, pidfd, dir);
+}
+
+void Executor::Shutdown() {
+  watcher_->Stop();
+  std::lock_guard lock(launcher_mu_);
+  shut_down_ = true;
+  if (launcher_) launcher_->Close();
+}
+
+}  // namespace gpuherd::exec

@@ -1,0 +1,66 @@
+// The local executor: runs jobs on this machine, each under its own shim
+// (see shim.h), through one launcher process (see launcher.h), and reports
+// every end exactly once through a callback (see exit_watcher.h). Jobs and
+// shims outlive the executor and the daemon; a new daemon re-attaches to them
+// with Adopt.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/status.h"
+#include "exec/exit_watcher.h"
+#include "exec/launch_spec.h"
+#include "exec/launcher.h"
+
+namespace gpuherd::exec {
+
+struct ExecutorOptions {
+  // The binary whose main() calls MaybeRunLauncher: the running gpuherd.
+  std::string launcher_program = "/proc/self/exe";
+};
+
+// Thread-safe: any thread may call any method.
+class Executor {
+ public:
+  // Called on the watcher thread, possibly before the Launch that started
+  // the job has returned; must not block long (the daemon posts to its loop).
+  using ExitCallback = std::function<void(ExitRecord)>;
+
+  // Spawns the launcher and the watcher thread.
+  static Result<std::unique_ptr<Executor>> Start(ExecutorOptions options, ExitCallback on_exit);
+  ~Executor();  // Shutdown()
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Starts the job's shim and returns its pid once the `shim` file is written,
+  // so a caller that records the launch can always re-adopt it. The job
+  // itself starts in the background; a command that cannot run is reported
+  // through the callback (kLaunchFailed). Fast: well under a millisecond.
+  Result<int> Launch(const LaunchSpec& spec);
+  // SIGUSR1: forwarded to the job's process group (checkpoint now).
+  // SIGTERM: a graceful stop: SIGTERM to the group, SIGKILL after the grace.
+  // NotFound when the attempt is not running here.
+  Status Signal(int64_t job_id, int attempt, int signal);
+  // At daemon start, for an attempt the store says is running: a live shim
+  // is watched again; a finished one delivers its record through the
+  // callback; a missing one is delivered as kShimLost. Ok (and nothing new)
+  // when the attempt is already watched.
+  Status Adopt(int64_t job_id, int attempt, const std::string& dir);
+  // Stops the watcher and the launcher; running shims and jobs are NOT touched.
+  void Shutdown();
+
+ private:
+  Executor(ExecutorOptions options, std::unique_ptr<LauncherClient> launcher, std::unique_ptr<ExitWatcher> watcher)
+      : options_(std::move(options)), launcher_(std::move(launcher)), watcher_(std::move(watcher)) {}
+
+  const ExecutorOptions options_;
+  std::mutex launcher_mu_;
+  std::unique_ptr<LauncherClient> launcher_;  // replaced when it died; guarded by launcher_mu_
+  bool shut_down_ = false;                    // guarded by launcher_mu_
+  std::unique_ptr<ExitWatcher> watcher_;
+};
+
+}  // namespace gpuherd::exec

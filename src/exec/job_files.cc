@@ -1,0 +1,183 @@
+#include "exec/job_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuherd::exec {
+namespace {
+
+using nlohmann::json;
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+Status DataLoss(std::string message) { return Status(Code::kDataLoss, std::move(message)); }
+
+// nullopt when the file does not exist.
+Result<std::optional<std::string>> ReadWholeFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return IoError("cannot open " + path + ": " + ErrnoText(errno));
+  }
+  std::string content;
+  char buf[4096];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return IoError("cannot read " + path + ": " + ErrnoText(err));
+    }
+    if (n == 0) break;
+    content.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return std::optional<std::string>(std::move(content));
+}
+
+std::optional<ExitRecord::How> ParseHow(const std::string& name) {
+  for (auto how : {ExitRecord::How::kExited, ExitRecord::How::kSignaled, ExitRecord::How::kTimeLimit,
+                   ExitRecord::How::kStopped, ExitRecord::How::kLaunchFailed, ExitRecord::How::kShimLost}) {
+    if (name == HowName(how)) return how;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string ShimFilePath(const std::string& dir) { return dir + "/shim"; }
+std::string ExitFilePath(const std::string& dir) { return dir + "/exit"; }
+std::string StdoutPath(const std::string& dir) { return dir + "/stdout"; }
+std::string StderrPath(const std::string& dir) { return dir + "/stderr"; }
+
+Result<uint64_t> ProcessStartTime(int pid) {
+  auto content = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!content.ok()) return content.status();
+  if (!content->has_value()) return NotFound("no process " + std::to_string(pid));
+  // The command name (field 2) may hold spaces and parentheses: fields are
+  // counted after its last ')'. Field 3 (state) follows it; 22 is starttime.
+  const std::string& stat = **content;
+  size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos) return DataLoss("unreadable /proc/" + std::to_string(pid) + "/stat");
+  std::istringstream fields(stat.substr(close_paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(fields >> field)) return DataLoss("short /proc/" + std::to_string(pid) + "/stat");
+  }
+  char* end = nullptr;
+  uint64_t start = std::strtoull(field.c_str(), &end, 10);
+  if (end == field.c_str() || *end != '\0') return DataLoss("bad start time in /proc/" + std::to_string(pid) + "/stat");
+  return start;
+}
+
+bool IsAlive(const ShimIdentity& id) {
+  auto start = ProcessStartTime(id.pid);
+  return start.ok() && *start == id.start_time;
+}
+
+Status MakeDirs(const std::string& dir) {
+  if (dir.empty()) return InvalidArgument("empty directory path");
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    std::string prefix = dir.substr(0, pos);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return IoError("cannot create directory " + prefix + ": " + ErrnoText(errno));
+    }
+  }
+  return Status::Ok();
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  // The pid in the temporary name keeps two writers (an old and a new shim of
+  // the same path) from interleaving in one temporary file.
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("cannot create " + tmp + ": " + ErrnoText(errno));
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return IoError("cannot write " + tmp + ": " + ErrnoText(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    return IoError("cannot rename " + tmp + " to " + path + ": " + ErrnoText(err));
+  }
+  return Status::Ok();
+}
+
+Status WriteShimFile(const std::string& dir, const ShimIdentity& shim) {
+  json j = {{"pid", shim.pid}, {"start_time", shim.start_time}};
+  return WriteFileAtomically(ShimFilePath(dir), j.dump() + "\n");
+}
+
+Result<std::optional<ShimIdentity>> ReadShimFile(const std::string& dir) {
+  std::string path = ShimFilePath(dir);
+  auto content = ReadWholeFile(path);
+  if (!content.ok()) return content.status();
+  if (!content->has_value()) return std::optional<ShimIdentity>();
+  try {
+    json j = json::parse(**content);
+    ShimIdentity id;
+    id.pid = j.at("pid").get<int>();
+    id.start_time = j.at("start_time").get<uint64_t>();
+    if (id.pid <= 0) return DataLoss(path + ": pid must be positive");
+    return std::optional<ShimIdentity>(id);
+  } catch (const json::exception& e) {
+    return DataLoss("corrupt supervisor file " + path + ": " + e.what());
+  }
+}
+
+std::string ExitRecordToJson(const ExitRecord& r) {
+  json j = {{"job_id", r.job_id}, {"attempt", r.attempt}, {"how", HowName(r.how)},
+            {"code", r.code},     {"signal", r.signal},   {"started", r.started},
+            {"ended", r.ended},   {"message", r.message}};
+  return j.dump() + "\n";
+}
+
+Status WriteExitRecord(const std::string& dir, const ExitRecord& record) {
+  return WriteFileAtomically(ExitFilePath(dir), ExitRecordToJson(record));
+}
+
+Result<std::optional<ExitRecord>> ReadExitRecord(const std::string& dir) {
+  std::string path = ExitFilePath(dir);
+  auto content = ReadWholeFile(path);
+  if (!content.ok()) return content.status();
+  if (!content->has_value()) return std::optional<ExitRecord>();
+  try {
+    json j = json::parse(**content);
+    ExitRecord r;
+    r.job_id = j.at("job_id").get<int64_t>();
+    r.attempt = j.at("attempt").get<int>();
+    auto how = ParseHow(j.at("how").get<std::string>());
+    if (!how) return DataLoss(path + ": unknown \"how\" " + j.at("how").dump());
+    r.how = *how;
+    r.code = j.at("code").get<int>();
+    r.signal = j.at("signal").get<int>();
+    r.started = j.at("started").get<TimeMs>();
+    r.ended = j.at("ended").get<TimeMs>();
+    r.message = j.at("message").get<std::string>();
+    return std::optional<ExitRecord>(std::move(r));
+  } catch (const json::exception& e) {
+    return DataLoss("corrupt exit record " + path + ": " + e.what());
+  }
+}
+
+}  // namespace gpuherd::exec

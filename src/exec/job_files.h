@@ -1,0 +1,53 @@
+// The files of one attempt directory (<home>/jobs/<id>/<attempt>/ for the
+// daemon), which outlive the daemon and are how it re-adopts its jobs:
+//   shim    the supervisor's identity: pid and start time (written by the launcher
+//           before Launch returns, so a daemon that recorded the launch finds it)
+//   exit    the exit record (written by the shim just before it exits)
+//   stdout  the job's standard output, appended
+//   stderr  the job's standard error, appended
+// Thread-safe: every function works on files only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "exec/launch_spec.h"
+
+namespace gpuherd::exec {
+
+std::string ShimFilePath(const std::string& dir);
+std::string ExitFilePath(const std::string& dir);
+std::string StdoutPath(const std::string& dir);
+std::string StderrPath(const std::string& dir);
+
+// A process is known by its pid and its start time (clock ticks after boot,
+// /proc/<pid>/stat field 22), so that a recycled pid is never taken for it.
+struct ShimIdentity {
+  int pid = 0;
+  uint64_t start_time = 0;
+};
+
+// Start time of a live process; NotFound when there is no such process.
+Result<uint64_t> ProcessStartTime(int pid);
+// True when `id.pid` is alive and is still the process that was recorded.
+bool IsAlive(const ShimIdentity& id);
+
+// Creates `dir` and its missing parents (mode 0755).
+Status MakeDirs(const std::string& dir);
+
+// Writes a temporary file and renames it over `path`, so a reader sees the
+// old file or the whole new one, never a part.
+Status WriteFileAtomically(const std::string& path, const std::string& content);
+
+Status WriteShimFile(const std::string& dir, const ShimIdentity& shim);
+// nullopt when the file does not exist; DataLoss when it cannot be parsed.
+Result<std::optional<ShimIdentity>> ReadShimFile(const std::string& dir);
+
+std::string ExitRecordToJson(const ExitRecord& record);
+Status WriteExitRecord(const std::string& dir, const ExitRecord& record);
+// nullopt when the file does not exist; DataLoss when it cannot be parsed.
+Result<std::optional<ExitRecord>> ReadExitRecord(const std::string& dir);
+
+}  // namespace gpuherd::exec

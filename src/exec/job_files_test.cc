@@ -1,0 +1,98 @@
+#include "exec/job_files.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace gpuherd::exec {
+namespace {
+
+class JobFilesTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpuherd-job-files-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(JobFilesTest, ExitRecordRoundTrips) {
+  ExitRecord r;
+  r.job_id = 42;
+  r.attempt = 3;
+  r.how = ExitRecord::How::kTimeLimit;
+  r.code = 0;
+  r.signal = 9;
+  r.started = 1700000000123;
+  r.ended = 1700000005456;
+  r.message = "time limit of 5s reached; \"quoted\"";
+  ASSERT_TRUE(WriteExitRecord(dir_, r).ok());
+  auto read = ReadExitRecord(dir_);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_TRUE(read->has_value());
+  const ExitRecord& got = **read;
+  EXPECT_EQ(got.job_id, 42);
+  EXPECT_EQ(got.attempt, 3);
+  EXPECT_EQ(got.how, ExitRecord::How::kTimeLimit);
+  EXPECT_EQ(got.signal, 9);
+  EXPECT_EQ(got.started, 1700000000123);
+  EXPECT_EQ(got.ended, 1700000005456);
+  EXPECT_EQ(got.message, r.message);
+  // No temporary file is left beside it.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
+}
+
+TEST_F(JobFilesTest, MissingFilesAreAbsentNotErrors) {
+  auto exit = ReadExitRecord(dir_);
+  ASSERT_TRUE(exit.ok());
+  EXPECT_FALSE(exit->has_value());
+  auto shim = ReadShimFile(dir_);
+  ASSERT_TRUE(shim.ok());
+  EXPECT_FALSE(shim->has_value());
+}
+
+TEST_F(JobFilesTest, CorruptFilesAreDataLoss) {
+  std::ofstream(ExitFilePath(dir_)) << "{\"job_id\": 1, \"how\": \"vanished\"";
+  auto exit = ReadExitRecord(dir_);
+  EXPECT_EQ(exit.status().code(), Code::kDataLoss);
+  EXPECT_NE(exit.status().message().find(ExitFilePath(dir_)), std::string::npos);
+  std::ofstream(ShimFilePath(dir_)) << "{\"pid\": -4, \"start_time\": 1}";
+  EXPECT_EQ(ReadShimFile(dir_).status().code(), Code::kDataLoss);
+}
+
+TEST_F(JobFilesTest, ShimFileRoundTripsAndIdentifiesALiveProcess) {
+  auto start = ProcessStartTime(getpid());
+  ASSERT_TRUE(start.ok()) << start.status().ToString();
+  ASSERT_TRUE(WriteShimFile(dir_, {getpid(), *start}).ok());
+  auto shim = ReadShimFile(dir_);
+  ASSERT_TRUE(shim.ok() && shim->has_value());
+  EXPECT_EQ((*shim)->pid, getpid());
+  EXPECT_TRUE(IsAlive(**shim));
+  // The same pid with another start time is another process.
+  EXPECT_FALSE(IsAlive({getpid(), *start + 1}));
+}
+
+TEST_F(JobFilesTest, StartTimeOfMissingProcessIsNotFound) {
+  // Above the kernel's pid_max ceiling (2^22), so never a live pid.
+  EXPECT_EQ(ProcessStartTime(5000000).status().code(), Code::kNotFound);
+  EXPECT_FALSE(IsAlive({5000000, 1}));
+}
+
+TEST_F(JobFilesTest, MakeDirsCreatesParents) {
+  std::string deep = dir_ + "/jobs/17/2";
+  ASSERT_TRUE(MakeDirs(deep).ok());
+  EXPECT_TRUE(std::filesystem::is_directory(deep));
+  EXPECT_TRUE(MakeDirs(deep).ok());  // again: nothing to do
+  std::ofstream(dir_ + "/file") << "x";
+  EXPECT_EQ(MakeDirs(dir_ + "/file/sub").code(), Code::kIoError);
+}
+
+}  // namespace
+}  // namespace gpuherd::exec

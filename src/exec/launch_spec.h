@@ -1,0 +1,66 @@
+// What the local executor is asked to run (LaunchSpec) and what it reports
+// when a run ends (ExitRecord). Plain values; no I/O here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+
+namespace gpuherd::exec {
+
+struct LaunchSpec {
+  int64_t job_id = 0;
+  int attempt = 0;
+  // argv[0] is looked up in the PATH of `env` (or a default PATH when `env`
+  // has none) unless it contains a '/'.
+  std::vector<std::string> argv;
+  std::string cwd;  // empty: the attempt directory
+  // The job's whole environment: nothing of the daemon's own environment leaks
+  // into a job. The caller adds the job protocol's variables.
+  std::map<std::string, std::string> env;
+  // The attempt directory (created by Launch, parents included): holds the
+  // `shim`, `exit`, `stdout` and `stderr` files (see job_files.h).
+  std::string dir;
+  // Run as this user and group; only possible when the launcher runs as root.
+  std::optional<uint32_t> uid, gid;
+  std::vector<int> cpus;      // CPU affinity; empty: inherit the launcher's
+  DurationMs time_limit = 0;  // 0: none
+  DurationMs grace = 30 * kSecondMs;  // SIGTERM → SIGKILL
+};
+
+struct ExitRecord {
+  enum class How {
+    kExited,        // the job exited by itself: `code`
+    kSignaled,      // a signal nobody here sent ended it: `signal`
+    kTimeLimit,     // the time limit ended it (SIGTERM, then SIGKILL after the grace)
+    kStopped,       // a stop request (Executor::Signal with SIGTERM) ended it
+    kLaunchFailed,  // the command never ran: `message` says why
+    kShimLost,      // the supervisor died without recording an exit status
+  };
+  int64_t job_id = 0;
+  int attempt = 0;
+  How how = How::kExited;
+  int code = 0;    // exit code when the job exited (also for kTimeLimit/kStopped)
+  int signal = 0;  // the signal that ended the job, 0 if none
+  TimeMs started = 0, ended = 0;
+  std::string message;  // for people: "exited with code 3", "cannot run 'x': ..."
+};
+
+// "exited", "signaled", "time_limit", "stopped", "launch_failed", "shim_lost".
+inline const char* HowName(ExitRecord::How how) {
+  switch (how) {
+    case ExitRecord::How::kExited: return "exited";
+    case ExitRecord::How::kSignaled: return "signaled";
+    case ExitRecord::How::kTimeLimit: return "time_limit";
+    case ExitRecord::How::kStopped: return "stopped";
+    case ExitRecord::How::kLaunchFailed: return "launch_failed";
+    case ExitRecord::How::kShimLost: return "shim_lost";
+  }
+  return "unknown";
+}
+
+}  // namespace gpuherd::exec

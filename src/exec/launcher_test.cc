@@ -1,0 +1,105 @@
+#include "exec/launcher.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "exec/job_files.h"
+
+namespace gpuherd::exec {
+namespace {
+
+class LauncherTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpuherd-launcher-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  LaunchSpec TrueSpec(const std::string& attempt_dir) {
+    LaunchSpec spec;
+    spec.job_id = 1;
+    spec.attempt = 1;
+    spec.argv = {"true"};
+    spec.env = {{"PATH", "/usr/bin:/bin"}};
+    spec.dir = attempt_dir;
+    return spec;
+  }
+
+  static bool WaitForFile(const std::string& path) {
+    for (int i = 0; i < 500; ++i) {
+      if (std::filesystem::exists(path)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(LauncherTest, ProgramWithoutLauncherEntryIsRefused) {
+  auto client = LauncherClient::Spawn("/bin/true");
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), Code::kUnavailable);
+  EXPECT_NE(client.status().message().find("MaybeRunLauncher"), std::string::npos);
+}
+
+TEST_F(LauncherTest, MaybeRunLauncherIgnoresOrdinaryArguments) {
+  char prog[] = "gpuherd", cmd[] = "gpus";
+  char* argv[] = {prog, cmd, nullptr};
+  EXPECT_EQ(MaybeRunLauncher(2, argv), -1);
+}
+
+TEST_F(LauncherTest, LaunchWritesShimFileAndHandsOverPidfd) {
+  auto client = LauncherClient::Spawn("/proc/self/exe");
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::string attempt_dir = dir_ + "/jobs/1/1";
+  auto launched = (*client)->Launch(TrueSpec(attempt_dir));
+  ASSERT_TRUE(launched.ok()) << launched.status().ToString();
+  EXPECT_GE(launched->pidfd, 0);
+  // The shim file exists when Launch returns, not later.
+  auto shim = ReadShimFile(attempt_dir);
+  ASSERT_TRUE(shim.ok() && shim->has_value());
+  EXPECT_EQ((*shim)->pid, launched->shim.pid);
+  EXPECT_EQ((*shim)->start_time, launched->shim.start_time);
+  ASSERT_TRUE(WaitForFile(ExitFilePath(attempt_dir)));
+  auto record = ReadExitRecord(attempt_dir);
+  ASSERT_TRUE(record.ok() && record->has_value());
+  EXPECT_EQ((*record)->how, ExitRecord::How::kExited);
+  EXPECT_EQ((*record)->code, 0);
+  close(launched->pidfd);
+}
+
+TEST_F(LauncherTest, UncreatableDirectoryIsAnErrorAndNothingRuns) {
+  auto client = LauncherClient::Spawn("/proc/self/exe");
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::string file = dir_ + "/plain-file";
+  ASSERT_TRUE(WriteFileAtomically(file, "x").ok());
+  auto launched = (*client)->Launch(TrueSpec(file + "/attempt"));
+  ASSERT_FALSE(launched.ok());
+  EXPECT_NE(launched.status().message().find(file), std::string::npos) << launched.status().message();
+  // The launcher is still usable after a refused launch.
+  EXPECT_TRUE((*client)->Launch(TrueSpec(dir_ + "/ok")).ok());
+}
+
+TEST_F(LauncherTest, DeadLauncherIsNoticedBeforeLaunching) {
+  auto client = LauncherClient::Spawn("/proc/self/exe");
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EXPECT_TRUE((*client)->alive());
+  ASSERT_EQ(kill((*client)->pid(), SIGKILL), 0);
+  for (int i = 0; i < 200 && (*client)->alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE((*client)->alive());
+  auto launched = (*client)->Launch(TrueSpec(dir_ + "/a"));
+  EXPECT_EQ(launched.status().code(), Code::kUnavailable);
+}
+
+}  // namespace
+}  // namespace gpuherd::exec

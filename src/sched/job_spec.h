@@ -1,0 +1,47 @@
+// Reading and checking a job spec: the JSON form that the API, the CLI and
+// YAML files (converted to JSON) share, and whether a spec can ever run on
+// this fleet. Every error names the field and says what to write instead.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "sched/fleet_state.h"
+#include "sched/job.h"
+
+namespace gpuherd::sched {
+
+// Fields: command (array of strings, required), cwd, env {NAME: value},
+// gpus (0, 0.1..0.9 in steps of 0.1, or a whole number), gpu_mem ("8GiB",
+// "512MiB", "20G" or a number of MiB), model, min_cc ("8.0"), cpus, mem,
+// priority (-100..100), time_limit ("2h" or seconds), checkpoint {grace},
+// preemptible, max_restarts, depends_on [ids], name, labels {key: value}.
+// The user comes from the caller's credentials, never from the spec.
+Result<JobSpec> ParseJobSpec(const nlohmann::json& j);
+
+// The spec alone: ranges, gpu_mem present for a fraction. ParseJobSpec calls
+// it; callers that build a JobSpec from flags call it themselves.
+Status ValidateJobSpec(const JobSpec& spec);
+
+// Whether the spec could ever run here, whatever the GPUs are doing now:
+// enough GPUs, a card with enough memory, the model and compute capability.
+Status CheckFits(const JobSpec& spec, const FleetState& fleet);
+
+// "8GiB", "512MiB", "20G" (G = GiB), "1.5TB", "4096" (MiB) → bytes.
+Result<uint64_t> ParseMemorySize(const std::string& text);
+// 0.5 → 5, 2 → 20; refuses 0.35, 1.5 and negatives.
+Result<int> ParseGpuTenths(double gpus);
+// "8.0" → 80, "9" → 90.
+Result<int> ParseComputeCapability(const std::string& text);
+
+// "24 GiB", "512 MiB".
+std::string FormatBytes(uint64_t bytes);
+// 80 → "8.0".
+std::string FormatComputeCapability(int cc);
+// 5 → "0.5", 20 → "2".
+std::string FormatGpuTenths(int tenths);
+
+}  // namespace gpuherd::sched

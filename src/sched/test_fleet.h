@@ -1,0 +1,55 @@
+// Fleets and jobs for the scheduler's tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sched/fleet_state.h"
+#include "sched/job.h"
+
+namespace gpuherd::sched::testing {
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+// `n` idle, healthy 80 GiB GPUs (cc 9.0, 40 °C, slowdown 87 °C) on one NUMA
+// node with no topology matrix.
+inline FleetState MakeFleet(int n) {
+  FleetState fleet;
+  for (int i = 0; i < n; ++i) {
+    GpuState g;
+    g.index = i;
+    g.uuid = "GPU-" + std::to_string(i);
+    g.name = "NVIDIA H100 80GB HBM3";
+    g.cc = 90;
+    g.memory_total_bytes = 80 * kGiB;
+    g.temp_c = 40;
+    g.slowdown_temp_c = 87;
+    g.numa_node = 0;
+    fleet.gpus.push_back(g);
+  }
+  return fleet;
+}
+
+// Fills the matrix with `link` between every pair; the caller changes pairs.
+inline void SetAllLinks(FleetState* fleet, gpu::Link link) {
+  size_t n = fleet->gpus.size();
+  fleet->topology.assign(n, std::vector<gpu::Link>(n, link));
+  for (size_t i = 0; i < n; ++i) fleet->topology[i][i] = gpu::Link::kSelf;
+}
+
+inline void SetLink(FleetState* fleet, size_t a, size_t b, gpu::Link link) {
+  fleet->topology[a][b] = link;
+  fleet->topology[b][a] = link;
+}
+
+inline JobSpec Gpus(int tenths, DurationMs time_limit = 0) {
+  JobSpec spec;
+  spec.argv = {"train"};
+  spec.gpu_tenths = tenths;
+  spec.time_limit = time_limit;
+  spec.user = "alice";
+  if (spec.fractional()) spec.gpu_mem_bytes = 8 * kGiB;
+  return spec;
+}
+
+}  // namespace gpuherd::sched::testing

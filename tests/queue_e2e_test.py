@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the job queue: the real daemon, real job processes, a
+simulated fleet, the unix socket only."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_e2e_test import GPUHERD, Home, run  # noqa: E402
+
+COUNT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "jobs", "count_steps.py")
+
+
+class QueueTest(unittest.TestCase):
+    def setUp(self):
+        self.home = Home()
+
+    def tearDown(self):
+        self.home.close()
+
+    def gh(self, *args, check=True):
+        return run(*args, home=self.home.dir, check=check)
+
+    def submit(self, *args):
+        return int(self.gh("submit", *args).stdout.strip())
+
+    def job(self, job_id):
+        return json.loads(self.gh("show", str(job_id), "--json").stdout)
+
+    def wait_state(self, job_id, states, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            j = self.job(job_id)
+            if j["state"] in states:
+                return j
+            time.sleep(0.1)
+        self.fail(f"job {job_id} is {self.job(job_id)['state']}, not {states}, after {timeout} s")
+
+    def runs(self, job_id):
+        path = os.path.join(self.home.dir, "checkpoints", str(job_id), "runs.log")
+        with open(path) as f:
+            return [line.split() for line in f]
+
+    def assert_never_overlapped(self, runs):
+        """Each start is followed by its own end before the next start."""
+        open_pid = None
+        for kind, pid, *_ in runs:
+            if kind == "start":
+                self.assertIsNone(open_pid, f"a second run started while {open_pid} ran: {runs}")
+                open_pid = pid
+            else:
+                self.assertEqual(pid, open_pid)
+                open_pid = None
+
+    def final_count(self, job_id):
+        with open(os.path.join(self.home.dir, "checkpoints", str(job_id), "count.json")) as f:
+            return json.load(f)["count"]
+
+    # --- basics -------------------------------------------------------------
+
+    def test_submit_run_logs_and_protocol_environment(self):
+        self.home.start("--sim", "2", "--interval", "200ms")
+        jid = self.submit("--gpus", "1", "--name", "hello", "--", "sh", "-c",
+                          "echo out $GPUHERD_JOB_ID $CUDA_VISIBLE_DEVICES $GPUHERD_CHECKPOINT_DIR; echo err >&2")
+        j = self.wait_state(jid, ["completed", "failed"])
+        self.assertEqual(j["state"], "completed", j)
+        self.assertEqual(j["exit_code"], 0)
+        out = self.gh("logs", str(jid)).stdout
+        self.assertEqual(len(j["gpu_uuids"]), 1)
+        self.assertIn(f"out {jid} {j['gpu_uuids'][0]} ", out)
+        self.assertIn(os.path.join(self.home.dir, "checkpoints", str(jid)), out)
+        self.assertEqual(self.gh("logs", str(jid), "--stderr").stdout, "err\n")
+        ps = json.loads(self.gh("ps", "--all", "--json").stdout)
+        self.assertEqual([p["id"] for p in ps], [jid])
+        self.assertEqual(json.loads(self.gh("ps", "--json").stdout), [])
+
+    def test_ids_are_monotonic_and_failures_are_recorded(self):
+        self.home.start("--sim", "1", "--interval", "200ms")
+        a = self.submit("--", "false")
+        b = self.submit("--", "sh", "-c", "exit 3")
+        c = self.submit("--", "no-such-command-xyz")
+        self.assertEqual([b, c], [a + 1, a + 2])
+        self.assertEqual(self.wait_state(a, ["failed"])["exit_code"], 1)
+        self.assertEqual(self.wait_state(b, ["failed"])["exit_code"], 3)
+        failed = self.wait_state(c, ["failed"])
+        self.assertIn("no-such-command-xyz", failed["reason"])
+
+    def test_fractional_jobs_share_a_gpu(self):
+        self.home.start("--sim", "1", "--interval", "200ms")
+        ids = [self.submit("--gpus", "0.5", "--gpu-mem", "2GiB", "--", "sleep", "2") for _ in range(2)]
+        for jid in ids:
+            self.wait_state(jid, ["running"])
+        env = self.submit("--gpus", "0.3", "--gpu-mem", "1GiB", "--", "sh", "-c",
+                          "echo $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE $GPUHERD_GPU_MEM_LIMIT_MB")
+        self.assertIn("waiting", self.job(env)["reason"])
+        self.wait_state(env, ["completed"], timeout=20)
+        self.assertEqual(self.gh("logs", str(env)).stdout.strip(), "30 1024")
+
+    def test_cancel_hold_release(self):
+        self.home.start("--sim", "1", "--interval", "200ms")
+        blocker = self.submit("--gpus", "1", "--", "sleep", "30")
+        self.wait_state(blocker, ["running"])
+        queued = self.submit("--gpus", "1", "--", "true")
+        self.assertEqual(self.gh("hold", str(queued)).stdout.strip(), f"job {queued}: held")
+        self.assertEqual(self.gh("release", str(queued)).stdout.strip(), f"job {queued}: pending")
+        self.gh("cancel", str(blocker))
+        self.assertEqual(self.wait_state(blocker, ["cancelled"])["state"], "cancelled")
+        self.wait_state(queued, ["completed"])
+        again = self.gh("cancel", str(blocker), check=False)
+        self.assertNotEqual(again.returncode, 0)
+        self.assertIn("already cancelled", again.stderr)
+
+    def test_bad_input_is_refused_and_nothing_is_stored(self):
+        self.home.start("--sim", "2", "--interval", "200ms")
+        cases = [
+            (["--gpus", "0.35", "--gpu-mem", "1GiB", "--", "true"], "0.35"),
+            (["--gpus", "0.5", "--", "true"], "gpu_mem"),
+            (["--gpus", "3", "--", "true"], "3"),
+            (["--gpus", "1", "--gpu-mem", "900GiB", "--", "true"], "900"),
+            (["--gpus", "lots", "--", "true"], "lots"),
+            (["--gpus", "1"], "command"),
+        ]
+        for args, needle in cases:
+            proc = self.gh("submit", *args, check=False)
+            self.assertNotEqual(proc.returncode, 0, args)
+            self.assertIn(needle, proc.stderr, args)
+        spec = os.path.join(self.home.dir, "job.yaml")
+        with open(spec, "w") as f:
+            f.write("command: [true]\ngpus: 1\ncolour: blue\n")
+        proc = self.gh("submit", "-f", spec, check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("colour", proc.stderr)
+        self.assertEqual(json.loads(self.gh("ps", "--all", "--json").stdout), [])
+
+    # --- checkpoint and resume ----------------------------------------------
+
+    def test_preempted_job_resumes_and_counts_exactly(self):
+        self.home.start("--sim", "1", "--interval", "200ms")
+        low = self.submit("--gpus", "1", "--preemptible", "--priority", "-10", "--max-restarts", "3",
+                          "--", sys.executable, COUNT, "40", "5", "0.05")
+        self.wait_state(low, ["running"])
+        time.sleep(0.7)
+        high = self.submit("--gpus", "1", "--priority", "50", "--", "sleep", "0.5")
+        self.wait_state(high, ["completed"], timeout=30)
+        j = self.wait_state(low, ["completed"], timeout=60)
+        self.assertGreaterEqual(j["attempt"], 2)
+        self.assertEqual(self.final_count(low), 40)
+        runs = self.runs(low)
+        self.assert_never_overlapped(runs)
+        self.assertGreater(int(runs[2][4]), 0, "the second run resumed from a checkpoint")
+        events = json.loads(self.gh("events", "--json", "--kind", "job.").stdout)
+        self.assertTrue(any("preempted for job" in e["message"] for e in events), events)
+
+    def test_xid79_moves_the_job_to_another_gpu(self):
+        scenario = os.path.join(self.home.dir, "xid.yaml")
+        with open(scenario, "w") as f:
+            f.write("seed: 3\ngpus: [{model: a100-40gb, count: 2}]\n"
+                    "faults:\n  - {at: 4s, gpu: 0, kind: xid, xid: 79}\n")
+        self.home.start("--scenario", scenario, "--interval", "200ms")
+        self.gh("drain", "1")  # so that the job lands on GPU 0
+        jid = self.submit("--gpus", "1", "--max-restarts", "2", "--", sys.executable, COUNT, "60", "5", "0.1")
+        self.assertEqual(self.wait_state(jid, ["running"])["assigned_gpus"], [0])
+        self.gh("undrain", "1")
+        j = self.wait_state(jid, ["completed", "failed"], timeout=60)
+        self.assertEqual(j["state"], "completed", j)
+        self.assertEqual(j["assigned_gpus"], [], j)
+        self.assertEqual(j["restarts"], 1)
+        self.assertEqual(self.final_count(jid), 60)
+        runs = self.runs(jid)
+        self.assert_never_overlapped(runs)
+        fleet = json.loads(self.gh("gpus", "--json").stdout)
+        self.assertTrue(runs[-2][-1].endswith(fleet["gpus"][1]["uuid"]), runs)
+        self.assertEqual(fleet["gpus"][0]["state"], "lost")
+        self.assertTrue(fleet["gpus"][0]["drained"])
+
+    def test_daemon_kill_9_readopts_running_job(self):
+        self.home.start("--sim", "1", "--interval", "200ms")
+        jid = self.submit("--gpus", "1", "--", sys.executable, COUNT, "30", "5", "0.1")
+        queued = self.submit("--gpus", "1", "--", "true")
+        self.wait_state(jid, ["running"])
+        time.sleep(0.5)
+        self.home.kill9()
+        time.sleep(0.5)
+        self.home.start("--sim", "1", "--interval", "200ms")
+        j = self.wait_state(jid, ["completed", "failed"], timeout=60)
+        self.assertEqual(j["state"], "completed", j)
+        self.assertEqual(j["attempt"], 1, "re-adopted, not restarted")
+        self.assertEqual(self.final_count(jid), 30)
+        self.assert_never_overlapped(self.runs(jid))
+        self.assertEqual(len(self.runs(jid)), 2)  # one start, one end
+        self.wait_state(queued, ["completed"])
+
+    def test_memory_watchdog_stops_only_the_offender(self):
+        self.home.start("--sim", "1", "--interval", "200ms", "--memory-grace", "1s")
+        hog = self.submit("--gpus", "0.5", "--gpu-mem", "1GiB", "--", "sh", "-c",
+                          "echo 3000 > $GPUHERD_SIM_GPU_MEM_FILE; sleep 30")
+        neighbour = self.submit("--gpus", "0.5", "--gpu-mem", "1GiB", "--", "sleep", "4")
+        j = self.wait_state(hog, ["failed"], timeout=20)
+        self.assertIn("over its share", j["reason"])
+        self.assertEqual(self.wait_state(neighbour, ["completed"], timeout=20)["state"], "completed")
+        events = json.loads(self.gh("events", "--json", "--kind", "job.memory_over").stdout)
+        self.assertEqual(len(events), 1)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
