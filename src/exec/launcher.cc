@@ -11,8 +11,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,7 +33,7 @@ enum FrameType : uint8_t { kPing = 1, kLaunch = 2 };
 // A request larger than this is refused (argv and environment together; exec
 // itself refuses far less).
 constexpr uint32_t kMaxFrame = 16 << 20;
-// The launcher's end of the socketpair in its own process.
+// The launcher's end of the socketpair in its own process (the first after stdio).
 constexpr int kLauncherFd = 3;
 constexpr int kPingTimeoutMs = 10000;
 
@@ -253,8 +255,9 @@ Result<std::unique_ptr<LauncherClient>> LauncherClient::Spawn(const std::string&
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  // dup2 onto a fixed number clears close-on-exec on the launcher's copy only.
-  posix_spawn_file_actions_adddup2(&actions, fds[1], kLauncherFd);
+  // dup2 onto another number clears close-on-exec on the launcher's copy only.
+  int launcher_fd = fds[1] == kLauncherFd ? kLauncherFd + 1 : kLauncherFd;
+  posix_spawn_file_actions_adddup2(&actions, fds[1], launcher_fd);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none, all;
@@ -264,12 +267,22 @@ Result<std::unique_ptr<LauncherClient>> LauncherClient::Spawn(const std::string&
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::string fd_arg = std::to_string(kLauncherFd);
+  std::string fd_arg = std::to_string(launcher_fd);
   std::string program_copy = program;
   std::string hidden = kLauncherArgument;
   char* argv[] = {program_copy.data(), hidden.data(), fd_arg.data(), nullptr};
+  // LD_BIND_NOW: the launcher resolves its symbols once at start, not in
+  // every shim it forks (lazy binding would redo the lookups per job). Jobs
+  // never see it: a job's environment is exactly its spec's.
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "LD_BIND_NOW=", 12) != 0) env.push_back(*e);
+  }
+  std::string bind_now = "LD_BIND_NOW=1";
+  env.push_back(bind_now.data());
+  env.push_back(nullptr);
   pid_t pid = 0;
-  int err = posix_spawn(&pid, program.c_str(), &actions, &attr, argv, environ);
+  int err = posix_spawn(&pid, program.c_str(), &actions, &attr, argv, env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(fds[1]);

@@ -6,14 +6,16 @@
 #include <pwd.h>
 #include <sched.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,127 +30,156 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 
 constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr int kLaunchFailedExit = 127;
+// The job's child runs on this stack from clone to exec: a few frames of system calls.
+constexpr size_t kChildStackSize = 64 * 1024;
 
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-// Reports why the job could not be started to the shim through `fd` and ends
-// the child. Runs in the job's child before exec.
-[[noreturn]] void FailChild(int fd, const std::string& message) {
-  ssize_t ignored = write(fd, message.data(), message.size());
-  (void)ignored;
-  _exit(kLaunchFailedExit);
-}
-
 std::string Errno(int err) { return std::strerror(err); }
 
-// Drops to the spec's user: supplementary groups first, then the group, then
-// the user, since each step needs the privileges the next one gives up.
-std::optional<std::string> DropPrivileges(const LaunchSpec& spec) {
-  if (!spec.uid && !spec.gid) return std::nullopt;
-  if (geteuid() != 0) {
-    if ((spec.uid && *spec.uid != geteuid()) || (spec.gid && *spec.gid != getegid())) {
-      return "cannot run as uid " + (spec.uid ? std::to_string(*spec.uid) : std::string("-")) + " gid " +
-             (spec.gid ? std::to_string(*spec.gid) : std::string("-")) +
-             ": only a launcher running as root can switch users";
+// Everything the job's child needs, prepared before it is cloned. The child
+// shares the shim's memory (CLONE_VM | CLONE_VFORK, as posix_spawn does), which
+// spares copying the shim's page tables for every job; so it may only make
+// system calls, and it reports a failure by writing `failed` and `error` here
+// before it exits. The shim is suspended until the child has exec'd or exited.
+struct JobStart {
+  enum Stage { kNone, kStdio, kAffinity, kGroups, kGid, kUid, kDirectory, kExec };
+
+  int null_fd = -1, out_fd = -1, err_fd = -1;
+  bool set_affinity = false;
+  cpu_set_t cpus;
+  bool switch_user = false;
+  std::vector<gid_t> groups;
+  gid_t gid = 0;
+  std::optional<uid_t> uid;
+  const char* cwd = nullptr;
+  std::vector<std::string> candidates;  // paths to try exec on, in PATH order
+  std::vector<char*> argv, envp;
+
+  Stage failed = kNone;
+  int error = 0;
+};
+
+int RunJobChild(void* arg) {
+  auto* start = static_cast<JobStart*>(arg);
+  auto fail = [start](JobStart::Stage stage, int error) {
+    start->failed = stage;
+    start->error = error;
+    _exit(kLaunchFailedExit);
+  };
+  setpgid(0, 0);
+  // Ignored signals stay ignored across exec; the job starts with defaults.
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigaction(SIGHUP, &default_action, nullptr);
+  sigaction(SIGPIPE, &default_action, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (dup2(start->null_fd, 0) < 0 || dup2(start->out_fd, 1) < 0 || dup2(start->err_fd, 2) < 0) {
+    fail(JobStart::kStdio, errno);
+  }
+  if (start->set_affinity && sched_setaffinity(0, sizeof(start->cpus), &start->cpus) != 0) {
+    fail(JobStart::kAffinity, errno);
+  }
+  // Supplementary groups first, then the group, then the user: each step needs
+  // the privileges the next one gives up. Raw system calls: glibc's wrappers
+  // may coordinate with other threads, and this child is not one.
+  if (start->switch_user) {
+    if (syscall(SYS_setgroups, start->groups.size(), start->groups.data()) != 0) fail(JobStart::kGroups, errno);
+    if (syscall(SYS_setresgid, start->gid, start->gid, start->gid) != 0) fail(JobStart::kGid, errno);
+    if (start->uid && syscall(SYS_setresuid, *start->uid, *start->uid, *start->uid) != 0) fail(JobStart::kUid, errno);
+  }
+  // After dropping privileges, so that a directory the user may not enter fails here.
+  if (chdir(start->cwd) != 0) fail(JobStart::kDirectory, errno);
+  // As execvp does: go on past missing files, remember a permission problem.
+  int error = ENOENT;
+  for (const std::string& candidate : start->candidates) {
+    execve(candidate.c_str(), start->argv.data(), start->envp.data());
+    if (errno == EACCES) {
+      error = EACCES;
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+      error = errno;
+      break;
     }
-    return std::nullopt;
   }
-  struct passwd* pw = spec.uid ? getpwuid(*spec.uid) : nullptr;
-  gid_t gid;
-  if (spec.gid) {
-    gid = *spec.gid;
-  } else if (pw != nullptr) {
-    gid = pw->pw_gid;
-  } else {
-    return "cannot run as uid " + std::to_string(*spec.uid) + ": no group given and the uid has no passwd entry";
-  }
-  if (pw != nullptr) {
-    if (initgroups(pw->pw_name, gid) != 0) return "cannot set the groups of " + std::string(pw->pw_name) + ": " + Errno(errno);
-  } else if (setgroups(1, &gid) != 0) {
-    return "cannot set supplementary groups to " + std::to_string(gid) + ": " + Errno(errno);
-  }
-  if (setgid(gid) != 0) return "cannot switch to gid " + std::to_string(gid) + ": " + Errno(errno);
-  if (spec.uid && setuid(*spec.uid) != 0) return "cannot switch to uid " + std::to_string(*spec.uid) + ": " + Errno(errno);
-  return std::nullopt;
+  fail(JobStart::kExec, error);
+  return kLaunchFailedExit;
 }
 
-// Like execvp, but searches the PATH of the job's environment, not ours.
-// Returns only on failure, with the errno that explains it.
-int ExecInPath(const std::vector<std::string>& argv, char* const* args, char* const* envp, const std::string& path) {
-  const std::string& file = argv[0];
-  if (file.find('/') != std::string::npos) {
-    execve(file.c_str(), args, envp);
-    return errno;
-  }
-  int result = ENOENT;
+// The paths exec is tried on: argv[0] itself when it has a '/', else each
+// directory of the job's PATH (not the daemon's).
+std::vector<std::string> ExecCandidates(const LaunchSpec& spec) {
+  const std::string& file = spec.argv[0];
+  if (file.find('/') != std::string::npos) return {file};
+  auto path_entry = spec.env.find("PATH");
+  std::string path = path_entry == spec.env.end() ? kDefaultPath : path_entry->second;
+  std::vector<std::string> candidates;
   size_t begin = 0;
   while (begin <= path.size()) {
     size_t end = path.find(':', begin);
     if (end == std::string::npos) end = path.size();
     std::string dir = path.substr(begin, end - begin);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + file;
-    execve(candidate.c_str(), args, envp);
-    // Keep looking past missing files; remember a permission problem, as execvp does.
-    if (errno == EACCES) {
-      result = EACCES;
-    } else if (errno != ENOENT && errno != ENOTDIR) {
-      return errno;
-    }
+    candidates.push_back((dir.empty() ? "." : dir) + "/" + file);
     begin = end + 1;
   }
-  return result;
+  return candidates;
 }
 
-// The job's child, from fork to exec. `report_fd` is close-on-exec: the shim
-// reads end-of-file when exec succeeded, a message when it did not.
-[[noreturn]] void RunJobChild(const LaunchSpec& spec, int out_fd, int err_fd, int report_fd) {
-  setpgid(0, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  // Ignored signals stay ignored across exec; the job starts with defaults.
-  signal(SIGHUP, SIG_DFL);
-  signal(SIGPIPE, SIG_DFL);
-  int null_fd = open("/dev/null", O_RDONLY);
-  if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) {
-    FailChild(report_fd, "cannot set up the standard descriptors: " + Errno(errno));
-  }
-  if (!spec.cpus.empty()) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    std::string list;
-    for (int cpu : spec.cpus) {
-      list += (list.empty() ? "" : ",") + std::to_string(cpu);
-      if (cpu < 0 || cpu >= CPU_SETSIZE) FailChild(report_fd, "CPU " + std::to_string(cpu) + " does not exist");
-      CPU_SET(cpu, &set);
+// Fills in the user to switch to; the error when that is not possible.
+std::optional<std::string> PrepareUser(const LaunchSpec& spec, JobStart* start) {
+  if (!spec.uid && !spec.gid) return std::nullopt;
+  std::string who = "uid " + (spec.uid ? std::to_string(*spec.uid) : std::string("-")) + " gid " +
+                    (spec.gid ? std::to_string(*spec.gid) : std::string("-"));
+  if (geteuid() != 0) {
+    if ((spec.uid && *spec.uid != geteuid()) || (spec.gid && *spec.gid != getegid())) {
+      return "cannot run as " + who + ": only a launcher running as root can switch users";
     }
-    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-      FailChild(report_fd, "cannot bind to CPUs " + list + ": " + Errno(errno));
-    }
+    return std::nullopt;
   }
-  if (auto error = DropPrivileges(spec)) FailChild(report_fd, *error);
-  // After dropping privileges, so that a directory the user may not enter fails here.
-  const std::string& cwd = spec.cwd.empty() ? spec.dir : spec.cwd;
-  if (chdir(cwd.c_str()) != 0) FailChild(report_fd, "cannot change to directory '" + cwd + "': " + Errno(errno));
+  struct passwd* pw = spec.uid ? getpwuid(*spec.uid) : nullptr;
+  if (spec.gid) {
+    start->gid = *spec.gid;
+  } else if (pw != nullptr) {
+    start->gid = pw->pw_gid;
+  } else {
+    return "cannot run as " + who + ": no group given and the uid has no passwd entry";
+  }
+  start->groups = {start->gid};
+  if (pw != nullptr) {
+    int count = 0;
+    getgrouplist(pw->pw_name, start->gid, nullptr, &count);
+    start->groups.resize(static_cast<size_t>(std::max(count, 1)));
+    if (getgrouplist(pw->pw_name, start->gid, start->groups.data(), &count) < 0) {
+      return "cannot list the groups of " + std::string(pw->pw_name);
+    }
+    start->groups.resize(static_cast<size_t>(count));
+  }
+  start->switch_user = true;
+  start->uid = spec.uid;
+  return std::nullopt;
+}
 
-  std::vector<std::string> env_strings;
-  std::string path = kDefaultPath;
-  for (const auto& [key, value] : spec.env) {
-    env_strings.push_back(key + "=" + value);
-    if (key == "PATH") path = value;
+std::string StageFailure(const LaunchSpec& spec, const JobStart& start) {
+  std::string error = Errno(start.error);
+  switch (start.failed) {
+    case JobStart::kStdio: return "cannot set up the standard descriptors: " + error;
+    case JobStart::kAffinity: {
+      std::string cpus;
+      for (int cpu : spec.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(cpu);
+      return "cannot bind to CPUs " + cpus + ": " + error;
+    }
+    case JobStart::kGroups: return "cannot set the supplementary groups for gid " + std::to_string(start.gid) + ": " + error;
+    case JobStart::kGid: return "cannot switch to gid " + std::to_string(start.gid) + ": " + error;
+    case JobStart::kUid: return "cannot switch to uid " + std::to_string(*start.uid) + ": " + error;
+    case JobStart::kDirectory: return "cannot change to directory '" + std::string(start.cwd) + "': " + error;
+    case JobStart::kExec: return "cannot run '" + spec.argv[0] + "': " + error;
+    case JobStart::kNone: break;
   }
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = spec.argv;
-  std::vector<char*> args;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-  int err = ExecInPath(spec.argv, args.data(), envp.data(), path);
-  FailChild(report_fd, "cannot run '" + spec.argv[0] + "': " + Errno(err));
+  return "";
 }
 
 std::string DescribeEnd(int status) {
@@ -174,26 +205,41 @@ class Shim {
     if (out_fd < 0 || err_fd < 0) {
       return Finish(LaunchFailed("cannot open the log files in " + spec_.dir + ": " + Errno(errno)));
     }
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) != 0) return Finish(LaunchFailed("cannot create a pipe: " + Errno(errno)));
-    job_pid_ = fork();
-    if (job_pid_ < 0) return Finish(LaunchFailed("cannot fork the job: " + Errno(errno)));
-    if (job_pid_ == 0) {
-      close(report[0]);
-      RunJobChild(spec_, out_fd, err_fd, report[1]);
+    JobStart start;
+    start.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    start.out_fd = out_fd;
+    start.err_fd = err_fd;
+    if (auto error = PrepareUser(spec_, &start)) return Finish(LaunchFailed(*error));
+    if (!spec_.cpus.empty()) {
+      CPU_ZERO(&start.cpus);
+      for (int cpu : spec_.cpus) {
+        if (cpu < 0 || cpu >= CPU_SETSIZE) return Finish(LaunchFailed("CPU " + std::to_string(cpu) + " does not exist"));
+        CPU_SET(cpu, &start.cpus);
+      }
+      start.set_affinity = true;
     }
-    // Both sides set the group, so no signal can reach the job before it has one.
-    setpgid(job_pid_, job_pid_);
-    close(report[1]);
+    start.cwd = spec_.cwd.empty() ? spec_.dir.c_str() : spec_.cwd.c_str();
+    start.candidates = ExecCandidates(spec_);
+    std::vector<std::string> env_strings;
+    for (const auto& [key, value] : spec_.env) env_strings.push_back(key + "=" + value);
+    for (auto& e : env_strings) start.envp.push_back(e.data());
+    start.envp.push_back(nullptr);
+    std::vector<std::string> argv = spec_.argv;
+    for (auto& a : argv) start.argv.push_back(a.data());
+    start.argv.push_back(nullptr);
+    // Left uninitialized: zeroing it would fault in every page for nothing.
+    std::unique_ptr<char[]> stack(new char[kChildStackSize]);
+    job_pid_ = clone(RunJobChild, stack.get() + kChildStackSize, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+    int clone_error = errno;
+    close(start.null_fd);
     close(out_fd);
     close(err_fd);
-    std::string failure = ReadAll(report[0]);
-    close(report[0]);
-    if (!failure.empty()) {
+    if (job_pid_ < 0) return Finish(LaunchFailed("cannot start the job: " + Errno(clone_error)));
+    if (start.failed != JobStart::kNone) {
       int status;
       while (waitpid(job_pid_, &status, 0) < 0 && errno == EINTR) {
       }
-      return Finish(LaunchFailed(failure));
+      return Finish(LaunchFailed(StageFailure(spec_, start)));
     }
     if (spec_.time_limit > 0) time_limit_at_ = Steady() + std::chrono::milliseconds(spec_.time_limit);
     int status = Supervise(signal_fd);
@@ -230,18 +276,6 @@ class Shim {
       }
     }
     return fd;
-  }
-
-  static std::string ReadAll(int fd) {
-    std::string out;
-    char buf[512];
-    while (true) {
-      ssize_t n = read(fd, buf, sizeof(buf));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
   }
 
   // Waits for the job to end while handling signals and deadlines; returns its
