@@ -12,7 +12,7 @@ import tempfile
 import time
 import unittest
 
-GPUHERD = os.environ.get("GPUHERD_BIN", "build/gpuherd")
+GPUHERD = os.path.abspath(os.environ.get("GPUHERD_BIN", "build/gpuherd"))
 
 SCENARIO = """\
 # A PCIe down-train on GPU 3 after 1 s and GPU 5 falling off the bus after 2 s.

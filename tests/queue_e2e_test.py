@@ -4,6 +4,7 @@ simulated fleet, the unix socket only."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -137,6 +138,34 @@ class QueueTest(unittest.TestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("colour", proc.stderr)
         self.assertEqual(json.loads(self.gh("ps", "--all", "--json").stdout), [])
+
+    def test_users_act_only_on_their_own_jobs(self):
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root and setpriv to act as another user")
+        self.home.start("--sim", "1", "--interval", "200ms")
+        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", GPUHERD, "--home", self.home.dir]
+
+        def nobody(*args):
+            return subprocess.run(as_nobody + list(args), capture_output=True, text=True, timeout=30, cwd="/tmp",
+                                  env=dict(os.environ, NO_COLOR="1"))
+
+        root_job = self.submit("--gpus", "1", "--", "sleep", "30")
+        proc = nobody("submit", "--", "sh", "-c", "id -u; echo x > $GPUHERD_CHECKPOINT_DIR/mine")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        own = int(proc.stdout)
+        j = self.wait_state(own, ["completed", "failed"])
+        self.assertEqual(j["state"], "completed", j)
+        self.assertEqual(j["user"], "nobody")
+        self.assertEqual(self.gh("logs", str(own)).stdout.strip(), "65534")  # ran as the submitter
+        denied = nobody("cancel", str(root_job))
+        self.assertNotEqual(denied.returncode, 0)
+        self.assertIn("belongs to root", denied.stderr)
+        self.assertEqual(nobody("drain", "0").returncode, 1)
+        self.assertEqual(self.job(root_job)["state"], "running")
+        waiting = int(nobody("submit", "--gpus", "1", "--", "true").stdout)
+        self.assertEqual(nobody("cancel", str(waiting)).returncode, 0)
+        self.assertEqual(self.job(waiting)["state"], "cancelled")
+        self.gh("cancel", str(root_job))  # an admin may
 
     # --- checkpoint and resume ----------------------------------------------
 

@@ -1,5 +1,6 @@
 // gpuherd daemon: runs in the foreground until SIGINT/SIGTERM or `gpuherd stop`.
 #include <pthread.h>
+#include <sys/stat.h>
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -55,6 +56,9 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
       return ctx->Fail(InvalidArgument("--interval must be a duration of at least 100ms, like 5s; got '" +
                                        flags->interval + "'"));
     }
+    // Files the daemon creates (the database, job logs) are private unless it
+    // opens them up on purpose.
+    ::umask(077);
     if (Status s = EnsureStateDir(ctx->dir()); !s.ok()) return ctx->Fail(s);
     SetUpLogging(flags->log_level, ctx->dir().log_dir() + "/daemon.log");
 

@@ -21,15 +21,20 @@ StateDir ResolveStateDir(const std::string& flag_value) {
 
 Status EnsureStateDir(const StateDir& dir) {
   std::error_code ec;
-  for (const std::string& path : {dir.root, dir.log_dir(), dir.checkpoint_dir()}) {
+  for (const std::string& path : {dir.root, dir.log_dir(), dir.checkpoint_dir(), dir.jobs_dir()}) {
     std::filesystem::create_directories(path, ec);
     if (ec) {
       return IoError("cannot create state directory " + path + ": " + ec.message() +
                      "; choose another with --home or GPUHERD_HOME");
     }
   }
-  // The token and the database are private to the daemon's user.
-  ::chmod(dir.root.c_str(), 0700);
+  // Other users may pass through (0711) to reach the socket and their own
+  // jobs' checkpoint and log directories, but not list anything; the token,
+  // the database and the logs are private to the daemon's user (0600/0700).
+  ::chmod(dir.root.c_str(), 0711);
+  ::chmod(dir.checkpoint_dir().c_str(), 0711);
+  ::chmod(dir.jobs_dir().c_str(), 0711);
+  ::chmod(dir.log_dir().c_str(), 0700);
   return Status::Ok();
 }
 

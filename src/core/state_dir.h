@@ -18,11 +18,13 @@ struct StateDir {
   std::string pid_path() const { return root + "/daemon.pid"; }
   std::string log_dir() const { return root + "/logs"; }
   std::string checkpoint_dir() const { return root + "/checkpoints"; }
+  std::string jobs_dir() const { return root + "/jobs"; }            // per-job logs and status
 };
 
 // Resolves the directory without touching the disk.
 StateDir ResolveStateDir(const std::string& flag_value);
-// Creates the directory (mode 0700) and its subdirectories if missing.
+// Creates the directory and its subdirectories if missing; the root,
+// checkpoints/ and jobs/ are 0711 (traversable), logs/ 0700.
 Status EnsureStateDir(const StateDir& dir);
 
 // Writes `content` to `path` atomically (temp file, fsync, rename) with the

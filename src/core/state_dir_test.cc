@@ -31,6 +31,8 @@ TEST(StateDirTest, CreatesPrivateDirectoryAndAtomicFiles) {
   EXPECT_TRUE(fs::is_directory(dir.checkpoint_dir()));
   struct stat st{};
   ASSERT_EQ(stat(root.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0711u);  // traversable, not listable
+  ASSERT_EQ(stat(dir.log_dir().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 
   ASSERT_TRUE(WriteFileAtomically(dir.token_path(), "secret\n", 0600).ok());

@@ -264,7 +264,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!executor.ok()) return executor.status().Annotate("cannot start the job executor");
   impl->executor = std::move(executor).value();
   auto* sim = dynamic_cast<gpu::sim::SimDriver*>(impl->driver.get());
-  impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), sim, dir, options.queue);
+  impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), sim, dir, options.queue,
+                                            [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
   GPUHERD_RETURN_IF_ERROR(impl->jobs->Load());
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
   impl->api = std::make_unique<Api>(&impl->state, impl->jobs.get(), [raw] { raw->loop->Stop(); });
@@ -278,6 +279,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   HttpServerOptions http;
   http.tcp_port = options.port;
   http.unix_path = dir.socket_path();
+  // Handlers mostly wait for the loop's next commit; more of them let more
+  // submissions share one commit.
+  http.threads = 8;
   auto server = HttpServer::Start(http, [raw](const HttpRequest& r) { return raw->Serve(r); });
   if (!server.ok()) return server.status();
   impl->server = std::move(server).value();

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -71,11 +73,17 @@ bool IsGpuFault(const store::EventRecord& e, const json& data) {
 }  // namespace
 
 JobService::JobService(DaemonState* state, exec::Executor* executor, gpu::sim::SimDriver* sim, StateDir dir,
-                       QueueConfig config)
-    : state_(state), executor_(executor), sim_(sim), dir_(std::move(dir)), config_(std::move(config)) {}
+                       QueueConfig config, PostToLoop post)
+    : state_(state),
+      executor_(executor),
+      sim_(sim),
+      dir_(std::move(dir)),
+      config_(std::move(config)),
+      post_(std::move(post)),
+      launches_(std::make_unique<WorkQueue>()) {}
 
 std::string JobService::AttemptDir(sched::JobId id, int attempt) const {
-  return fmt::format("{}/jobs/{}/{}", dir_.root, id, attempt);
+  return fmt::format("{}/{}/{}", dir_.jobs_dir(), id, attempt);
 }
 
 Status JobService::Load() {
@@ -141,6 +149,7 @@ Status JobService::Load() {
       // reports through OnExit when the attempt is over.
       Status adopted = executor_->Adopt(job.id, job.attempt, AttemptDir(job.id, job.attempt));
       if (!adopted.ok()) spdlog::warn("job {}: cannot re-adopt: {}", job.id, adopted.ToString());
+      e.adopted = true;
       if (job.state == JobState::kStopping) e.intent = StopIntent::kRequeue;
     }
     jobs_.emplace(job.id, std::move(e));
@@ -399,7 +408,7 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   l.env["GPUHERD_JOB_NAME"] = job.spec.name;
   l.env["GPUHERD_ATTEMPT"] = std::to_string(job.attempt);
   l.env["GPUHERD_CHECKPOINT_DIR"] = fmt::format("{}/{}", dir_.checkpoint_dir(), job.id);
-  l.env["GPUHERD_METRICS_FILE"] = fmt::format("{}/jobs/{}/metrics.jsonl", dir_.root, job.id);
+  l.env["GPUHERD_METRICS_FILE"] = fmt::format("{}/{}/metrics.jsonl", dir_.jobs_dir(), job.id);
   l.env["GPUHERD_RESTART_COUNT"] = std::to_string(job.attempt - 1);
   if (job.attempt > 1) l.env["GPUHERD_RESUME"] = "1";
   if (job.spec.fractional()) {
@@ -421,7 +430,7 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
     l.env["NCCL_P2P_LEVEL"] = all_nvlink ? "NVL" : "PIX";
   }
   if (state_->fleet.simulated) {
-    l.env["GPUHERD_SIM_GPU_MEM_FILE"] = fmt::format("{}/jobs/{}/sim_gpu_mem_mb", dir_.root, job.id);
+    l.env["GPUHERD_SIM_GPU_MEM_FILE"] = fmt::format("{}/{}/sim_gpu_mem_mb", dir_.jobs_dir(), job.id);
   }
   return l;
 }
@@ -445,28 +454,43 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   // Launched only once "running" is durable: a crash in between leaves a
   // running job without a shim, which the next start requeues; never a shim
   // for a job the store calls pending.
-  after_commit_.push_back([this, id, attempt, launch = std::move(launch)] {
-    std::error_code ec;
-    fs::create_directories(launch.env.at("GPUHERD_CHECKPOINT_DIR"), ec);
-    if (launch.uid) {
-      ::chown(launch.env.at("GPUHERD_CHECKPOINT_DIR").c_str(), *launch.uid, *launch.gid);
-    }
-    auto pid = executor_->Launch(launch);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second.job.attempt != attempt) return;
-    if (!pid.ok()) {
-      exec::ExitRecord failed;
-      failed.job_id = id;
-      failed.attempt = attempt;
-      failed.how = exec::ExitRecord::How::kLaunchFailed;
-      failed.message = pid.status().message();
-      OnExit(failed);
-      return;
-    }
-    it->second.shim_pid = *pid;
-    // The job writes its metrics file there.
-    if (launch.uid) ::chown(fs::path(launch.dir).parent_path().c_str(), *launch.uid, *launch.gid);
+  after_commit_.push_back([this, id, attempt, launch = std::move(launch)]() mutable {
+    // Forks happen on the launch thread, so the loop goes on answering.
+    launches_->Post([this, id, attempt, launch = std::move(launch)] {
+      // The job's own directories (checkpoints, metrics, the attempt's logs
+      // below) belong to the user it runs as.
+      std::error_code ec;
+      const std::string job_dir = fs::path(launch.dir).parent_path().string();
+      for (const std::string& d : {job_dir, launch.env.at("GPUHERD_CHECKPOINT_DIR")}) {
+        fs::create_directories(d, ec);
+        if (launch.uid && ::chown(d.c_str(), *launch.uid, *launch.gid) != 0) {
+          spdlog::warn("job {}: cannot give {} to uid {}: {}", id, d, *launch.uid, std::strerror(errno));
+        }
+      }
+      Result<int> pid = executor_->Launch(launch);
+      post_([this, id, attempt, pid] { OnLaunched(id, attempt, pid); });
+    });
   });
+}
+
+void JobService::OnLaunched(sched::JobId id, int attempt, const Result<int>& pid) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.job.attempt != attempt) return;  // ended meanwhile
+  Entry& e = it->second;
+  if (!pid.ok()) {
+    exec::ExitRecord failed;
+    failed.job_id = id;
+    failed.attempt = attempt;
+    failed.how = exec::ExitRecord::How::kLaunchFailed;
+    failed.message = pid.status().message();
+    return OnExit(failed);
+  }
+  e.shim_pid = *pid;
+  // A stop decided while the launch was under way is delivered now.
+  if (e.job.state == JobState::kStopping) {
+    Status s = executor_->Signal(id, attempt, SIGTERM);
+    if (!s.ok()) spdlog::warn("job {}: cannot signal: {}", id, s.ToString());
+  }
 }
 
 void JobService::Stop(Entry& e, StopIntent intent, const std::string& reason) {
@@ -488,6 +512,10 @@ void JobService::Stop(Entry& e, StopIntent intent, const std::string& reason) {
   sched::JobId id = job.id;
   int attempt = job.attempt;
   after_commit_.push_back([this, id, attempt] {
+    auto it = jobs_.find(id);
+    // Not launched yet: OnLaunched delivers the stop. Re-adopted attempts
+    // (shim_pid 0 too) are known to the executor, so they are signalled here.
+    if (it != jobs_.end() && it->second.shim_pid == 0 && !it->second.adopted) return;
     // The shim sends SIGTERM to the job's group and SIGKILL after the grace.
     Status s = executor_->Signal(id, attempt, SIGTERM);
     if (!s.ok()) spdlog::warn("job {}: cannot signal: {}", id, s.ToString());
@@ -526,6 +554,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
   job.reason = reason + "; will resume from its checkpoint";
   e.intent = StopIntent::kNone;
   e.shim_pid = 0;
+  e.adopted = false;
   Touch(e);
   Event(job, "job.requeued", store::Severity::kInfo, job.reason);
 }
@@ -603,7 +632,7 @@ void JobService::OnRound() {
     pid_to_job[e.shim_pid] = id;
     if (!sim_) continue;
     uint64_t per_gpu_mem = e.job.spec.fractional() ? e.job.spec.gpu_mem_bytes / 2 : 0;
-    std::ifstream reported(fmt::format("{}/jobs/{}/sim_gpu_mem_mb", dir_.root, id));
+    std::ifstream reported(fmt::format("{}/{}/sim_gpu_mem_mb", dir_.jobs_dir(), id));
     uint64_t mb = 0;
     if (reported >> mb) per_gpu_mem = mb << 20;
     for (int g : e.job.gpus) {

@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
+#include "daemon/work_queue.h"
 #include "exec/executor.h"
 #include "sched/job.h"
 #include "sched/scheduler.h"
@@ -37,10 +38,14 @@ struct QueueConfig {
 
 class JobService {
  public:
+  // Runs `task` on the event loop (thread-safe); how launch results come back.
+  using PostToLoop = std::function<void(std::function<void()>)>;
+
   // `state`, `executor` and `sim` (null unless the fleet is simulated) must
-  // outlive the service.
+  // outlive the service. Launches run on a thread of the service's own and
+  // report back through `post`.
   JobService(DaemonState* state, exec::Executor* executor, gpu::sim::SimDriver* sim, StateDir dir,
-             QueueConfig config);
+             QueueConfig config, PostToLoop post);
 
   // At start: reloads unfinished jobs and drains from the store and re-adopts
   // running attempts (their shims may have outlived the previous daemon).
@@ -84,7 +89,8 @@ class JobService {
     nlohmann::json spec_body;  // the spec as submitted: what is stored and reloaded
     StopIntent intent = StopIntent::kNone;
     TimeMs stop_deadline = 0;
-    int shim_pid = 0;
+    int shim_pid = 0;          // 0 until the launch thread reports back
+    bool adopted = false;      // running since before this daemon started
     TimeMs over_memory_since = 0;  // watchdog: first reading over the share
   };
 
@@ -96,6 +102,8 @@ class JobService {
   void Finish(Entry& e, sched::JobState state, const std::string& reason);
   void Requeue(Entry& e, const std::string& reason, bool count_restart);
   exec::LaunchSpec MakeLaunch(const Entry& e) const;
+  // On the loop, once the launch thread has started (or failed to start) an attempt.
+  void OnLaunched(sched::JobId id, int attempt, const Result<int>& shim_pid);
   sched::FleetState BuildFleetState() const;
   store::JobRecord ToRecord(const Entry& e) const;
   nlohmann::json ToJson(const sched::Job& job, TimeMs now) const;
@@ -113,6 +121,10 @@ class JobService {
   std::set<sched::JobId> touched_;
   std::vector<std::function<void()>> after_commit_;
   bool dirty_ = true;  // something changed that may let a job start
+  PostToLoop post_;
+  // Declared last: destroyed first, finishing the launches it holds while the
+  // rest of the service is still alive.
+  std::unique_ptr<WorkQueue> launches_;
   // user → (end time, GPU-hours) of recently finished jobs, for fair share.
   std::multimap<std::string, std::pair<TimeMs, double>> usage_;
 };
