@@ -38,8 +38,9 @@ Status EnsureStateDir(const StateDir& dir) {
   return Status::Ok();
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& content, int mode) {
-  std::string tmp = path + ".tmp";
+Status WriteFileAtomically(const std::string& path, const std::string& content, int mode, bool sync) {
+  // The pid keeps two writers of one path (an old and a new process) apart.
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return IoError("cannot write " + tmp + ": " + std::strerror(errno));
   ::fchmod(fd, mode);  // umask must not widen or narrow what the caller asked for
@@ -55,7 +56,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& content, 
     }
     off += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if ((sync && ::fsync(fd) != 0) || ::close(fd) != 0) {
     ::unlink(tmp.c_str());
     return IoError("cannot sync " + tmp + ": " + std::strerror(errno));
   }

@@ -27,8 +27,9 @@ StateDir ResolveStateDir(const std::string& flag_value);
 // checkpoints/ and jobs/ are 0711 (traversable), logs/ 0700.
 Status EnsureStateDir(const StateDir& dir);
 
-// Writes `content` to `path` atomically (temp file, fsync, rename) with the
-// given mode, so a reader never sees half a file.
-Status WriteFileAtomically(const std::string& path, const std::string& content, int mode);
+// Writes `content` to `path` atomically (temp file, rename) with the given
+// mode, so a reader never sees half a file. With `sync`, the data is fsync'd
+// before the rename (durable across a power cut, not only a crash).
+Status WriteFileAtomically(const std::string& path, const std::string& content, int mode, bool sync = true);
 
 }  // namespace gpuherd

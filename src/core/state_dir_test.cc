@@ -41,7 +41,9 @@ TEST(StateDirTest, CreatesPrivateDirectoryAndAtomicFiles) {
   std::stringstream text;
   text << std::ifstream(dir.token_path()).rdbuf();
   EXPECT_EQ(text.str(), "secret\n");
-  EXPECT_FALSE(fs::exists(dir.token_path() + ".tmp"));
+  for (const auto& entry : fs::directory_iterator(root)) {
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+  }
   fs::remove_all(root);
 }
 

@@ -86,6 +86,40 @@ std::string JobService::AttemptDir(sched::JobId id, int attempt) const {
   return fmt::format("{}/{}/{}", dir_.jobs_dir(), id, attempt);
 }
 
+Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
+  json stored = json::parse(r.spec_json, nullptr, false);
+  e->spec_body = stored.is_object() ? stored.value("spec", json::object()) : json::object();
+  sched::Job& job = e->job;
+  auto spec = sched::ParseJobSpec(e->spec_body);
+  if (spec.ok()) job.spec = *spec;
+  job.id = r.id;
+  job.spec.name = r.name;
+  job.spec.user = r.user;
+  job.spec.uid = r.uid;
+  job.spec.gid = stored.is_object() ? stored.value("gid", 0u) : 0u;
+  job.state = sched::ParseJobState(r.state).value_or(JobState::kFailed);
+  job.submitted = r.submitted;
+  job.started = r.started;
+  job.ended = r.ended;
+  job.attempt = r.attempt;
+  job.restarts = r.restarts;
+  job.exit_code = r.exit_code;
+  job.exit_signal = r.exit_signal;
+  job.reason = r.reason;
+  json uuids = json::parse(r.gpus_json, nullptr, false);
+  if (uuids.is_array()) {
+    for (const auto& u : uuids) {
+      job.gpu_uuids.push_back(u.get<std::string>());
+      if (!sched::IsFinal(job.state)) {
+        for (const auto& g : state_->fleet.gpus) {
+          if (g.uuid == job.gpu_uuids.back()) job.gpus.push_back(g.index);
+        }
+      }
+    }
+  }
+  return spec.ok() ? Status::Ok() : spec.status();
+}
+
 Status JobService::Load() {
   auto last = state_->store->LastJobId();
   if (!last.ok()) return last.status();
@@ -104,33 +138,11 @@ Status JobService::Load() {
   auto unfinished = state_->store->ListUnfinishedJobs();
   if (!unfinished.ok()) return unfinished.status();
   for (const auto& r : *unfinished) {
-    json spec_json = json::parse(r.spec_json, nullptr, false);
-    auto spec = sched::ParseJobSpec(spec_json.is_object() ? spec_json.value("spec", json::object()) : json::object());
     Entry e;
-    e.spec_body = spec_json.is_object() ? spec_json.value("spec", json::object()) : json::object();
+    Status spec = FromRecord(r, &e);
     sched::Job& job = e.job;
-    job.id = r.id;
-    if (spec.ok()) job.spec = *spec;
-    job.spec.user = r.user;
-    job.spec.uid = r.uid;
-    job.spec.gid = spec_json.is_object() ? spec_json.value("gid", 0u) : 0u;
-    job.state = sched::ParseJobState(r.state).value_or(JobState::kPending);
-    job.submitted = r.submitted;
-    job.started = r.started;
-    job.attempt = r.attempt;
-    job.restarts = r.restarts;
-    job.reason = r.reason;
-    json uuids = json::parse(r.gpus_json, nullptr, false);
-    if (uuids.is_array()) {
-      for (const auto& u : uuids) {
-        job.gpu_uuids.push_back(u.get<std::string>());
-        for (const auto& g : state_->fleet.gpus) {
-          if (g.uuid == job.gpu_uuids.back()) job.gpus.push_back(g.index);
-        }
-      }
-    }
     if (!spec.ok()) {
-      job.reason = "stored spec unreadable: " + spec.status().message();
+      job.reason = "stored spec unreadable: " + spec.message();
       jobs_.emplace(job.id, std::move(e));
       Finish(jobs_.at(r.id), JobState::kFailed, job.reason);
       continue;
@@ -780,28 +792,9 @@ Result<json> JobService::Show(sched::JobId id) {
   auto stored = state_->store->GetJob(id);
   if (!stored.ok()) return stored.status();
   if (!stored->has_value()) return NotFound("no job " + std::to_string(id) + "; `gpuherd ps --all` lists them");
-  const store::JobRecord& r = **stored;
-  sched::Job job;
-  job.id = r.id;
-  json spec = json::parse(r.spec_json, nullptr, false);
-  if (spec.is_object()) {
-    auto parsed = sched::ParseJobSpec(spec.value("spec", json::object()));
-    if (parsed.ok()) job.spec = *parsed;
-  }
-  job.spec.name = r.name;
-  job.spec.user = r.user;
-  job.spec.uid = r.uid;
-  job.state = sched::ParseJobState(r.state).value_or(JobState::kFailed);
-  job.submitted = r.submitted;
-  job.started = r.started;
-  job.ended = r.ended;
-  job.attempt = r.attempt;
-  job.restarts = r.restarts;
-  json uuids = json::parse(r.gpus_json, nullptr, false);
-  if (uuids.is_array()) job.gpu_uuids = uuids.get<std::vector<std::string>>();
-  job.exit_code = r.exit_code;
-  job.exit_signal = r.exit_signal;
-  job.reason = r.reason;
+  Entry e;
+  FromRecord(**stored, &e);  // an unreadable spec still shows the stored facts
+  const sched::Job& job = e.job;
   return ToJson(job, now);
 }
 

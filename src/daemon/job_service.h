@@ -106,6 +106,9 @@ class JobService {
   void OnLaunched(sched::JobId id, int attempt, const Result<int>& shim_pid);
   sched::FleetState BuildFleetState() const;
   store::JobRecord ToRecord(const Entry& e) const;
+  // The inverse of ToRecord; the error says why the stored spec is unusable
+  // (the other fields are filled in any case).
+  Status FromRecord(const store::JobRecord& record, Entry* e) const;
   nlohmann::json ToJson(const sched::Job& job, TimeMs now) const;
   double RecentGpuHours(const std::string& user, TimeMs now) const;
   std::string AttemptDir(sched::JobId id, int attempt) const;

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/state_dir.h"
+
 namespace gpuherd::exec {
 namespace {
 
@@ -96,36 +98,10 @@ Status MakeDirs(const std::string& dir) {
   return Status::Ok();
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  // The pid in the temporary name keeps two writers (an old and a new shim of
-  // the same path) from interleaving in one temporary file.
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError("cannot create " + tmp + ": " + ErrnoText(errno));
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return IoError("cannot write " + tmp + ": " + ErrnoText(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return IoError("cannot rename " + tmp + " to " + path + ": " + ErrnoText(err));
-  }
-  return Status::Ok();
-}
 
 Status WriteShimFile(const std::string& dir, const ShimIdentity& shim) {
   json j = {{"pid", shim.pid}, {"start_time", shim.start_time}};
-  return WriteFileAtomically(ShimFilePath(dir), j.dump() + "\n");
+  return WriteFileAtomically(ShimFilePath(dir), j.dump() + "\n", 0644, /*sync=*/false);
 }
 
 Result<std::optional<ShimIdentity>> ReadShimFile(const std::string& dir) {
@@ -153,7 +129,7 @@ std::string ExitRecordToJson(const ExitRecord& r) {
 }
 
 Status WriteExitRecord(const std::string& dir, const ExitRecord& record) {
-  return WriteFileAtomically(ExitFilePath(dir), ExitRecordToJson(record));
+  return WriteFileAtomically(ExitFilePath(dir), ExitRecordToJson(record), 0644, /*sync=*/false);
 }
 
 Result<std::optional<ExitRecord>> ReadExitRecord(const std::string& dir) {

@@ -37,10 +37,6 @@ bool IsAlive(const ShimIdentity& id);
 // Creates `dir` and its missing parents (mode 0755).
 Status MakeDirs(const std::string& dir);
 
-// Writes a temporary file and renames it over `path`, so a reader sees the
-// old file or the whole new one, never a part.
-Status WriteFileAtomically(const std::string& path, const std::string& content);
-
 Status WriteShimFile(const std::string& dir, const ShimIdentity& shim);
 // nullopt when the file does not exist; DataLoss when it cannot be parsed.
 Result<std::optional<ShimIdentity>> ReadShimFile(const std::string& dir);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/state_dir.h"
 #include "exec/job_files.h"
 
 namespace gpuherd::exec {
@@ -82,7 +83,7 @@ TEST_F(LauncherTest, UncreatableDirectoryIsAnErrorAndNothingRuns) {
   auto client = LauncherClient::Spawn("/proc/self/exe");
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   std::string file = dir_ + "/plain-file";
-  ASSERT_TRUE(WriteFileAtomically(file, "x").ok());
+  ASSERT_TRUE(WriteFileAtomically(file, "x", 0644).ok());
   auto launched = (*client)->Launch(TrueSpec(file + "/attempt"));
   ASSERT_FALSE(launched.ok());
   EXPECT_NE(launched.status().message().find(file), std::string::npos) << launched.status().message();
