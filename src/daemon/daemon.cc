@@ -227,7 +227,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   DaemonState& state = impl->state;
   state.store = std::move(store).value();
   state.clock = clock;
-  state.hostname = host::NewHost()->Hostname();
+  state.host = host::NewHost();
+  state.hostname = state.host->Hostname();
   state.started_at = clock->Now();
   state.sample_interval = options.sample_interval;
 

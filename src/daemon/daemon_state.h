@@ -10,6 +10,7 @@
 #include "daemon/fleet_view.h"
 #include "gpu/types.h"
 #include "host/clock.h"
+#include "host/host.h"
 #include "store/records.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
@@ -21,6 +22,7 @@ struct DaemonState {
   std::string sim_reason;        // non-empty when the fleet is simulated
   std::string hostname;
   host::Clock* clock = nullptr;   // not owned
+  std::unique_ptr<host::Host> host;  // /proc and /sys of this machine
   TimeMs started_at = 0;
   DurationMs sample_interval = 0;
   std::unique_ptr<store::Store> store;

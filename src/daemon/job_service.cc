@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "exec/job_files.h"
 #include "gpu/sim/sim_driver.h"
 #include "gpu/xid.h"
 #include "sched/job_spec.h"
@@ -162,6 +163,9 @@ Status JobService::Load() {
       Status adopted = executor_->Adopt(job.id, job.attempt, AttemptDir(job.id, job.attempt));
       if (!adopted.ok()) spdlog::warn("job {}: cannot re-adopt: {}", job.id, adopted.ToString());
       e.adopted = true;
+      if (auto shim = exec::ReadShimFile(AttemptDir(job.id, job.attempt)); shim.ok() && shim->has_value()) {
+        e.shim_pid = (*shim)->pid;  // the watchdog matches the job's processes by its shim's session
+      }
       if (job.state == JobState::kStopping) e.intent = StopIntent::kRequeue;
     }
     jobs_.emplace(job.id, std::move(e));
@@ -638,10 +642,8 @@ void JobService::OnRound() {
   // Simulated fleet: what the jobs put on each GPU, and their memory as the
   // jobs report it (GPUHERD_SIM_GPU_MEM_FILE) or their share.
   std::map<int, gpu::sim::Load> loads;
-  std::map<int, sched::JobId> pid_to_job;
   for (auto& [id, e] : jobs_) {
     if (e.job.state != JobState::kRunning || e.job.gpus.empty()) continue;
-    pid_to_job[e.shim_pid] = id;
     if (!sim_) continue;
     uint64_t per_gpu_mem = e.job.spec.fractional() ? e.job.spec.gpu_mem_bytes / 2 : 0;
     std::ifstream reported(fmt::format("{}/{}/sim_gpu_mem_mb", dir_.jobs_dir(), id));
@@ -659,12 +661,16 @@ void JobService::OnRound() {
   // The memory watchdog: a fractional job above its share is warned once,
   // then stopped after the grace; its neighbours are never touched.
   for (auto& [id, e] : jobs_) {
-    if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.gpus.empty()) continue;
+    if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.gpus.empty() || e.shim_pid == 0) {
+      continue;
+    }
     const gpu::GpuSample* s = state_->telemetry->Latest(e.job.gpus[0]);
     if (!s) continue;
     uint64_t used = 0;
+    // A job's processes live in the session its shim created (the session id
+    // is the shim's pid), however many processes the job forked.
     for (const auto& p : s->processes) {
-      if (p.pid == e.shim_pid) used += p.used_memory_bytes;
+      if (p.pid == e.shim_pid || host::ProcessSession(*state_->host, p.pid).value_or(0) == e.shim_pid) used += p.used_memory_bytes;
     }
     if (used <= e.job.spec.gpu_mem_bytes) {
       e.over_memory_since = 0;

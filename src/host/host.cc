@@ -76,6 +76,19 @@ class RootedHost : public Host {
 
 std::unique_ptr<Host> NewHost(const std::string& root) { return std::make_unique<RootedHost>(root); }
 
+std::optional<int> ProcessSession(const Host& host, int pid) {
+  auto stat = host.ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) return std::nullopt;
+  // The command name, in parentheses, may itself hold spaces and parentheses.
+  size_t paren = stat->rfind(')');
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat->substr(paren + 1));
+  std::string state;
+  int ppid = 0, pgrp = 0, session = 0;
+  if (!(fields >> state >> ppid >> pgrp >> session)) return std::nullopt;
+  return session;
+}
+
 Result<std::string> ReadTrimmed(const Host& host, const std::string& path) {
   auto text = host.ReadFile(path);
   if (!text.ok()) return text.status();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ class Host {
 // root "/" is the real machine; any other directory is a fixture tree. The
 // hostname is read from <root>/etc/hostname when root is not "/".
 std::unique_ptr<Host> NewHost(const std::string& root = "/");
+
+// The session id of a process (field 6 of /proc/<pid>/stat); nullopt when the
+// process is gone or its stat cannot be parsed.
+std::optional<int> ProcessSession(const Host& host, int pid);
 
 // First line of a file without its trailing newline and spaces.
 Result<std::string> ReadTrimmed(const Host& host, const std::string& path);

@@ -40,6 +40,17 @@ TEST_F(HostTest, MissingFileIsAnErrorThatNamesThePath) {
   EXPECT_NE(v.status().message().find("proc/cpuinfo"), std::string::npos);
 }
 
+TEST_F(HostTest, ReadsProcessSessionDespiteOddCommandNames) {
+  fs::create_directories(root_ / "proc/4242");
+  std::ofstream(root_ / "proc/4242/stat") << "4242 (my (odd) job) S 4200 4242 4100 0 -1 4194560 100\n";
+  fs::create_directories(root_ / "proc/77");
+  std::ofstream(root_ / "proc/77/stat") << "77 (truncated";
+  auto host = NewHost(root_.string());
+  EXPECT_EQ(ProcessSession(*host, 4242), 4100);
+  EXPECT_EQ(ProcessSession(*host, 77), std::nullopt);
+  EXPECT_EQ(ProcessSession(*host, 1), std::nullopt);
+}
+
 TEST_F(HostTest, ListsSorted) {
   auto host = NewHost(root_.string());
   auto names = host->ListDir("/");
