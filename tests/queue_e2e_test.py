@@ -198,7 +198,7 @@ class QueueTest(unittest.TestCase):
         self.gh("undrain", "1")
         j = self.wait_state(jid, ["completed", "failed"], timeout=60)
         self.assertEqual(j["state"], "completed", j)
-        self.assertEqual(j["assigned_gpus"], [], j)
+        self.assertEqual(j["assigned_gpus"], [1], j)  # where its last attempt ran
         self.assertEqual(j["restarts"], 1)
         self.assertEqual(self.final_count(jid), 60)
         runs = self.runs(jid)

@@ -111,10 +111,8 @@ Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
   if (uuids.is_array()) {
     for (const auto& u : uuids) {
       job.gpu_uuids.push_back(u.get<std::string>());
-      if (!sched::IsFinal(job.state)) {
-        for (const auto& g : state_->fleet.gpus) {
-          if (g.uuid == job.gpu_uuids.back()) job.gpus.push_back(g.index);
-        }
+      for (const auto& g : state_->fleet.gpus) {
+        if (g.uuid == job.gpu_uuids.back()) job.gpus.push_back(g.index);
       }
     }
   }
@@ -573,6 +571,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
   e.adopted = false;
   Touch(e);
   Event(job, "job.requeued", store::Severity::kInfo, job.reason);
+  job.gpu_uuids.clear();  // after the event, which names the GPUs it left
 }
 
 void JobService::OnExit(const exec::ExitRecord& r) {
