@@ -172,14 +172,14 @@ class QueueTest(unittest.TestCase):
     def test_preempted_job_resumes_and_counts_exactly(self):
         self.home.start("--sim", "1", "--interval", "200ms")
         low = self.submit("--gpus", "1", "--preemptible", "--priority", "-10", "--max-restarts", "3",
-                          "--", sys.executable, COUNT, "40", "5", "0.05")
+                          "--", sys.executable, COUNT, "80", "5", "0.05")
         self.wait_state(low, ["running"])
         time.sleep(0.7)
         high = self.submit("--gpus", "1", "--priority", "50", "--", "sleep", "0.5")
         self.wait_state(high, ["completed"], timeout=30)
         j = self.wait_state(low, ["completed"], timeout=60)
         self.assertGreaterEqual(j["attempt"], 2)
-        self.assertEqual(self.final_count(low), 40)
+        self.assertEqual(self.final_count(low), 80)
         runs = self.runs(low)
         self.assert_never_overlapped(runs)
         self.assertGreater(int(runs[2][4]), 0, "the second run resumed from a checkpoint")
