@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/sim/sim_driver.h"
 #include "sched/fleet_state.h"
 #include "sched/scheduler.h"
 
@@ -95,24 +96,26 @@ Trace MakeTrace(uint64_t seed) {
   return trace;
 }
 
+// The fleet as the daemon would see it: 8 simulated H100 SXM, discovered by
+// the simulated driver (all pairs NVLinked, two NUMA nodes) and turned into
+// scheduler state by the same code the daemon uses.
 FleetState MakeFleet() {
-  FleetState fleet;
-  for (int i = 0; i < kGpus; ++i) {
-    GpuState g;
-    g.index = i;
-    g.uuid = "GPU-" + std::to_string(i);
-    g.name = "NVIDIA H100 80GB HBM3";
-    g.cc = 90;
-    g.memory_total_bytes = 80 * kGiB;
-    g.temp_c = 45;
-    g.slowdown_temp_c = 87;
-    g.numa_node = i / 4;
-    fleet.gpus.push_back(g);
+  gpu::sim::SimOptions options;
+  options.count = kGpus;
+  options.models = {"h100-sxm"};
+  auto driver = gpu::sim::OpenSimDriver(options);
+  if (!driver.ok()) {
+    std::fprintf(stderr, "trace_replay: %s\n", driver.status().ToString().c_str());
+    std::exit(1);
   }
-  fleet.topology.assign(kGpus, std::vector<gpu::Link>(kGpus, gpu::Link::kNvLink));
-  for (int i = 0; i < kGpus; ++i) fleet.topology[i][i] = gpu::Link::kSelf;
-  DeriveTopologyGroups(&fleet);
-  return fleet;
+  auto fleet = (*driver)->Discover();
+  if (!fleet.ok()) {
+    std::fprintf(stderr, "trace_replay: %s\n", fleet.status().ToString().c_str());
+    std::exit(1);
+  }
+  FleetState state = FleetStateFromFleet(*fleet);
+  for (GpuState& g : state.gpus) g.temp_c = 45;  // idle and cool, all alike
+  return state;
 }
 
 struct Result {
