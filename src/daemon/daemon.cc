@@ -192,7 +192,8 @@ struct Daemon::Impl {
       for (const auto& info : state.fleet.gpus) present |= r.uuid == info.uuid;
       // A simulated fleet is not the machine's hardware: do not call its
       // absence a fault, and do not let it hide real GPUs' absence.
-      bool record_was_simulated = r.info_json.find("\"simulated\":true") != std::string::npos;
+      nlohmann::json info = nlohmann::json::parse(r.info_json, nullptr, /*allow_exceptions=*/false);
+      bool record_was_simulated = info.is_object() && info.value("simulated", false);
       if (!present && record_was_simulated == state.fleet.simulated) {
         state.batch.events.push_back(MakeEvent(now, "gpu.missing", store::Severity::kWarning,
                                                "GPU " + r.name + " (" + r.pci_bus_id +

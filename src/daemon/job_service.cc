@@ -198,7 +198,7 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller) 
   spec.uid = caller.uid;
   spec.gid = caller.gid;
   if (spec.name.empty()) spec.name = fs::path(spec.argv.empty() ? "job" : spec.argv[0]).filename().string();
-  GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, BuildFleetState()));
+  GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, BuildFleetState(RunningJobs())));
   for (sched::JobId dep : spec.depends_on) {
     if (dep <= 0 || dep >= next_id_) return InvalidArgument("depends_on names job " + std::to_string(dep) + ", which does not exist");
   }
@@ -296,7 +296,16 @@ Status JobService::Undrain(int pos, const Caller& caller) {
   return Status::Ok();
 }
 
-sched::FleetState JobService::BuildFleetState() const {
+std::vector<sched::RunningJob> JobService::RunningJobs() const {
+  std::vector<sched::RunningJob> running;
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
+    running.push_back({id, e.job.spec, e.job.started, e.job.gpus, e.job.state == JobState::kStopping, e.stop_deadline});
+  }
+  return running;
+}
+
+sched::FleetState JobService::BuildFleetState(const std::vector<sched::RunningJob>& running) const {
   sched::FleetState fleet = sched::FleetStateFromFleet(state_->fleet);
   for (size_t i = 0; i < fleet.gpus.size(); ++i) {
     sched::GpuState& g = fleet.gpus[i];
@@ -308,11 +317,6 @@ sched::FleetState JobService::BuildFleetState() const {
       g.memory_used_bytes = s->mem_used_bytes.value_or(0);
       g.thermal_throttling = s->throttle_reasons && (*s->throttle_reasons & gpu::throttle::kThermalMask);
     }
-  }
-  std::vector<sched::RunningJob> running;
-  for (const auto& [id, e] : jobs_) {
-    if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
-    running.push_back({id, e.job.spec, e.job.started, e.job.gpus, e.job.state == JobState::kStopping, e.stop_deadline});
   }
   sched::AccountRunningJobs(running, &fleet);
   return fleet;
@@ -334,16 +338,12 @@ double JobService::RecentGpuHours(const std::string& user, TimeMs now) const {
 
 void JobService::Schedule() {
   TimeMs now = state_->clock->Now();
-  sched::FleetState fleet = BuildFleetState();
+  const std::vector<sched::RunningJob> running = RunningJobs();
+  sched::FleetState fleet = BuildFleetState(running);
   std::vector<sched::PendingJob> pending;
-  std::vector<sched::RunningJob> running;
   std::map<std::string, double> hours;  // per user, computed once per pass
   for (auto& [id, e] : jobs_) {
     const sched::Job& job = e.job;
-    if (job.state == JobState::kRunning || job.state == JobState::kStopping) {
-      running.push_back({id, job.spec, job.started, job.gpus, job.state == JobState::kStopping, e.stop_deadline});
-      continue;
-    }
     if (job.state != JobState::kPending) continue;
     sched::PendingJob p;
     p.id = id;
@@ -638,6 +638,8 @@ void JobService::OnGpuEvents(const std::vector<store::EventRecord>& events) {
 
 void JobService::OnRound() {
   TimeMs now = state_->clock->Now();
+  // Finished jobs older than the fair-share window no longer count.
+  std::erase_if(usage_, [&](const auto& u) { return u.second.first < now - config_.scheduler.weights.fair_window; });
   // Simulated fleet: what the jobs put on each GPU, and their memory as the
   // jobs report it (GPUHERD_SIM_GPU_MEM_FILE) or their share.
   std::map<int, gpu::sim::Load> loads;

@@ -104,7 +104,10 @@ class JobService {
   exec::LaunchSpec MakeLaunch(const Entry& e) const;
   // On the loop, once the launch thread has started (or failed to start) an attempt.
   void OnLaunched(sched::JobId id, int attempt, const Result<int>& shim_pid);
-  sched::FleetState BuildFleetState() const;
+  // Jobs holding GPUs now (running, or stopping after a signal).
+  std::vector<sched::RunningJob> RunningJobs() const;
+  // The scheduler's view of the fleet with `running` accounted on it.
+  sched::FleetState BuildFleetState(const std::vector<sched::RunningJob>& running) const;
   store::JobRecord ToRecord(const Entry& e) const;
   // The inverse of ToRecord; the error says why the stored spec is unusable
   // (the other fields are filled in any case).
