@@ -15,6 +15,7 @@ const char* CodeName(Code code) {
     case Code::kIoError: return "I/O error";
     case Code::kDataLoss: return "data loss";
     case Code::kInternal: return "internal error";
+    case Code::kAborted: return "aborted";
   }
   return "unknown";
 }

@@ -20,6 +20,7 @@ enum class Code {
   kIoError,
   kDataLoss,
   kInternal,
+  kAborted,           // stopped on request before it finished (Ctrl-C, cancel)
 };
 
 const char* CodeName(Code code);
@@ -51,6 +52,7 @@ inline Status FailedPrecondition(std::string m) { return {Code::kFailedPrecondit
 inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
 inline Status IoError(std::string m) { return {Code::kIoError, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
 inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 inline Status Unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
 
