@@ -49,6 +49,11 @@ struct JobSpec {
   std::vector<JobId> depends_on;          // start only after these completed
   std::string name;
   std::map<std::string, std::string> labels;
+  // Maintenance work (a burn-in) on exactly these GPUs (UUIDs), alone: set by
+  // the daemon, never from a user's spec. Such a job goes ahead of the queue,
+  // may run on drained or unhealthy GPUs (testing them is its purpose) and
+  // keeps new work off its GPUs while it waits for them to empty.
+  std::vector<std::string> pinned_gpus;
 
   int whole_gpus() const { return gpu_tenths >= kTenthsPerGpu ? gpu_tenths / kTenthsPerGpu : 0; }
   bool fractional() const { return gpu_tenths > 0 && gpu_tenths < kTenthsPerGpu; }

@@ -418,6 +418,10 @@ void PlacementIndex::Give(const JobSpec& spec, const std::vector<size_t>& positi
   }
 }
 
+void PlacementIndex::Claim(size_t position) {
+  if (block_[position] == GpuBlock::kNone) SetTenths(position, kTenthsPerGpu);
+}
+
 std::optional<std::vector<int>> Place(const FleetState& fleet, const JobSpec& spec,
                                       const PlacementOptions& options) {
   PlacementIndex index(fleet, options);

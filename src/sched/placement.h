@@ -77,6 +77,9 @@ class PlacementIndex {
   void Take(const JobSpec& spec, const std::vector<size_t>& positions);
   // Undoes Take (a plan that was not kept).
   void Give(const JobSpec& spec, const std::vector<size_t>& positions);
+  // Keeps every other job off `position` for the rest of the pass (claimed by
+  // maintenance work).
+  void Claim(size_t position);
 
   MatchCounts Count(const JobSpec& spec) const;
   // Idle GPUs that match, less those in `avoid`; O(kinds + avoid).

@@ -91,7 +91,19 @@ class Pass {
       return a.job->id < b.job->id;
     });
     int rank = 0;
+    std::vector<const PendingJob*> maintenance;
     for (const Entry& e : order) {
+      if (!e.job->spec.pinned_gpus.empty()) maintenance.push_back(e.job);
+    }
+    std::sort(maintenance.begin(), maintenance.end(), [](const PendingJob* a, const PendingJob* b) {
+      return a->submitted != b->submitted ? a->submitted < b->submitted : a->id < b->id;
+    });
+    for (const PendingJob* job : maintenance) {
+      std::string reason = ConsiderPinned(*job);
+      if (!reason.empty()) out_.waiting.push_back({job->id, 0, ++rank, std::move(reason)});
+    }
+    for (const Entry& e : order) {
+      if (!e.job->spec.pinned_gpus.empty()) continue;
       std::string reason = Consider(*e.job);
       if (!reason.empty()) out_.waiting.push_back({e.job->id, e.priority, ++rank, std::move(reason)});
     }
@@ -99,6 +111,53 @@ class Pass {
   }
 
  private:
+  // A maintenance job: claims its GPUs, starts when they are all idle.
+  std::string ConsiderPinned(const PendingJob& job) {
+    std::vector<size_t> positions;
+    std::vector<std::string> problems;
+    std::vector<JobId> holders;
+    for (const std::string& uuid : job.spec.pinned_gpus) {
+      auto it = std::find_if(fleet_.gpus.begin(), fleet_.gpus.end(),
+                             [&](const GpuState& g) { return g.uuid == uuid; });
+      if (it == fleet_.gpus.end()) {
+        problems.push_back(fmt::format("GPU {} is not in this machine", uuid));
+        continue;
+      }
+      size_t p = static_cast<size_t>(it - fleet_.gpus.begin());
+      if (it->lost) problems.push_back(fmt::format("GPU {} is lost", it->index));
+      if (claimed_.size() < fleet_.gpus.size()) claimed_.resize(fleet_.gpus.size());
+      if (claimed_[p]) {
+        problems.push_back(fmt::format("GPU {} is claimed by an earlier maintenance job", it->index));
+      }
+      for (size_t h : holders_[p]) holders.push_back(holdings_[h].id);
+      positions.push_back(p);
+    }
+    for (size_t p : positions) {
+      claimed_[p] = true;
+      index_.Claim(p);
+    }
+    if (!problems.empty()) return "maintenance job waits: " + Join(problems);
+    if (!holders.empty()) {
+      std::sort(holders.begin(), holders.end());
+      holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+      return fmt::format("maintenance job waits for job{} {} to leave its GPUs; no new work "
+                         "starts there meanwhile",
+                         holders.size() == 1 ? "" : "s", JoinIds(holders));
+    }
+    StartDecision start{job.id, {}};
+    for (size_t p : positions) start.gpus.push_back(fleet_.gpus[p].index);
+    out_.starts.push_back(std::move(start));
+    AddHolding({job.id, &job.spec, now_,
+                job.spec.time_limit > 0 ? now_ + job.spec.time_limit : kNever, false, positions});
+    return "";
+  }
+
+  static std::string Join(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const std::string& s : parts) out += (out.empty() ? "" : "; ") + s;
+    return out;
+  }
+
   // Starts the job or returns why it waits.
   std::string Consider(const PendingJob& job) {
     const JobSpec& spec = job.spec;
@@ -199,6 +258,7 @@ class Pass {
   }
 
   bool Suitable(size_t p, const JobSpec& spec) const {
+    if (p < claimed_.size() && claimed_[p]) return false;
     return index_.usable(p) && MatchesJob(fleet_.gpus[p], spec);
   }
 
@@ -386,6 +446,7 @@ class Pass {
   std::unordered_map<std::string, int> user_tenths_;
   std::unordered_map<std::string, int> user_queued_;
   std::optional<Reservation> reservation_;
+  std::vector<bool> claimed_;                // positions held for maintenance jobs
   Decisions out_;
 };
 

@@ -14,6 +14,10 @@
 //     free, from running jobs' start + time limit. A later job starts now only
 //     if it ends before that time (it needs a time limit) or stays off the
 //     reserved GPUs.
+//  0. Maintenance jobs (JobSpec::pinned_gpus, e.g. burn-ins) come first, in
+//     submission order: each claims its GPUs for the rest of the pass and
+//     starts once no job holds them (drained or unhealthy GPUs included; a
+//     lost one makes it wait). Nothing is preempted for them.
 //  5. Preemption: when that job's urgency is above some running preemptible
 //     jobs', the cheapest set of them (fewest GPU-seconds of work since they
 //     started, then lowest urgency) that frees enough suitable GPUs is

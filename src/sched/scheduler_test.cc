@@ -331,6 +331,54 @@ TEST_F(SchedulerTest, DependencyStates) {
                           "requeue job 8");
 }
 
+JobSpec Pinned(std::vector<std::string> uuids) {
+  JobSpec spec = Gpus(static_cast<int>(uuids.size()) * kTenthsPerGpu);
+  spec.pinned_gpus = std::move(uuids);
+  spec.user = "root";
+  return spec;
+}
+
+TEST_F(SchedulerTest, MaintenanceJobRunsOnItsDrainedAndUnhealthyGpusFirst) {
+  FleetState fleet = testing::MakeFleet(4);
+  fleet.gpus[1].drained = true;
+  fleet.gpus[2].healthy = false;
+  pending_ = {Pending(1, Urgent(10, 100)), Pending(2, Pinned({"GPU-1", "GPU-2"}))};
+  Decisions d = Run(fleet);
+  ASSERT_THAT(Started(d), UnorderedElementsAre(1, 2));
+  for (const StartDecision& s : d.starts) {
+    if (s.job == 2) {
+      EXPECT_THAT(s.gpus, ElementsAre(1, 2));
+    } else {
+      EXPECT_THAT(s.gpus, ::testing::AnyOf(ElementsAre(0), ElementsAre(3)));
+    }
+  }
+}
+
+TEST_F(SchedulerTest, MaintenanceJobWaitsForItsGpusAndKeepsNewWorkOff) {
+  running_ = {Running(7, Gpus(5), kNow - kHourMs, {0})};
+  // A fraction would pack onto GPU 0 beside job 7; the burn-in claims it.
+  pending_ = {Pending(2, Pinned({"GPU-0"}), kNow - 5), Pending(3, Gpus(5)),
+              Pending(4, Urgent(20, 50))};
+  Decisions d = Run(2);
+  EXPECT_THAT(Reason(d, 2), HasSubstr("waits for job 7"));
+  ASSERT_THAT(Started(d), ElementsAre(3));
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(1));
+  EXPECT_THAT(Reason(d, 4), HasSubstr("waiting for 2 GPUs"));
+  EXPECT_THAT(d.preemptions, IsEmpty());
+}
+
+TEST_F(SchedulerTest, MaintenanceJobsOnTheSameGpuGoInSubmissionOrder) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[1].lost = true;
+  pending_ = {Pending(5, Pinned({"GPU-0"}), kNow - 1), Pending(4, Pinned({"GPU-0"}), kNow),
+              Pending(6, Pinned({"GPU-1"})), Pending(8, Pinned({"GPU-9"}))};
+  Decisions d = Run(fleet);
+  EXPECT_THAT(Started(d), ElementsAre(5));
+  EXPECT_THAT(Reason(d, 4), HasSubstr("claimed by an earlier maintenance job"));
+  EXPECT_THAT(Reason(d, 6), HasSubstr("GPU 1 is lost"));
+  EXPECT_THAT(Reason(d, 8), HasSubstr("GPU GPU-9 is not in this machine"));
+}
+
 TEST_F(SchedulerTest, CpuOnlyJobsStartWithoutGpus) {
   running_ = {Running(9, Gpus(10), kNow, {0})};
   pending_ = {Pending(1, Gpus(0))};
