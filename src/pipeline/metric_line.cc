@@ -1,0 +1,89 @@
+#include "pipeline/metric_line.h"
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace gpuherd::pipeline {
+namespace {
+
+bool StartsWith(std::string_view s, size_t pos, std::string_view token) {
+  return s.substr(pos, token.size()) == token;
+}
+
+}  // namespace
+
+Result<nlohmann::json> ParseMetricLine(std::string_view line) {
+  // nlohmann::json rejects the non-finite tokens, so each is rewritten to 0
+  // and remembered by its position among the line's numbers; the parser
+  // callback, which sees the numbers in the same order, puts the real value
+  // back.
+  std::string text;
+  text.reserve(line.size());
+  std::map<size_t, double> non_finite;  // number index → value
+  size_t numbers = 0;
+  size_t i = 0;
+  while (i < line.size()) {
+    const char c = line[i];
+    if (c == '"') {
+      size_t end = i + 1;
+      while (end < line.size() && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
+      end = std::min(end + 1, line.size());
+      text.append(line.substr(i, end - i));
+      i = end;
+      continue;
+    }
+    std::optional<double> special;
+    size_t length = 0;
+    for (const auto& [token, value] :
+         {std::pair<std::string_view, double>{"NaN", std::numeric_limits<double>::quiet_NaN()},
+          {"Infinity", std::numeric_limits<double>::infinity()},
+          {"-Infinity", -std::numeric_limits<double>::infinity()}}) {
+      if (StartsWith(line, i, token)) {
+        special = value;
+        length = token.size();
+      }
+    }
+    if (special) {
+      non_finite[numbers++] = *special;
+      text += '0';
+      i += length;
+    } else if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
+      ++numbers;
+      while (i < line.size() &&
+             (std::isdigit(static_cast<unsigned char>(line[i])) ||
+              std::string_view("+-.eE").find(line[i]) != std::string_view::npos)) {
+        text += line[i++];
+      }
+    } else {
+      text += c;
+      ++i;
+    }
+  }
+
+  size_t seen = 0;
+  nlohmann::json parsed;
+  try {
+    parsed = nlohmann::json::parse(
+        text, [&](int, nlohmann::json::parse_event_t event, nlohmann::json& value) {
+          if (event == nlohmann::json::parse_event_t::value && value.is_number()) {
+            auto it = non_finite.find(seen++);
+            if (it != non_finite.end()) value = it->second;
+          }
+          return true;
+        });
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument("a metrics line must be one JSON object such as {\"step\": 1, "
+                           "\"loss\": 0.5}: " + std::string(e.what()));
+  }
+  if (!parsed.is_object()) {
+    return InvalidArgument("a metrics line must be a JSON object such as {\"step\": 1, "
+                           "\"loss\": 0.5}, got " + parsed.dump());
+  }
+  return parsed;
+}
+
+}  // namespace gpuherd::pipeline

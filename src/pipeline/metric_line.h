@@ -1,0 +1,19 @@
+// One line of a job's metrics file (GPUHERD_METRICS_FILE): a JSON object
+// such as {"step": 120, "loss": 0.41}.
+#pragma once
+
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace gpuherd::pipeline {
+
+// Parses one metrics line. JSON has no literal for NaN or infinity, but
+// Python's json.dumps writes NaN, Infinity and -Infinity, which is exactly
+// what a diverging loss produces; those tokens (outside strings) become the
+// double values NaN, +inf and -inf. The line must be a JSON object.
+Result<nlohmann::json> ParseMetricLine(std::string_view line);
+
+}  // namespace gpuherd::pipeline

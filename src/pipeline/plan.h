@@ -1,0 +1,75 @@
+// A pipeline expanded for one run: every step × sweep point becomes a node
+// with a ready job spec, in an order where each node comes after the nodes
+// it needs. Expansion is deterministic: the same spec, overrides and run
+// folder give the same plan, so a restarted daemon can rebuild it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "pipeline/anomaly.h"
+#include "pipeline/spec.h"
+
+namespace gpuherd::pipeline {
+
+struct PlanNode {
+  // "train[lr=0.1,batch=64]"; the step's name alone when it has no matrix.
+  // A random sweep that draws the same values twice marks the repeat
+  // "[...,#2]" so ids stay unique.
+  std::string id;
+  // "train/3", or the step's name alone: short, stable, and the node's
+  // workspace folder relative to the run folder.
+  std::string key;
+  std::string step;
+  int point = 0;                                            // index in the step's sweep
+  std::vector<std::pair<std::string, std::string>> matrix;  // the point's values, in matrix order
+  // A job spec that sched::ParseJobSpec accepts: the command and env with
+  // every ${{ ... }} substituted, cwd, resources (defaults + step), name
+  // "<pipeline>/<id>", labels gpuherd/pipeline, gpuherd/step and
+  // gpuherd/node, and env GPUHERD_RUN_DIR, GPUHERD_WORKSPACE and
+  // GPUHERD_CHECKPOINT_DIR (the same folder for every attempt of the node).
+  nlohmann::json job;
+  std::vector<std::string> needs;   // node ids: every node of each needed step
+  std::vector<size_t> need_nodes;   // the same nodes as indices into Plan::nodes
+  int retries = 0;
+  bool always = false;              // if: always
+  std::vector<std::string> artifacts;  // relative to the run folder: "prepare/data"
+  std::string checkpoint_dir;       // absolute: <run_dir>/.checkpoints/<key>
+  AnomalyConfig anomalies;
+};
+
+struct Plan {
+  std::string name;
+  std::string run_dir;                        // absolute; holds every node's workspace
+  std::map<std::string, std::string> params;  // the values in effect, overrides applied
+  std::vector<PlanNode> nodes;                // a topological order
+
+  // The node's index, or -1.
+  int Find(const std::string& id) const;
+};
+
+// Expands `spec` for a run whose workspace is the absolute folder `run_dir`
+// (the caller creates it and each node's workspace and artifact folders
+// before submitting). `overrides` replace parameter defaults; naming a
+// parameter the pipeline does not define is an error.
+//
+// Random sweeps: std::mt19937_64 seeded with the matrix's seed (its output
+// is fixed by the C++ standard), drawn point by point and, within a point,
+// parameter by parameter in file order. A uniform real is the top 53 bits
+// of one draw times 2^-53; choice and int use one draw made unbiased by
+// rejection (values below 2^64 mod n are drawn again); uniform maps u to
+// lo + (hi - lo)·u, loguniform to exp(log lo + (log hi - log lo)·u). Reals
+// are written with 4 significant digits ("0.001234", "1e-05").
+Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::string>& overrides,
+                    const std::string& run_dir);
+
+// "epochs=5" → {"epochs", "5"}: the form of `gpuherd run -p`.
+Result<std::pair<std::string, std::string>> ParseOverride(const std::string& text);
+
+}  // namespace gpuherd::pipeline

@@ -1,0 +1,264 @@
+#include "pipeline/plan.h"
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sched/job_spec.h"
+
+namespace gpuherd::pipeline {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+PipelineSpec MustParse(const std::string& yaml) {
+  auto spec = ParsePipeline(yaml, "p.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  return spec.ok() ? *spec : PipelineSpec();
+}
+
+Plan MustExpand(const PipelineSpec& spec,
+                const std::map<std::string, std::string>& overrides = {}) {
+  auto plan = Expand(spec, overrides, "/runs/7");
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  return plan.ok() ? *plan : Plan();
+}
+
+std::vector<std::string> Ids(const Plan& plan) {
+  std::vector<std::string> ids;
+  for (const PlanNode& n : plan.nodes) ids.push_back(n.id);
+  return ids;
+}
+
+constexpr const char* kGrid = R"(name: lr-sweep
+params: {epochs: 20}
+defaults: {time_limit: 2h, retries: 2}
+steps:
+  report:
+    needs: [train]
+    if: always
+    run: python3 report.py ${{ step.train.workspace }} ${{ run.workspace }}
+  train:
+    needs: [prepare]
+    matrix: {lr: [0.1, 0.01], batch: [64, 128]}
+    run: ["python3", "train.py", "--lr", "${{ matrix.lr }}", "--epochs", "${{ params.epochs }}",
+          "--data", "${{ step.prepare.workspace }}/data", "--name", "${{ point }}"]
+    env: {BATCH: "${{ matrix.batch }}", INDEX: "${{ point.index }}"}
+    gpus: 0.5
+    gpu_mem: 8GiB
+    labels: {team: vision}
+  prepare: {run: "python3 prep.py --out '${{ workspace }}/data'", artifacts: [data, meta/info]}
+)";
+
+TEST(ExpandTest, MakesOneNodePerPointInDependencyOrder) {
+  Plan plan = MustExpand(MustParse(kGrid));
+  EXPECT_EQ(plan.name, "lr-sweep");
+  EXPECT_EQ(plan.run_dir, "/runs/7");
+  EXPECT_THAT(Ids(plan), ElementsAre("prepare", "train[lr=0.1,batch=64]", "train[lr=0.1,batch=128]",
+                                     "train[lr=0.01,batch=64]", "train[lr=0.01,batch=128]",
+                                     "report"));
+  EXPECT_EQ(plan.nodes[0].key, "prepare");
+  EXPECT_EQ(plan.nodes[3].key, "train/2");
+  EXPECT_EQ(plan.nodes[3].step, "train");
+  EXPECT_EQ(plan.nodes[3].point, 2);
+  EXPECT_THAT(plan.nodes[3].matrix, ElementsAre(Pair("lr", "0.01"), Pair("batch", "64")));
+  EXPECT_THAT(plan.nodes[3].needs, ElementsAre("prepare"));
+  EXPECT_THAT(plan.nodes[3].need_nodes, ElementsAre(0u));
+  EXPECT_EQ(plan.nodes[3].retries, 2);
+  EXPECT_FALSE(plan.nodes[3].always);
+  const PlanNode& report = plan.nodes[5];
+  EXPECT_TRUE(report.always);
+  EXPECT_THAT(report.need_nodes, ElementsAre(1u, 2u, 3u, 4u));
+  EXPECT_EQ(report.needs.front(), "train[lr=0.1,batch=64]");
+  EXPECT_THAT(plan.nodes[0].artifacts, ElementsAre("prepare/data", "prepare/meta/info"));
+  EXPECT_EQ(plan.Find("train[lr=0.01,batch=64]"), 3);
+  EXPECT_EQ(plan.Find("train"), -1);
+}
+
+TEST(ExpandTest, SubstitutesEveryReferenceIntoAValidJobSpec) {
+  Plan plan = MustExpand(MustParse(kGrid));
+  const nlohmann::json& job = plan.nodes[2].job;  // train[lr=0.1,batch=128]
+  EXPECT_EQ(job["command"],
+            nlohmann::json({"python3", "train.py", "--lr", "0.1", "--epochs", "20", "--data",
+                            "/runs/7/prepare/data", "--name", "lr=0.1,batch=128"}));
+  EXPECT_EQ(job["env"]["BATCH"], "128");
+  EXPECT_EQ(job["env"]["INDEX"], "1");
+  EXPECT_EQ(job["env"]["GPUHERD_WORKSPACE"], "/runs/7/train/1");
+  EXPECT_EQ(job["env"]["GPUHERD_RUN_DIR"], "/runs/7");
+  EXPECT_EQ(job["env"]["GPUHERD_CHECKPOINT_DIR"], "/runs/7/.checkpoints/train/1");
+  EXPECT_EQ(plan.nodes[2].checkpoint_dir, "/runs/7/.checkpoints/train/1");
+  EXPECT_EQ(job["name"], "lr-sweep/train[lr=0.1,batch=128]");
+  EXPECT_EQ(job["labels"]["team"], "vision");
+  EXPECT_EQ(job["labels"]["gpuherd/step"], "train");
+  EXPECT_EQ(job["labels"]["gpuherd/node"], "train[lr=0.1,batch=128]");
+  EXPECT_FALSE(job.contains("cwd"));  // parsed from text: no folder to run in
+
+  auto parsed = sched::ParseJobSpec(job);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->gpu_tenths, 5);
+  EXPECT_EQ(parsed->gpu_mem_bytes, 8ull << 30);
+  EXPECT_EQ(parsed->time_limit, 2 * kHourMs);
+
+  EXPECT_EQ(plan.nodes[0].job["command"],
+            nlohmann::json({"python3", "prep.py", "--out", "/runs/7/prepare/data"}));
+  EXPECT_EQ(plan.nodes[5].job["command"],
+            nlohmann::json({"python3", "report.py", "/runs/7/train", "/runs/7"}));
+  for (const PlanNode& node : plan.nodes) {
+    EXPECT_TRUE(sched::ParseJobSpec(node.job).ok()) << node.id;
+  }
+}
+
+TEST(ExpandTest, AppliesOverridesAndRefusesUnknownOnes) {
+  PipelineSpec spec = MustParse(kGrid);
+  Plan plan = MustExpand(spec, {{"epochs", "3"}});
+  EXPECT_EQ(plan.params.at("epochs"), "3");
+  EXPECT_EQ(plan.nodes[1].job["command"][5], "3");
+
+  auto bad = Expand(spec, {{"epoch", "3"}}, "/runs/7");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("-p epoch: the pipeline p.yaml has no parameter 'epoch' (did you mean "
+                        "'epochs'?); its parameters are: epochs"));
+}
+
+TEST(ExpandTest, ResolvesCwdAgainstThePipelinesFolder) {
+  PipelineSpec spec = MustParse(R"(
+steps:
+  a: {run: x}
+  b: {run: x, cwd: 'sub/${{ point.index }}'}
+  c: {run: x, cwd: /abs}
+)");
+  spec.base_dir = "/home/ana/exp";
+  Plan plan = MustExpand(spec);
+  EXPECT_EQ(plan.nodes[0].job["cwd"], "/home/ana/exp");
+  EXPECT_EQ(plan.nodes[1].job["cwd"], "/home/ana/exp/sub/0");
+  EXPECT_EQ(plan.nodes[2].job["cwd"], "/abs");
+}
+
+TEST(ExpandTest, RefusesARelativeRunFolder) {
+  auto plan = Expand(MustParse("steps: {a: {run: x}}"), {}, "runs/7");
+  EXPECT_THAT(plan.status().message(), HasSubstr("must be an absolute path"));
+}
+
+TEST(ExpandTest, RefusesACommandThatSubstitutesToNothing) {
+  auto plan = Expand(MustParse("params: {prog: ''}\nsteps: {a: {run: '${{ params.prog }} x'}}"),
+                     {}, "/r");
+  EXPECT_THAT(plan.status().message(), HasSubstr("p.yaml:2: step 'a', node a: job spec field "
+                                                 "'command'"));
+}
+
+constexpr const char* kRandom = R"(
+steps:
+  train:
+    matrix:
+      random:
+        seed: 7
+        count: 12
+        params:
+          lr: {loguniform: [1e-4, 1e-1]}
+          drop: {uniform: [0.1, 0.5]}
+          layers: {int: [-2, 6]}
+          batch: {choice: [32, 64, 128]}
+    run: train --lr ${{ matrix.lr }}
+)";
+
+// The method documented in plan.h, computed here independently.
+TEST(ExpandTest, DrawsRandomPointsByTheDocumentedMethod) {
+  Plan plan = MustExpand(MustParse(kRandom));
+  ASSERT_EQ(plan.nodes.size(), 12u);
+  std::mt19937_64 gen(7);
+  auto index = [&gen](uint64_t n) {
+    for (;;) {
+      uint64_t x = gen();
+      if (x >= (0 - n) % n) return x % n;
+    }
+  };
+  auto unit = [&gen] { return static_cast<double>(gen() >> 11) / 9007199254740992.0; };
+  const std::vector<std::string> batches = {"32", "64", "128"};
+  for (int i = 0; i < 12; ++i) {
+    const double u_lr = unit();
+    const std::string lr = fmt::format(
+        "{:.4g}", std::exp(std::log(1e-4) + (std::log(1e-1) - std::log(1e-4)) * u_lr));
+    const std::string drop = fmt::format("{:.4g}", 0.1 + 0.4 * unit());
+    const std::string layers = std::to_string(-2 + static_cast<int64_t>(index(9)));
+    const std::string batch = batches[index(3)];
+    const PlanNode& node = plan.nodes[i];
+    EXPECT_THAT(node.matrix, ElementsAre(Pair("lr", lr), Pair("drop", drop),
+                                         Pair("layers", layers), Pair("batch", batch)))
+        << "point " << i;
+    EXPECT_EQ(node.key, "train/" + std::to_string(i));
+    EXPECT_EQ(node.job["command"][2], lr);
+  }
+}
+
+TEST(ExpandTest, RandomPointsDependOnlyOnTheSeed) {
+  PipelineSpec spec = MustParse(kRandom);
+  EXPECT_EQ(Ids(MustExpand(spec)), Ids(MustExpand(spec)));
+  PipelineSpec other = spec;
+  other.steps[0].matrix.seed = 8;
+  EXPECT_NE(Ids(MustExpand(spec)), Ids(MustExpand(other)));
+  for (const PlanNode& node : MustExpand(spec).nodes) {
+    const double lr = std::stod(node.matrix[0].second);
+    EXPECT_GE(lr, 1e-4);
+    EXPECT_LE(lr, 1e-1);
+    const int layers = std::stoi(node.matrix[2].second);
+    EXPECT_GE(layers, -2);
+    EXPECT_LE(layers, 6);
+  }
+}
+
+TEST(ExpandTest, KeepsIdsUniqueWhenARandomSweepRepeatsAPoint) {
+  Plan plan = MustExpand(MustParse(R"(
+steps:
+  a:
+    matrix: {random: {seed: 1, count: 5, params: {x: {choice: [only]}}}}
+    run: x
+)"));
+  EXPECT_THAT(Ids(plan), ElementsAre("a[x=only]", "a[x=only,#2]", "a[x=only,#3]", "a[x=only,#4]",
+                                     "a[x=only,#5]"));
+  std::set<std::string> keys;
+  for (const PlanNode& n : plan.nodes) keys.insert(n.key);
+  EXPECT_EQ(keys.size(), 5u);
+}
+
+TEST(ExpandTest, ExpandsTheSweepExampleToTwelvePointsAndAReport) {
+  auto spec = LoadPipeline(GPUHERD_EXAMPLES_DIR "/sweep.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  Plan plan = MustExpand(*spec, {{"steps", "40"}});
+  ASSERT_EQ(plan.nodes.size(), 13u);
+  std::set<std::string> points;
+  for (int i = 0; i < 12; ++i) {
+    const PlanNode& n = plan.nodes[i];
+    points.insert(n.id);
+    auto parsed = sched::ParseJobSpec(n.job);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    EXPECT_EQ(parsed->gpu_tenths, 1);
+    EXPECT_EQ(parsed->argv[1], "../trainers/toy_trainer.py");
+    EXPECT_EQ(parsed->cwd, spec->base_dir);
+    EXPECT_THAT(n.job["command"].dump(), HasSubstr("\"--steps\",\"40\""));
+    EXPECT_EQ(n.retries, 2);
+  }
+  EXPECT_EQ(points.size(), 12u);
+  EXPECT_EQ(plan.nodes[12].id, "report");
+  EXPECT_TRUE(plan.nodes[12].always);
+  EXPECT_FALSE(plan.nodes[12].anomalies.any());
+  EXPECT_TRUE(plan.nodes[0].anomalies.nan.enabled);
+}
+
+TEST(ParseOverrideTest, SplitsAtTheFirstEqualsSign) {
+  auto kv = ParseOverride("data=/d/x=1");
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ(kv->first, "data");
+  EXPECT_EQ(kv->second, "/d/x=1");
+  EXPECT_THAT(ParseOverride("epochs").status().message(), HasSubstr("key=value"));
+  EXPECT_FALSE(ParseOverride("=3").ok());
+}
+
+}  // namespace
+}  // namespace gpuherd::pipeline

@@ -1,0 +1,853 @@
+#include "pipeline/spec.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "pipeline/suggest.h"
+#include "pipeline/template.h"
+#include "sched/job_spec.h"
+
+namespace gpuherd::pipeline {
+namespace {
+
+constexpr int kMaxPoints = 10000;
+constexpr int kMaxRetries = 100;
+
+// The job-spec fields a step (or defaults:) may set, passed to
+// sched::ParseJobSpec as they are. command, name and depends_on are not
+// among them: run:, the node id and needs: take their place.
+const std::vector<std::string>& ResourceKeys() {
+  static const std::vector<std::string> kKeys = {
+      "gpus",       "gpu_mem",    "model",       "min_cc",       "cpus",  "mem",
+      "priority",   "time_limit", "checkpoint",  "preemptible", "max_restarts", "labels"};
+  return kKeys;
+}
+
+std::vector<std::string> With(std::vector<std::string> keys, const std::vector<std::string>& more) {
+  keys.insert(keys.end(), more.begin(), more.end());
+  return keys;
+}
+
+bool IsResourceKey(const std::string& key) {
+  const auto& keys = ResourceKeys();
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// Names of parameters, matrix axes and environment variables.
+bool IsIdentifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+}
+
+// Step names become folder names and parts of node ids.
+bool IsStepName(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+}
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// YAML → JSON with the types a job spec expects: a plain true/false is a
+// boolean, a plain number a number, anything quoted a string.
+nlohmann::json YamlToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const YAML::Node& item : node) out.push_back(YamlToJson(item));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        out[it->first.Scalar()] = YamlToJson(it->second);
+      }
+      return out;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      if (node.Tag() == "!") return s;
+      if (s == "true" || s == "True") return true;
+      if (s == "false" || s == "False") return false;
+      int64_t n = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+      if (ec == std::errc() && end == s.data() + s.size()) return n;
+      char* dend = nullptr;
+      double d = std::strtod(s.c_str(), &dend);
+      if (!s.empty() && dend == s.c_str() + s.size() && std::isfinite(d)) return d;
+      return s;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+struct StepRef {
+  size_t step;       // index into steps
+  std::string name;  // the referenced step
+  int line;
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string source) { spec_.source = std::move(source); }
+
+  Result<PipelineSpec> Parse(std::string_view text) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+      return InvalidArgument(fmt::format("{}:{}: not valid YAML: {}", spec_.source,
+                                         e.mark.line + 1, e.msg));
+    }
+    try {
+      GPUHERD_RETURN_IF_ERROR(ParseRoot(root));
+    } catch (const YAML::Exception& e) {
+      // Only reached on yaml-cpp surprises; the checks turn every known
+      // problem into a Status first.
+      return InvalidArgument(fmt::format("{}:{}: {}", spec_.source, e.mark.line + 1, e.msg));
+    }
+    return std::move(spec_);
+  }
+
+ private:
+  static int Line(const YAML::Node& node) { return node.Mark().line + 1; }
+
+  Status Error(int line, const std::string& what) const {
+    return InvalidArgument(fmt::format("{}:{}: {}", spec_.source, line, what));
+  }
+  Status Error(const YAML::Node& node, const std::string& what) const {
+    return Error(Line(node), what);
+  }
+
+  // Rejects keys outside `allowed` (suggesting the closest) and repeated keys.
+  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
+                   const std::string& where) const {
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      if (!it->first.IsScalar()) return Error(it->first, "a key in " + where + " must be a word");
+      const std::string& key = it->first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        return Error(it->first, fmt::format("unknown key '{}' in {}{}; allowed keys: {}", key,
+                                            where, DidYouMean(key, allowed), JoinNames(allowed)));
+      }
+      if (!seen.insert(key).second) {
+        return Error(it->first, fmt::format("key '{}' appears twice in {}", key, where));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<std::string> ScalarOf(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsScalar()) return Error(node, what + " must be a single value, not a list or map");
+    return node.Scalar();
+  }
+
+  Result<int64_t> IntOf(const YAML::Node& node, const std::string& what, int64_t lo,
+                        int64_t hi) const {
+    auto text = ScalarOf(node, what);
+    if (!text.ok()) return text.status();
+    int64_t value = 0;
+    const std::string& s = *text;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || end != s.data() + s.size() || value < lo || value > hi) {
+      return Error(node, fmt::format("{} must be a whole number from {} to {}, not '{}'", what,
+                                     lo, hi, s));
+    }
+    return value;
+  }
+
+  Result<double> DoubleOf(const YAML::Node& node, const std::string& what) const {
+    auto text = ScalarOf(node, what);
+    if (!text.ok()) return text.status();
+    const std::string& s = *text;
+    char* end = nullptr;
+    errno = 0;
+    double value = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(value)) {
+      return Error(node, what + " must be a number, not '" + s + "'");
+    }
+    return value;
+  }
+
+  // A scalar or a list of scalars.
+  Result<std::vector<std::string>> ListOf(const YAML::Node& node, const std::string& what) const {
+    std::vector<std::string> out;
+    if (node.IsScalar()) {
+      out.push_back(node.Scalar());
+      return out;
+    }
+    if (!node.IsSequence()) return Error(node, what + " must be a list such as [a, b]");
+    for (const YAML::Node& item : node) {
+      auto s = ScalarOf(item, "each entry of " + what);
+      if (!s.ok()) return s.status();
+      out.push_back(*s);
+    }
+    return out;
+  }
+
+  Status ParseRoot(const YAML::Node& root) {
+    if (!root.IsMap()) {
+      return Error(root, "a pipeline must be a mapping with at least steps:, e.g.\n"
+                         "  name: my-pipeline\n  steps:\n    train: {run: python3 train.py}");
+    }
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(
+        root, {"name", "description", "params", "defaults", "anomalies", "steps"},
+        "the pipeline"));
+    GPUHERD_RETURN_IF_ERROR(ParseName(root));
+    if (root["params"]) GPUHERD_RETURN_IF_ERROR(ParseParams(root["params"]));
+    YAML::Node defaults = root["defaults"];
+    if (defaults) {
+      if (!defaults.IsMap()) {
+        return Error(defaults, "defaults must be a mapping such as {gpus: 1, retries: 2}");
+      }
+      GPUHERD_RETURN_IF_ERROR(
+          CheckKeys(defaults, With(ResourceKeys(), {"env", "cwd", "retries"}), "defaults"));
+    }
+    if (root["anomalies"]) {
+      GPUHERD_RETURN_IF_ERROR(ParseAnomalies(root["anomalies"], &spec_.anomalies));
+    }
+    YAML::Node steps = root["steps"];
+    if (!steps) return Error(root, "a pipeline needs steps:, e.g. steps: {train: {run: ...}}");
+    if (!steps.IsMap() || steps.size() == 0) {
+      return Error(steps, "steps must be a mapping of step names to steps, e.g.\n"
+                          "  steps:\n    train: {run: python3 train.py}");
+    }
+    for (auto it = steps.begin(); it != steps.end(); ++it) {
+      auto name = ScalarOf(it->first, "a step name");
+      if (!name.ok()) return name.status();
+      if (!IsStepName(*name)) {
+        return Error(it->first, fmt::format("step name '{}' may use only letters, digits, '_' "
+                                            "and '-'", *name));
+      }
+      if (spec_.FindStep(*name)) {
+        return Error(it->first, fmt::format("step '{}' is defined twice", *name));
+      }
+      GPUHERD_RETURN_IF_ERROR(ParseStep(*name, it->first, it->second, defaults));
+    }
+    GPUHERD_RETURN_IF_ERROR(CheckGraph());
+    return CheckStepRefs();
+  }
+
+  Status ParseName(const YAML::Node& root) {
+    if (!root["name"]) {
+      // A pipeline without a name is called after its file.
+      spec_.name = std::filesystem::path(spec_.source).stem().string();
+      if (!IsStepName(spec_.name)) spec_.name = "pipeline";
+      return Status::Ok();
+    }
+    auto name = ScalarOf(root["name"], "name");
+    if (!name.ok()) return name.status();
+    if (!IsStepName(*name)) {
+      return Error(root["name"], fmt::format("name '{}' may use only letters, digits, '_' and "
+                                             "'-'", *name));
+    }
+    spec_.name = *name;
+    return Status::Ok();
+  }
+
+  Status ParseParams(const YAML::Node& params) {
+    if (!params.IsMap()) {
+      return Error(params, "params must be a mapping of names to default values, e.g. "
+                           "{epochs: 20, data: /data/cifar}");
+    }
+    std::set<std::string> seen;
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      auto name = ScalarOf(it->first, "a parameter name");
+      if (!name.ok()) return name.status();
+      if (!IsIdentifier(*name)) {
+        return Error(it->first, fmt::format("parameter name '{}' must be letters, digits and '_', "
+                                            "not starting with a digit", *name));
+      }
+      if (!seen.insert(*name).second) {
+        return Error(it->first, fmt::format("parameter '{}' is defined twice", *name));
+      }
+      if (it->second.IsNull()) {
+        return Error(it->second, fmt::format("parameter '{}' needs a default value; write '' "
+                                             "for an empty one", *name));
+      }
+      auto value = ScalarOf(it->second, "parameter '" + *name + "'");
+      if (!value.ok()) return value.status();
+      spec_.params[*name] = *value;
+    }
+    return Status::Ok();
+  }
+
+  // `kind: ACTION`, `kind: off` or `kind: {action: ..., <fields>}`.
+  Status ParseRuleHead(const YAML::Node& node, const std::string& kind,
+                       const std::vector<std::string>& fields, bool* enabled,
+                       AnomalyAction* action) const {
+    const std::string kActions = "none, checkpoint, stop, restart (or off to disable the check)";
+    auto parse_action = [&](const YAML::Node& n) -> Status {
+      auto text = ScalarOf(n, kind + " action");
+      if (!text.ok()) return text.status();
+      if (*text == "off") {
+        *enabled = false;
+        return Status::Ok();
+      }
+      auto parsed = ParseAnomalyAction(*text);
+      if (!parsed) {
+        return Error(n, fmt::format("unknown action '{}' for {}; write one of {}", *text, kind,
+                                    kActions));
+      }
+      *enabled = true;
+      *action = *parsed;
+      return Status::Ok();
+    };
+    if (node.IsScalar()) return parse_action(node);
+    if (!node.IsMap()) {
+      return Error(node, fmt::format("{} must be an action ({}) or a mapping with action: and {}",
+                                     kind, kActions, JoinNames(fields)));
+    }
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(node, With({"action"}, fields), "anomalies." + kind));
+    *enabled = true;
+    if (node["action"]) return parse_action(node["action"]);
+    return Status::Ok();
+  }
+
+  Status ParseAnomalies(const YAML::Node& node, AnomalyConfig* config) const {
+    if (node.IsScalar() && node.Scalar() == "off") {
+      *config = AnomalyConfig();
+      return Status::Ok();
+    }
+    if (!node.IsMap()) {
+      return Error(node, "anomalies must be a mapping such as {nan: stop, spike: {k: 10, "
+                         "action: checkpoint}, stall: {after: 15m, action: stop}}, or off");
+    }
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(node, {"nan", "spike", "stall"}, "anomalies"));
+    if (YAML::Node n = node["nan"]) {
+      GPUHERD_RETURN_IF_ERROR(
+          ParseRuleHead(n, "nan", {"metrics"}, &config->nan.enabled, &config->nan.action));
+      if (n.IsMap() && n["metrics"]) {
+        auto metrics = ListOf(n["metrics"], "nan.metrics");
+        if (!metrics.ok()) return metrics.status();
+        config->nan.metrics = *metrics;
+      }
+    }
+    if (YAML::Node n = node["spike"]) {
+      SpikeRule& rule = config->spike;
+      GPUHERD_RETURN_IF_ERROR(
+          ParseRuleHead(n, "spike", {"k", "window", "metrics"}, &rule.enabled, &rule.action));
+      if (n.IsMap() && n["k"]) {
+        auto k = DoubleOf(n["k"], "spike.k");
+        if (!k.ok()) return k.status();
+        if (*k <= 1) {
+          return Error(n["k"], "spike.k must be more than 1: a spike is a value above k times "
+                               "the moving median");
+        }
+        rule.k = *k;
+      }
+      if (n.IsMap() && n["window"]) {
+        auto window = IntOf(n["window"], "spike.window", 1, 10000);
+        if (!window.ok()) return window.status();
+        rule.window = static_cast<int>(*window);
+      }
+      if (n.IsMap() && n["metrics"]) {
+        auto metrics = ListOf(n["metrics"], "spike.metrics");
+        if (!metrics.ok()) return metrics.status();
+        rule.metrics = *metrics;
+      }
+    }
+    if (YAML::Node n = node["stall"]) {
+      StallRule& rule = config->stall;
+      GPUHERD_RETURN_IF_ERROR(
+          ParseRuleHead(n, "stall", {"after"}, &rule.enabled, &rule.action));
+      if (n.IsMap() && n["after"]) {
+        auto text = ScalarOf(n["after"], "stall.after");
+        if (!text.ok()) return text.status();
+        DurationMs after = 0;
+        if (!ParseDuration(*text, &after) || after <= 0) {
+          return Error(n["after"], fmt::format("stall.after '{}' is not a duration; write e.g. "
+                                               "90s, 15m or 1h", *text));
+        }
+        rule.after = after;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Checks each ${{ ... }} in a template; step references are checked once
+  // the graph is known.
+  // `step` is the step being parsed, not yet in spec_.steps; `step_index`
+  // is where it will be.
+  Status CheckTemplate(const YAML::Node& node, const std::string& text, size_t step_index,
+                       const StepSpec& step) {
+    const Matrix& matrix = step.matrix;
+    auto refs = FindReferences(text);
+    if (!refs.ok()) return Error(node, refs.status().message());
+    std::vector<std::string> param_names;
+    for (const auto& [name, value] : spec_.params) param_names.push_back("params." + name);
+    std::vector<std::string> matrix_names;
+    for (const std::string& name : matrix.Names()) matrix_names.push_back("matrix." + name);
+    const std::vector<std::string> plain = {"workspace", "run.workspace", "point", "point.index"};
+    for (const std::string& ref : *refs) {
+      if (std::find(plain.begin(), plain.end(), ref) != plain.end()) continue;
+      if (StartsWith(ref, "params.")) {
+        if (std::find(param_names.begin(), param_names.end(), ref) != param_names.end()) continue;
+        return Error(node, fmt::format(
+                               "${{{{ {} }}}} is not defined{}; {}", ref,
+                               DidYouMean(ref, param_names),
+                               param_names.empty()
+                                   ? "the pipeline has no params: add it under params: with a "
+                                     "default value"
+                                   : "defined: " + JoinNames(param_names) +
+                                         " (add it under params: with a default value)"));
+      }
+      if (StartsWith(ref, "matrix.")) {
+        if (std::find(matrix_names.begin(), matrix_names.end(), ref) != matrix_names.end()) {
+          continue;
+        }
+        return Error(node, fmt::format("${{{{ {} }}}} is not defined{}; {}", ref,
+                                       DidYouMean(ref, matrix_names),
+                                       matrix_names.empty()
+                                           ? "step '" + step.name + "' has no matrix:"
+                                           : "this step's matrix defines: " +
+                                                 JoinNames(matrix_names)));
+      }
+      const std::string kStepPrefix = "step.", kSuffix = ".workspace";
+      if (StartsWith(ref, kStepPrefix) && ref.size() > kStepPrefix.size() + kSuffix.size() &&
+          ref.compare(ref.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
+        step_refs_.push_back(
+            {step_index,
+             ref.substr(kStepPrefix.size(), ref.size() - kStepPrefix.size() - kSuffix.size()),
+             Line(node)});
+        continue;
+      }
+      std::vector<std::string> known = plain;
+      known.insert(known.end(), param_names.begin(), param_names.end());
+      known.insert(known.end(), matrix_names.begin(), matrix_names.end());
+      known.push_back("step.NAME.workspace");
+      return Error(node, fmt::format("${{{{ {} }}}} is not defined{}; known names: {}", ref,
+                                     DidYouMean(ref, known), JoinNames(known)));
+    }
+    return Status::Ok();
+  }
+
+  Status ParseStep(const std::string& name, const YAML::Node& key, const YAML::Node& node,
+                   const YAML::Node& defaults) {
+    const std::string where = "step '" + name + "'";
+    if (!node.IsMap()) {
+      return Error(key, where + " must be a mapping with at least run:, e.g. {run: python3 "
+                                "train.py}");
+    }
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(
+        node,
+        With(ResourceKeys(),
+             {"run", "needs", "matrix", "env", "cwd", "retries", "if", "artifacts", "anomalies"}),
+        where));
+    StepSpec step;
+    step.name = name;
+    step.line = Line(key);
+    step.anomalies = spec_.anomalies;
+    const size_t index = spec_.steps.size();
+
+    if (YAML::Node m = node["matrix"]) GPUHERD_RETURN_IF_ERROR(ParseMatrix(m, &step.matrix));
+
+    YAML::Node run = node["run"];
+    if (!run) return Error(key, where + " needs run: (the command, e.g. run: python3 train.py)");
+    if (run.IsScalar()) {
+      auto argv = SplitCommand(run.Scalar());
+      if (!argv.ok()) return Error(run, argv.status().message());
+      step.run = *argv;
+    } else if (run.IsSequence()) {
+      for (const YAML::Node& arg : run) {
+        auto s = ScalarOf(arg, "each argument of run:");
+        if (!s.ok()) return s.status();
+        GPUHERD_RETURN_IF_ERROR(CheckTemplate(arg, *s, index, step));
+        step.run.push_back(*s);
+      }
+    } else {
+      return Error(run, "run must be a command line or a list of arguments");
+    }
+    if (step.run.empty() || step.run[0].empty()) {
+      return Error(run, where + " has an empty run:; give the program and its arguments");
+    }
+    if (run.IsScalar()) {
+      for (const std::string& arg : step.run) {
+        GPUHERD_RETURN_IF_ERROR(CheckTemplate(run, arg, index, step));
+      }
+    }
+
+    if (YAML::Node needs = node["needs"]) {
+      auto list = ListOf(needs, "needs");
+      if (!list.ok()) return list.status();
+      for (const std::string& need : *list) {
+        if (std::find(step.needs.begin(), step.needs.end(), need) == step.needs.end()) {
+          step.needs.push_back(need);
+        }
+      }
+      needs_lines_[name] = Line(needs);
+    }
+
+    // defaults first, then the step: the step's value wins, key by key for
+    // env and labels.
+    for (const YAML::Node& source : {defaults, node}) {
+      if (!source) continue;
+      GPUHERD_RETURN_IF_ERROR(ApplyCommon(source, index, &step));
+    }
+    if (YAML::Node cond = node["if"]) {
+      auto text = ScalarOf(cond, "if");
+      if (!text.ok()) return text.status();
+      if (*text == "always") {
+        step.run_if = RunIf::kAlways;
+      } else if (*text == "success") {
+        step.run_if = RunIf::kSuccess;
+      } else {
+        return Error(cond, fmt::format("if: '{}' is not known; write if: always (run even after "
+                                       "a needed step failed) or if: success (the default)",
+                                       *text));
+      }
+    }
+    if (YAML::Node artifacts = node["artifacts"]) {
+      auto list = ListOf(artifacts, "artifacts");
+      if (!list.ok()) return list.status();
+      for (const std::string& path : *list) {
+        std::filesystem::path p(path);
+        bool escapes =
+            std::any_of(p.begin(), p.end(), [](const auto& part) { return part == ".."; });
+        if (path.empty() || p.is_absolute() || escapes) {
+          return Error(artifacts, fmt::format("artifact '{}' must be a path inside the step's "
+                                              "workspace, like data or out/model.pt (relative, "
+                                              "without ..)", path));
+        }
+        step.artifacts.push_back(path);
+      }
+    }
+    if (YAML::Node anomalies = node["anomalies"]) {
+      GPUHERD_RETURN_IF_ERROR(ParseAnomalies(anomalies, &step.anomalies));
+    }
+
+    // Cross-field checks (a fraction without gpu_mem) need the whole spec.
+    nlohmann::json job = step.resources;
+    job["command"] = step.run;
+    auto parsed = sched::ParseJobSpec(job);
+    if (!parsed.ok()) return Error(key, where + ": " + parsed.status().message());
+    spec_.steps.push_back(std::move(step));
+    return Status::Ok();
+  }
+
+  // Checks one job-spec field alone, so that an error points at its own
+  // line. gpus and gpu_mem depend on each other (a fraction needs gpu_mem,
+  // gpu_mem needs gpus): each is checked with a companion that satisfies the
+  // other, and the pair is checked when the whole step is.
+  Status CheckResourceField(const YAML::Node& node, const std::string& key,
+                            const nlohmann::json& value) const {
+    nlohmann::json job = {{"command", {"true"}}, {key, value}};
+    if (key == "gpu_mem") job["gpus"] = 1;
+    auto parsed = sched::ParseJobSpec(job);
+    if (!parsed.ok() && key == "gpus") {
+      job["gpu_mem"] = "1MiB";
+      if (sched::ParseJobSpec(job).ok()) return Status::Ok();
+    }
+    return parsed.ok() ? Status::Ok() : Error(node, parsed.status().message());
+  }
+
+  // The keys a step shares with defaults: resources, env, cwd, retries.
+  Status ApplyCommon(const YAML::Node& source, size_t index, StepSpec* step) {
+    for (auto it = source.begin(); it != source.end(); ++it) {
+      const std::string& key = it->first.Scalar();
+      const YAML::Node& value = it->second;
+      if (IsResourceKey(key)) {
+        nlohmann::json v = YamlToJson(value);
+        GPUHERD_RETURN_IF_ERROR(CheckResourceField(value, key, v));
+        if ((key == "labels" || key == "checkpoint") && v.is_object() &&
+            step->resources.contains(key)) {
+          step->resources[key].update(v);
+        } else {
+          step->resources[key] = v;
+        }
+      } else if (key == "env") {
+        if (!value.IsMap()) return Error(value, "env must be a mapping of NAME: value");
+        for (auto e = value.begin(); e != value.end(); ++e) {
+          auto name = ScalarOf(e->first, "an env name");
+          if (!name.ok()) return name.status();
+          if (!IsIdentifier(*name)) {
+            return Error(e->first, fmt::format("env name '{}' must be letters, digits and '_', "
+                                               "not starting with a digit", *name));
+          }
+          if (StartsWith(*name, "GPUHERD_") || *name == "CUDA_VISIBLE_DEVICES") {
+            return Error(e->first, fmt::format("env name '{}' is set by gpuherd itself (the job "
+                                               "protocol); choose another name", *name));
+          }
+          auto text = ScalarOf(e->second, "env " + *name);
+          if (!text.ok()) return text.status();
+          GPUHERD_RETURN_IF_ERROR(CheckTemplate(e->second, *text, index, *step));
+          step->env[*name] = *text;
+        }
+      } else if (key == "cwd") {
+        auto text = ScalarOf(value, "cwd");
+        if (!text.ok()) return text.status();
+        GPUHERD_RETURN_IF_ERROR(CheckTemplate(value, *text, index, *step));
+        step->cwd = *text;
+      } else if (key == "retries") {
+        auto n = IntOf(value, "retries", 0, kMaxRetries);
+        if (!n.ok()) return n.status();
+        step->retries = static_cast<int>(*n);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status ParseMatrix(const YAML::Node& node, Matrix* matrix) const {
+    if (!node.IsMap() || node.size() == 0) {
+      return Error(node, "matrix must be a mapping of names to lists of values, e.g. {lr: [0.1, "
+                         "0.01]}, or {random: {seed: 7, count: 12, params: {...}}}");
+    }
+    if (node["random"]) {
+      if (node.size() != 1) {
+        return Error(node, "a random matrix has only random:; move the other keys under "
+                           "random.params");
+      }
+      return ParseRandom(node["random"], matrix);
+    }
+    matrix->kind = Matrix::Kind::kGrid;
+    int64_t points = 1;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      auto name = ScalarOf(it->first, "a matrix name");
+      if (!name.ok()) return name.status();
+      if (!IsIdentifier(*name)) {
+        return Error(it->first, fmt::format("matrix name '{}' must be letters, digits and '_'",
+                                            *name));
+      }
+      if (!it->second.IsSequence() || it->second.size() == 0) {
+        return Error(it->second, fmt::format("matrix.{} must be a non-empty list of values, e.g. "
+                                             "[0.1, 0.01]", *name));
+      }
+      Matrix::Axis axis{*name, {}};
+      for (const YAML::Node& v : it->second) {
+        auto value = ScalarOf(v, "each value of matrix." + *name);
+        if (!value.ok()) return value.status();
+        if (std::find(axis.values.begin(), axis.values.end(), *value) != axis.values.end()) {
+          return Error(v, fmt::format("matrix.{} lists '{}' twice", *name, *value));
+        }
+        axis.values.push_back(*value);
+      }
+      points *= static_cast<int64_t>(axis.values.size());
+      if (points > kMaxPoints) {
+        return Error(node, fmt::format("the matrix has more than {} points; split the sweep",
+                                       kMaxPoints));
+      }
+      matrix->grid.push_back(std::move(axis));
+    }
+    return Status::Ok();
+  }
+
+  Status ParseRandom(const YAML::Node& node, Matrix* matrix) const {
+    matrix->kind = Matrix::Kind::kRandom;
+    if (!node.IsMap()) {
+      return Error(node, "random must be a mapping such as {seed: 7, count: 12, params: {lr: "
+                         "{loguniform: [1e-4, 1e-1]}}}");
+    }
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(node, {"seed", "count", "params"}, "matrix.random"));
+    if (node["seed"]) {
+      auto seed = IntOf(node["seed"], "random.seed", 0, std::numeric_limits<int64_t>::max());
+      if (!seed.ok()) return seed.status();
+      matrix->seed = static_cast<uint64_t>(*seed);
+    }
+    if (!node["count"]) return Error(node, "a random matrix needs count: (how many points)");
+    auto count = IntOf(node["count"], "random.count", 1, kMaxPoints);
+    if (!count.ok()) return count.status();
+    matrix->count = static_cast<int>(*count);
+    YAML::Node params = node["params"];
+    if (!params || !params.IsMap() || params.size() == 0) {
+      return Error(params ? params : node,
+                   "a random matrix needs params:, e.g. {lr: {loguniform: [1e-4, 1e-1]}, batch: "
+                   "{choice: [32, 64]}}");
+    }
+    const std::vector<std::string> kKinds = {"choice", "uniform", "loguniform", "int"};
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      auto name = ScalarOf(it->first, "a matrix name");
+      if (!name.ok()) return name.status();
+      if (!IsIdentifier(*name)) {
+        return Error(it->first, fmt::format("matrix name '{}' must be letters, digits and '_'",
+                                            *name));
+      }
+      const YAML::Node& d = it->second;
+      const std::string what = "random.params." + *name;
+      if (!d.IsMap() || d.size() != 1) {
+        return Error(d, fmt::format("{} must be one of {{choice: [...]}}, {{uniform: [lo, hi]}}, "
+                                    "{{loguniform: [lo, hi]}}, {{int: [lo, hi]}}", what));
+      }
+      GPUHERD_RETURN_IF_ERROR(CheckKeys(d, kKinds, what));
+      const std::string kind = d.begin()->first.Scalar();
+      const YAML::Node& args = d.begin()->second;
+      Distribution dist;
+      if (kind == "choice") {
+        dist.kind = Distribution::Kind::kChoice;
+        if (!args.IsSequence() || args.size() == 0) {
+          return Error(args, what + ".choice must be a non-empty list of values");
+        }
+        for (const YAML::Node& v : args) {
+          auto value = ScalarOf(v, "each choice of " + what);
+          if (!value.ok()) return value.status();
+          dist.choices.push_back(*value);
+        }
+      } else {
+        if (!args.IsSequence() || args.size() != 2) {
+          return Error(args, fmt::format("{}.{} must be [lo, hi]", what, kind));
+        }
+        auto lo = DoubleOf(args[0], what + " lo");
+        if (!lo.ok()) return lo.status();
+        auto hi = DoubleOf(args[1], what + " hi");
+        if (!hi.ok()) return hi.status();
+        dist.lo = *lo;
+        dist.hi = *hi;
+        if (kind == "int") {
+          dist.kind = Distribution::Kind::kInteger;
+          if (dist.lo != std::floor(dist.lo) || dist.hi != std::floor(dist.hi) ||
+              dist.lo > dist.hi || std::fabs(dist.lo) > 1e15 || std::fabs(dist.hi) > 1e15) {
+            return Error(args, what + ".int must be two whole numbers [lo, hi] with lo <= hi");
+          }
+        } else {
+          dist.kind = kind == "uniform" ? Distribution::Kind::kUniform
+                                        : Distribution::Kind::kLogUniform;
+          if (dist.lo >= dist.hi) {
+            return Error(args, fmt::format("{}.{} needs lo < hi", what, kind));
+          }
+          if (kind == "loguniform" && dist.lo <= 0) {
+            return Error(args, what + ".loguniform needs 0 < lo < hi");
+          }
+        }
+      }
+      matrix->random.push_back({*name, std::move(dist)});
+    }
+    return Status::Ok();
+  }
+
+  int NeedsLine(const StepSpec& step) const {
+    auto it = needs_lines_.find(step.name);
+    return it == needs_lines_.end() ? step.line : it->second;
+  }
+
+  Status CheckGraph() const {
+    std::vector<std::string> names;
+    for (const StepSpec& s : spec_.steps) names.push_back(s.name);
+    for (const StepSpec& s : spec_.steps) {
+      for (const std::string& need : s.needs) {
+        if (!spec_.FindStep(need)) {
+          return Error(NeedsLine(s), fmt::format("step '{}' needs '{}', which is not a step{}; "
+                                                 "the steps are: {}",
+                                                 s.name, need, DidYouMean(need, names),
+                                                 JoinNames(names)));
+        }
+      }
+    }
+    // Depth-first search; a need that is still on the path closes a cycle.
+    enum class Mark { kNew, kOnPath, kDone };
+    std::map<std::string, Mark> marks;
+    std::vector<std::string> path;
+    std::function<Status(const StepSpec&)> visit = [&](const StepSpec& s) -> Status {
+      marks[s.name] = Mark::kOnPath;
+      path.push_back(s.name);
+      for (const std::string& need : s.needs) {
+        Mark m = marks[need];
+        if (m == Mark::kOnPath) {
+          auto start = std::find(path.begin(), path.end(), need);
+          std::string cycle;
+          for (auto it = start; it != path.end(); ++it) cycle += *it + " → ";
+          cycle += need;
+          const StepSpec& first = *spec_.FindStep(need);
+          return Error(NeedsLine(first),
+                       fmt::format("the steps' needs form a cycle: {} (each step needs the next); "
+                                   "remove one of these needs",
+                                   cycle));
+        }
+        if (m == Mark::kNew) GPUHERD_RETURN_IF_ERROR(visit(*spec_.FindStep(need)));
+      }
+      path.pop_back();
+      marks[s.name] = Mark::kDone;
+      return Status::Ok();
+    };
+    for (const StepSpec& s : spec_.steps) {
+      if (marks[s.name] == Mark::kNew) GPUHERD_RETURN_IF_ERROR(visit(s));
+    }
+    return Status::Ok();
+  }
+
+  // ${{ step.NAME.workspace }} is only written by then if NAME is needed,
+  // directly or through other steps.
+  Status CheckStepRefs() const {
+    for (const StepRef& ref : step_refs_) {
+      const StepSpec& step = spec_.steps[ref.step];
+      std::set<std::string> ancestors;
+      std::vector<std::string> todo = step.needs;
+      while (!todo.empty()) {
+        std::string name = todo.back();
+        todo.pop_back();
+        if (!ancestors.insert(name).second) continue;
+        const StepSpec* s = spec_.FindStep(name);
+        todo.insert(todo.end(), s->needs.begin(), s->needs.end());
+      }
+      if (ancestors.count(ref.name)) continue;
+      if (spec_.FindStep(ref.name)) {
+        return Error(ref.line, fmt::format("${{{{ step.{}.workspace }}}}: step '{}' does not need "
+                                           "'{}', so it may not have run yet; add '{}' to its "
+                                           "needs",
+                                           ref.name, step.name, ref.name, ref.name));
+      }
+      std::vector<std::string> known(ancestors.begin(), ancestors.end());
+      return Error(ref.line, fmt::format("${{{{ step.{}.workspace }}}}: there is no step '{}'{}; "
+                                         "step '{}' needs: {}",
+                                         ref.name, ref.name, DidYouMean(ref.name, known),
+                                         step.name, known.empty() ? "nothing" : JoinNames(known)));
+    }
+    return Status::Ok();
+  }
+
+  PipelineSpec spec_;
+  std::map<std::string, int> needs_lines_;
+  std::vector<StepRef> step_refs_;
+};
+
+}  // namespace
+
+std::vector<std::string> Matrix::Names() const {
+  std::vector<std::string> names;
+  for (const Axis& a : grid) names.push_back(a.name);
+  for (const RandomParam& p : random) names.push_back(p.name);
+  return names;
+}
+
+const StepSpec* PipelineSpec::FindStep(const std::string& name) const {
+  for (const StepSpec& s : steps) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+Result<PipelineSpec> ParsePipeline(std::string_view yaml, const std::string& source) {
+  return Parser(source).Parse(yaml);
+}
+
+Result<PipelineSpec> LoadPipeline(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return NotFound(fmt::format("cannot read pipeline file {}: {}", path, std::strerror(errno)));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto spec = ParsePipeline(text.str(), path);
+  if (!spec.ok()) return spec;
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();
+  if (!ec) spec->base_dir = dir.lexically_normal().string();
+  return spec;
+}
+
+}  // namespace gpuherd::pipeline
