@@ -8,9 +8,9 @@ GPUHERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GPUHERD_BUILD="${GPUHERD_BUILD:-$GPUHERD_ROOT/build}"
 
 GPUHERD_PACKAGES=(
-  g++ cmake ninja-build pkg-config ccache python3 sqlite3 clang
+  g++ cmake ninja-build pkg-config ccache python3 sqlite3 clang prometheus
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libsqlitecpp-dev libsqlite3-dev
-  libspdlog-dev libfmt-dev libboost-dev libgtest-dev libgmock-dev
+  libspdlog-dev libfmt-dev libboost-dev libgtest-dev libgmock-dev libcpp-httplib-dev
 )
 
 gpuherd_as_root() {
