@@ -139,6 +139,11 @@ Card::Effects Card::ApplyFaults(TimeMs now) {
       case FaultKind::kUnresponsive:
         fx.unresponsive = fx.unresponsive || active;
         break;
+      case FaultKind::kStuckBits:
+      case FaultKind::kComputeErrors:
+      case FaultKind::kNan:
+      case FaultKind::kSlow:
+        break;  // compute-side: the simulated compute device shows them
     }
   }
   return fx;

@@ -37,6 +37,10 @@ const std::vector<KindInfo>& Kinds() {
       {FaultKind::kFanFailure, "fan_failure", {"duration"}},
       {FaultKind::kThrottle, "throttle", {"reason", "duration"}},
       {FaultKind::kUnresponsive, "unresponsive", {"duration"}},
+      {FaultKind::kStuckBits, "stuck_bits", {"address", "mask", "value"}},
+      {FaultKind::kComputeErrors, "compute_errors", {"count", "rate", "duration"}},
+      {FaultKind::kNan, "nan", {"count", "rate", "duration"}},
+      {FaultKind::kSlow, "slow", {"factor", "duration"}},
   };
   return kKinds;
 }
@@ -125,6 +129,22 @@ class Parser {
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
     if (ec != std::errc() || end != s.data() + s.size()) {
       return Error(node, what + " must be a whole number, not \"" + s + "\"");
+    }
+    return value;
+  }
+
+  // A whole number >= 0, decimal or 0x-hexadecimal (addresses, bit masks).
+  Result<uint64_t> UintOf(const YAML::Node& node, const std::string& what) const {
+    auto text = ScalarOf(node, what);
+    if (!text.ok()) return text.status();
+    const std::string& s = *text;
+    const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    const char* begin = s.data() + (hex ? 2 : 0);
+    uint64_t value = 0;
+    auto [end, ec] = std::from_chars(begin, s.data() + s.size(), value, hex ? 16 : 10);
+    if (ec != std::errc() || end != s.data() + s.size() || begin == end) {
+      return Error(node, what + " must be a whole number >= 0 (decimal or 0x hex), not \"" + s +
+                             "\"");
     }
     return value;
   }
@@ -340,7 +360,9 @@ class Parser {
         break;
       }
       case FaultKind::kEccSbe:
-      case FaultKind::kPcieReplay: {
+      case FaultKind::kPcieReplay:
+      case FaultKind::kComputeErrors:
+      case FaultKind::kNan: {
         if (entry["count"].IsDefined() == entry["rate"].IsDefined()) {
           return Error(entry, where + " needs either count: (errors at once) or rate: "
                                       "(errors per minute, e.g. 2/min), not both");
@@ -405,6 +427,46 @@ class Parser {
         }
         break;
       }
+      case FaultKind::kStuckBits: {
+        if (!entry["address"] || !entry["mask"]) {
+          return Error(entry, where + " needs address: (a byte offset into the card's memory, "
+                                      "e.g. 0x1000) and mask: (the stuck bits, e.g. 0x10)");
+        }
+        auto address = UintOf(entry["address"], "address");
+        if (!address.ok()) return address.status();
+        if (*address % 4 != 0) {
+          return Error(entry["address"], "address must be a multiple of 4 (a 32-bit word)");
+        }
+        fault.address = *address;
+        auto mask = UintOf(entry["mask"], "mask");
+        if (!mask.ok()) return mask.status();
+        if (*mask == 0 || *mask > 0xFFFFFFFFull) {
+          return Error(entry["mask"], "mask must name 1 to 32 bits of the word (0x1-0xffffffff)");
+        }
+        fault.mask = static_cast<uint32_t>(*mask);
+        if (entry["value"]) {
+          auto value = UintOf(entry["value"], "value");
+          if (!value.ok()) return value.status();
+          if ((*value & ~*mask) != 0) {
+            return Error(entry["value"], "value sets bits outside mask; give the stuck bits' "
+                                         "levels within mask (0 = stuck at 0)");
+          }
+          fault.value = static_cast<uint32_t>(*value);
+        }
+        break;
+      }
+      case FaultKind::kSlow: {
+        if (!entry["factor"]) {
+          return Error(entry, where + " needs factor: (the share of its normal rates, e.g. 0.8)");
+        }
+        auto factor = DoubleOf(entry["factor"], "factor");
+        if (!factor.ok()) return factor.status();
+        if (*factor < 0.05 || *factor >= 1) {
+          return Error(entry["factor"], "factor must be at least 0.05 and below 1");
+        }
+        fault.factor = *factor;
+        break;
+      }
       case FaultKind::kEccDbe:
       case FaultKind::kFanFailure:
       case FaultKind::kUnresponsive:
@@ -462,6 +524,10 @@ Status CheckFaultsFitFleet(const Scenario& scenario, std::span<const GpuModel* c
       return InvalidArgument(where + card + " has no ECC memory, so it cannot report " +
                              FaultKindName(fault.kind) +
                              " errors; use a datacenter model or an xid fault (e.g. 31 or 13)");
+    }
+    if (fault.kind == FaultKind::kStuckBits && fault.address >= model.memory_bytes) {
+      return InvalidArgument(where + card + " has " + std::to_string(model.memory_bytes) +
+                             " bytes of memory; a stuck_bits address must be below that");
     }
     if (fault.kind == FaultKind::kPcieDownTrain) {
       const bool narrower = fault.pcie_width && *fault.pcie_width < model.max_pcie_width;

@@ -27,6 +27,12 @@ enum class FaultKind {
   kFanFailure,     // fan stuck at 0 %, cooling lost
   kThrottle,       // a clock throttle reason forced on
   kUnresponsive,   // the GPU does not answer, for a while or for good
+  // Compute-side faults: the driver's readings do not show them; the
+  // simulated compute device (sim_compute.h) does, as a burn-in finds them.
+  kStuckBits,      // bits of one memory word that always read the same
+  kComputeErrors,  // matrix results that differ from run to run
+  kNan,            // NaN elements in matrix results
+  kSlow,           // the card reaches only a share of its normal rates
 };
 
 // "overheat", "temp_slope", "ecc_sbe", ... as written in scenario files.
@@ -39,11 +45,19 @@ struct Fault {
   std::optional<DurationMs> duration;  // unset: lasts until the end
   int xid = 0;                         // kXid
   std::optional<int> pcie_gen, pcie_width;  // kPcieDownTrain
-  // kTempSlope: °C per minute; kEccSbe, kPcieReplay: events per minute.
+  // kTempSlope: °C per minute; kEccSbe, kPcieReplay: events per minute;
+  // kComputeErrors, kNan: wrong elements per minute of stress.
   double rate_per_min = 0;
-  uint64_t count = 0;                  // kEccSbe, kPcieReplay: all at once at `at`
+  // kEccSbe, kPcieReplay: all at once at `at`; kComputeErrors, kNan: all in
+  // the first stress batch from `at`.
+  uint64_t count = 0;
   std::optional<double> temp_c;        // kOverheat; unset: 1 °C over the slowdown limit
   uint64_t throttle_reason = 0;        // kThrottle: one throttle:: bit
+  // kStuckBits: the 32-bit word at byte `address` of the card's memory reads
+  // back with the `mask` bits as in `value`, whatever was written.
+  uint64_t address = 0;
+  uint32_t mask = 0, value = 0;
+  double factor = 1;                   // kSlow: share of the normal rates, < 1
   int line = 0;                        // 1-based line in the scenario source
 };
 
@@ -76,7 +90,7 @@ int ScenarioGpuCount(const Scenario& scenario);
 
 // Checks the faults against the fleet they will run on (fleet[i] is GPU i's
 // model): GPU indices in range, ECC faults only on ECC cards, a down-train
-// below the card's maximum link.
+// below the card's maximum link, stuck bits inside the card's memory.
 Status CheckFaultsFitFleet(const Scenario& scenario, std::span<const GpuModel* const> fleet);
 
 }  // namespace gpuherd::gpu::sim

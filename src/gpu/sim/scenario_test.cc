@@ -135,6 +135,75 @@ TEST(ScenarioTest, ErrorsNameFileLineAndFix) {
   }
 }
 
+TEST(ScenarioTest, ParsesComputeFaults) {
+  auto s = ParseScenario(R"(
+gpus: [{model: a100-40gb, count: 4}]
+faults:
+  - {at: 0s, gpu: 0, kind: stuck_bits, address: 0x12340, mask: 0x00010000, value: 0x10000}
+  - {at: 0s, gpu: 1, kind: stuck_bits, address: 4096, mask: 0x3}
+  - {at: 0s, gpu: 1, kind: compute_errors, rate: 2/min, duration: 5m}
+  - {at: 1m, gpu: 2, kind: nan, count: 3}
+  - {at: 0s, gpu: 3, kind: slow, factor: 0.8}
+)", "compute.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const auto& f = s->faults;
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(f[0].kind, FaultKind::kStuckBits);
+  EXPECT_EQ(f[0].address, 0x12340u);
+  EXPECT_EQ(f[0].mask, 0x10000u);
+  EXPECT_EQ(f[0].value, 0x10000u);
+  EXPECT_EQ(f[1].address, 4096u);
+  EXPECT_EQ(f[1].value, 0u);  // stuck at 0 unless told
+  EXPECT_EQ(f[2].kind, FaultKind::kComputeErrors);
+  EXPECT_EQ(f[2].rate_per_min, 2.0);
+  EXPECT_EQ(f[2].duration, 5 * kMinuteMs);
+  EXPECT_EQ(f[3].kind, FaultKind::kNan);
+  EXPECT_EQ(f[3].count, 3u);
+  EXPECT_EQ(f[4].kind, FaultKind::kSlow);
+  EXPECT_EQ(f[4].factor, 0.8);
+  EXPECT_STREQ(FaultKindName(FaultKind::kComputeErrors), "compute_errors");
+  std::vector<const GpuModel*> fleet(4, FindModel("a100-40gb"));
+  EXPECT_TRUE(CheckFaultsFitFleet(*s, fleet).ok());
+}
+
+TEST(ScenarioTest, ComputeFaultErrorsNameLineAndFix) {
+  const BadCase kCases[] = {
+      {"faults:\n  - {at: 0s, gpu: 0, kind: stuck_bits, mask: 1}\n", 2, "needs address:"},
+      {"faults:\n  - {at: 0s, gpu: 0, kind: stuck_bits, address: 6, mask: 1}\n", 2,
+       "multiple of 4"},
+      {"faults:\n  - {at: 0s, gpu: 0, kind: stuck_bits, address: 0xzz, mask: 1}\n", 2,
+       "decimal or 0x hex"},
+      {"faults:\n  - {at: 0s, gpu: 0, kind: stuck_bits, address: 8, mask: 0x100000000}\n", 2,
+       "mask must name 1 to 32 bits"},
+      {"faults:\n  - {at: 0s, gpu: 0, kind: stuck_bits, address: 8, mask: 1, value: 2}\n", 2,
+       "value sets bits outside mask"},
+      {"faults:\n  - {at: 0s, gpu: 0, kind: compute_errors}\n", 2, "either count:"},
+      {"faults:\n  - {at: 0s, gpu: 0, kind: nan, count: 0}\n", 2, "count must be at least 1"},
+      {"faults:\n  - {at: 0s, gpu: 0, kind: slow}\n", 2, "needs factor:"},
+      {"faults:\n  - {at: 0s, gpu: 0, kind: slow, factor: 1.2}\n", 2, "below 1"},
+      {"faults:\n  - {at: 0s, gpu: 0, kind: slow, factor: 0.8, mask: 1}\n", 2,
+       "unknown key \"mask\" in a slow fault"},
+  };
+  for (const BadCase& c : kCases) {
+    SCOPED_TRACE(c.text);
+    Status st = ParseError(c.text);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument);
+    EXPECT_THAT(st.message(), HasSubstr("test.yaml:" + std::to_string(c.line) + ": "));
+    EXPECT_THAT(st.message(), HasSubstr(c.says));
+  }
+}
+
+TEST(ScenarioTest, FleetCheckKeepsStuckBitsInsideTheCardsMemory) {
+  auto s = ParseScenario("faults:\n  - {at: 0s, gpu: 0, kind: stuck_bits, address: 0x200000000, "
+                         "mask: 1}\n", "big.yaml");
+  ASSERT_TRUE(s.ok());
+  std::vector<const GpuModel*> small = {FindModel("gtx1070ti")};  // 8 GiB
+  EXPECT_THAT(CheckFaultsFitFleet(*s, small).message(),
+              HasSubstr("big.yaml:2: GPU 0 (gtx1070ti) has 8589934592 bytes of memory"));
+  std::vector<const GpuModel*> large = {FindModel("a100-40gb")};
+  EXPECT_TRUE(CheckFaultsFitFleet(*s, large).ok());
+}
+
 TEST(ScenarioTest, FleetCheckRejectsFaultsTheCardCannotHave) {
   auto s = ParseScenario(R"(faults:
   - {at: 1m, gpu: 1, kind: ecc_sbe, count: 3}
