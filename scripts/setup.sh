@@ -8,7 +8,7 @@ GPUHERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GPUHERD_BUILD="${GPUHERD_BUILD:-$GPUHERD_ROOT/build}"
 
 GPUHERD_PACKAGES=(
-  g++ cmake ninja-build pkg-config ccache python3 sqlite3 clang prometheus
+  g++ cmake ninja-build pkg-config ccache python3 sqlite3 clang prometheus npm
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libsqlitecpp-dev libsqlite3-dev
   libspdlog-dev libfmt-dev libboost-dev libgtest-dev libgmock-dev libcpp-httplib-dev
 )

@@ -37,6 +37,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx);
 void AddGpusCommand(CLI::App& app, CommandContext* ctx);
 void AddTopCommand(CLI::App& app, CommandContext* ctx);
 void AddEventsCommand(CLI::App& app, CommandContext* ctx);
+void AddAlertsCommand(CLI::App& app, CommandContext* ctx);
 void AddNoteCommand(CLI::App& app, CommandContext* ctx);
 void AddStopCommand(CLI::App& app, CommandContext* ctx);
 void AddStatusCommand(CLI::App& app, CommandContext* ctx);
@@ -46,5 +47,13 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx);
 void AddLogsCommand(CLI::App& app, CommandContext* ctx);
 void AddJobActionCommands(CLI::App& app, CommandContext* ctx);  // cancel, hold, release, requeue
 void AddDrainCommands(CLI::App& app, CommandContext* ctx);      // drain, undrain
+void AddBurnInCommand(CLI::App& app, CommandContext* ctx);
+void AddHealthCommand(CLI::App& app, CommandContext* ctx);
+void AddDoctorCommand(CLI::App& app, CommandContext* ctx);
+void AddSlurmCommands(CLI::App& app, CommandContext* ctx);  // slurm gres-conf
+void AddK8sCommands(CLI::App& app, CommandContext* ctx);    // k8s labels
+void AddRunCommand(CLI::App& app, CommandContext* ctx);
+void AddPipelineCommands(CLI::App& app, CommandContext* ctx);  // pipelines, pipeline show|cancel|retry
+void AddReportCommand(CLI::App& app, CommandContext* ctx);
 
 }  // namespace gpuherd::cli

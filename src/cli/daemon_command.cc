@@ -21,6 +21,9 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     std::string admin_group;
     int user_max_gpus = 0, user_max_queued = 0;
     bool no_preemption = false, no_backfill = false;
+    std::string alert_rules, alert_command;
+    std::vector<std::string> webhooks;
+    int metrics_port = -1;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("daemon", "Run the gpuherd daemon in the foreground");
@@ -39,6 +42,14 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-preemption", flags->no_preemption, "Never preempt running jobs");
   cmd->add_flag("--no-backfill", flags->no_backfill, "Start jobs strictly in priority order");
+  cmd->add_option("--alert-rules", flags->alert_rules,
+                  "Alert rules YAML replacing the built-in ones (deploy/alerts/default-rules.yaml)");
+  cmd->add_option("--webhook", flags->webhooks, "POST alerts (Alertmanager's webhook JSON) here; repeatable");
+  cmd->add_option("--alert-command", flags->alert_command, "Run this with /bin/sh -c, alert JSON on stdin");
+  cmd->add_option("--metrics-port", flags->metrics_port,
+                  "Also serve /metrics alone on this port on all interfaces, like dcgm-exporter's 9400 "
+                  "(default: only on the API port)")
+      ->check(CLI::Range(0, 65535));
   cmd->callback([ctx, flags] {
     daemon::DaemonOptions options;
     if (!ParseDuration(flags->memory_grace, &options.queue.memory_watchdog_grace)) {
@@ -52,6 +63,10 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     options.home = ctx->dir().root;
     options.driver = flags->driver.choice();
     options.port = flags->port;
+    options.alert_rules_path = flags->alert_rules;
+    options.webhook_urls = flags->webhooks;
+    options.alert_command = flags->alert_command;
+    options.metrics_port = flags->metrics_port;
     if (!ParseDuration(flags->interval, &options.sample_interval) || options.sample_interval < 100) {
       return ctx->Fail(InvalidArgument("--interval must be a duration of at least 100ms, like 5s; got '" +
                                        flags->interval + "'"));

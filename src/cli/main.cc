@@ -35,6 +35,15 @@ int main(int argc, char** argv) {
   AddLogsCommand(app, &ctx);
   AddJobActionCommands(app, &ctx);
   AddDrainCommands(app, &ctx);
+  AddAlertsCommand(app, &ctx);
+  AddBurnInCommand(app, &ctx);
+  AddHealthCommand(app, &ctx);
+  AddDoctorCommand(app, &ctx);
+  AddSlurmCommands(app, &ctx);
+  AddK8sCommands(app, &ctx);
+  AddRunCommand(app, &ctx);
+  AddPipelineCommands(app, &ctx);
+  AddReportCommand(app, &ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,14 +1,39 @@
 // gpuherd ps: the queue (unfinished jobs; --all adds recently finished ones).
+#include <cctype>
 #include <cstdio>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "cli/command.h"
-#include "cli/daemon_client.h"
+#include "cli/http_client.h"
 #include "cli/job_format.h"
 #include "cli/table.h"
 
 namespace gpuherd::cli {
+namespace {
+
+// The jobs array of a listing as the daemon writes it, {"jobs":[...],"now":N},
+// found without parsing: `ps --all --json` may be polled often over thousands
+// of jobs. Empty when the body has any other shape (the caller parses it).
+std::string_view JobsArrayText(std::string_view body) {
+  constexpr std::string_view kHead = "{\"jobs\":";
+  constexpr std::string_view kNow = ",\"now\":";
+  if (!body.starts_with(kHead) || !body.ends_with('}')) return {};
+  // The last "now" is the listing's own: a job's is followed by more fields.
+  size_t now = body.rfind(kNow);
+  if (now == std::string_view::npos || now < kHead.size()) return {};
+  std::string_view digits = body.substr(now + kNow.size(), body.size() - 1 - now - kNow.size());
+  if (digits.empty()) return {};
+  for (char c : digits) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return {};
+  }
+  std::string_view jobs = body.substr(kHead.size(), now - kHead.size());
+  if (!jobs.starts_with('[') || !jobs.ends_with(']')) return {};
+  return jobs;
+}
+
+}  // namespace
 
 void AddPsCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
@@ -25,14 +50,26 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     std::string target = std::string("/v1/jobs?all=") + (f->all ? "1" : "0");
     if (!f->user.empty()) target += "&user=" + f->user;
     if (!f->state.empty()) target += "&state=" + f->state;
-    auto reply = DaemonClient(ctx->dir()).Get(target);
-    if (!reply.ok()) return ctx->Fail(reply.status());
-    const nlohmann::json& jobs = (*reply)["jobs"];
+    auto response = HttpClient(HttpEndpoint{ctx->dir().socket_path()}).Request("GET", target);
+    if (!response.ok()) return ctx->Fail(response.status());
+    if (response->status < 200 || response->status >= 300) return ctx->Fail(StatusFromResponse(*response));
     if (f->json) {
-      std::printf("%s\n", jobs.dump(2).c_str());
+      if (std::string_view jobs = JobsArrayText(response->body); !jobs.empty()) {
+        std::fwrite(jobs.data(), 1, jobs.size(), stdout);
+        std::fputc('\n', stdout);
+        return;
+      }
+    }
+    auto reply = nlohmann::json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+    if (reply.is_discarded() || !reply.is_object()) {
+      return ctx->Fail(Internal("the daemon sent a reply that is not JSON for " + target));
+    }
+    const nlohmann::json& jobs = reply["jobs"];
+    if (f->json) {
+      std::printf("%s\n", jobs.dump().c_str());  // compact, as the daemon sends it
       return;
     }
-    TimeMs now = reply->value("now", int64_t{0});
+    TimeMs now = reply.value("now", int64_t{0});
     Table table({"ID", "NAME", "USER", "STATE", "GPUS", "ON", "PRIO", "TIME", "REASON"});
     for (const auto& j : jobs) {
       table.AddRow({std::to_string(j.value("id", 0)), j.value("name", std::string()), j.value("user", std::string()),

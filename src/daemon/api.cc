@@ -2,7 +2,9 @@
 
 #include <charconv>
 
+#include "burnin/result.h"
 #include "core/version.h"
+#include "daemon/burnin_records.h"
 #include "daemon/record_json.h"
 #include "gpu/json.h"
 
@@ -36,6 +38,74 @@ bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out,
   return true;
 }
 
+// GET /v1/burnin/runs?gpu=&model=&limit=&latest=1. `find_gpu` gives the
+// fleet index of an index or UUID (-1 when not in the fleet); GPUs tested
+// outside the fleet (a simulated one) are found among the stored runs.
+HttpResponse ListBurnInRuns(DaemonState& state, const HttpRequest& request,
+                            const std::function<int(const std::string&)>& find_gpu) {
+  int64_t limit = 20;
+  std::string error;
+  if (!QueryInt(request, "limit", &limit, &error)) return HttpErrorResponse(400, error);
+  if (limit < 1 || limit > 10000) return HttpErrorResponse(400, "limit must be between 1 and 10000");
+  store::BurnInFilter filter;
+  filter.limit = static_cast<int>(limit);
+  if (auto it = request.query.find("gpu"); it != request.query.end()) {
+    int i = find_gpu(it->second);
+    if (i >= 0) {
+      filter.gpu_uuid = state.fleet.gpus[i].uuid;
+    } else {
+      auto uuid = FindBurnInGpu(*state.store, it->second);
+      if (!uuid.ok()) return StatusResponse(uuid.status());
+      filter.gpu_uuid = *uuid;
+    }
+  }
+  if (auto it = request.query.find("model"); it != request.query.end()) filter.gpu_name = it->second;
+  auto latest = request.query.find("latest");
+  const bool only_latest = latest != request.query.end() && (latest->second == "1" || latest->second == "true");
+  auto rows = only_latest ? state.store->LatestBurnInPerGpu() : state.store->ListBurnInRuns(filter);
+  if (!rows.ok()) return StatusResponse(rows.status());
+  json runs = json::array();
+  for (const store::BurnInRecord& row : *rows) {
+    if (only_latest && !filter.gpu_uuid.empty() && row.gpu_uuid != filter.gpu_uuid) continue;
+    if (only_latest && !filter.gpu_name.empty() && row.gpu_name != filter.gpu_name) continue;
+    json run = json::parse(row.json, nullptr, /*allow_exceptions=*/false);
+    if (!run.is_object()) {
+      return HttpErrorResponse(500, "stored burn-in run " + std::to_string(row.id) + " is not a JSON object");
+    }
+    run["id"] = row.id;  // assigned by the store after the record was written
+    runs.push_back(std::move(run));
+  }
+  return JsonResponse({{"runs", runs}});
+}
+
+// POST /v1/burnin/runs {"runs": [...]}: runs made outside the daemon (the
+// CLI's --direct mode) recorded in the daemon's store, with their events.
+HttpResponse RecordBurnInRuns(DaemonState& state, const HttpRequest& request, const Caller& caller) {
+  // A verdict keeps a GPU away from work, so only an admin may record one.
+  if (!caller.admin) {
+    return HttpErrorResponse(403, "only an admin (root, the daemon's user or the admin group) may record "
+                                  "burn-in results: they decide which GPUs get work");
+  }
+  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object() || !body.contains("runs") || !body["runs"].is_array()) {
+    return HttpErrorResponse(400, "body must be a JSON object {\"runs\": [...]} of burn-in records "
+                                  "(as `gpuherd burnin --json` prints them)");
+  }
+  std::vector<burnin::BurnInRun> runs;
+  for (size_t i = 0; i < body["runs"].size(); ++i) {
+    auto run = burnin::BurnInRunFromJson(body["runs"][i]);
+    Status valid = run.ok() ? ValidateForStore(*run) : run.status();
+    if (!valid.ok()) return HttpErrorResponse(400, "run " + std::to_string(i) + ": " + valid.message());
+    run->id = 0;  // the store assigns it
+    runs.push_back(std::move(*run));
+  }
+  for (const burnin::BurnInRun& run : runs) {
+    state.batch.events.push_back(BurnInEvent(run));
+    state.batch.burnin_runs.push_back(ToBurnInRecord(run));
+  }
+  return JsonResponse({{"recorded", runs.size()}}, 201);
+}
+
 }  // namespace
 
 HttpResponse JsonResponse(const json& body, int status) {
@@ -66,6 +136,13 @@ bool IsMutation(const HttpRequest& request) {
 
 HttpResponse Api::Handle(const HttpRequest& request, const Caller& caller) {
   std::vector<std::string> parts = SplitPath(request.path);
+  if (request.path == "/metrics" && metrics_) {
+    if (request.method != "GET" && request.method != "HEAD") return HttpErrorResponse(405, "use GET for /metrics");
+    HttpResponse response;
+    response.content_type = telemetry::kMetricsContentType;
+    response.body = metrics_->Render();
+    return response;
+  }
   if (parts.empty() || parts[0] != "v1") {
     return HttpErrorResponse(404, "no such endpoint " + request.path + "; the API lives under /v1 (try /v1/health)");
   }
@@ -96,9 +173,21 @@ HttpResponse Api::Handle(const HttpRequest& request, const Caller& caller) {
     return method == "POST" ? Shutdown(caller) : HttpErrorResponse(405, "use POST for /v1/shutdown");
   }
   if (parts.size() >= 2 && parts[1] == "jobs") return Jobs(parts, request, caller);
+  if (parts.size() >= 2 && parts[1] == "pipelines" && pipelines_) return Pipelines(parts, request, caller);
   if (route(4, "gpus", "drain") || route(4, "gpus", "undrain")) {
     if (method != "POST") return HttpErrorResponse(405, "use POST to drain or undrain");
     return DrainGpu(parts[2], parts[3] == "drain", request, caller);
+  }
+  if (route(2, "alerts") && alerts_) {
+    if (!get) return HttpErrorResponse(405, "use GET for /v1/alerts");
+    auto all = request.query.find("all");
+    auto list = alerts_->ListJson(all != request.query.end() && (all->second == "1" || all->second == "true"));
+    return list.ok() ? JsonResponse(*list) : StatusResponse(list.status());
+  }
+  if (route(3, "burnin") && parts[2] == "runs") {
+    if (get) return ListBurnInRuns(*state_, request, [this](const std::string& id) { return FindGpu(id); });
+    if (method == "POST") return RecordBurnInRuns(*state_, request, caller);
+    return HttpErrorResponse(405, "use GET or POST for /v1/burnin/runs");
   }
   return HttpErrorResponse(404, "no such endpoint " + request.path);
 }
@@ -263,7 +352,9 @@ HttpResponse Api::Jobs(const std::vector<std::string>& parts, const HttpRequest&
                                           "'; use pending, held, running, stopping, completed, failed or cancelled");
       }
       bool all = q("all") == "1" || q("all") == "true";
-      return JsonResponse({{"jobs", jobs_->List(all, q("user"), q("state"))}, {"now", state_->clock->Now()}});
+      HttpResponse response;
+      response.body = jobs_->ListBody(all, q("user"), q("state"));
+      return response;
     }
     if (method != "POST") return HttpErrorResponse(405, "use GET or POST for /v1/jobs");
     json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
@@ -299,6 +390,50 @@ HttpResponse Api::Jobs(const std::vector<std::string>& parts, const HttpRequest&
     return state.ok() ? JsonResponse({{"id", id}, {"state", *state}}) : StatusResponse(state.status());
   }
   return HttpErrorResponse(404, "no such endpoint " + request.path);
+}
+
+HttpResponse Api::Pipelines(const std::vector<std::string>& parts, const HttpRequest& request,
+                            const Caller& caller) {
+  const std::string& method = request.method;
+  const bool get = method == "GET" || method == "HEAD";
+  auto query = [&](const char* k) {
+    auto it = request.query.find(k);
+    return it == request.query.end() ? std::string() : it->second;
+  };
+  if (parts.size() == 2) {
+    if (get) {
+      auto list = pipelines_->List(query("all") == "1" || query("all") == "true", caller);
+      return list.ok() ? JsonResponse(*list) : StatusResponse(list.status());
+    }
+    if (method != "POST") return HttpErrorResponse(405, "use GET or POST for /v1/pipelines");
+    json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded()) {
+      return HttpErrorResponse(400, "body must be a JSON object {\"yaml\": \"<the pipeline file>\", ...}");
+    }
+    auto created = pipelines_->Create(body, caller);
+    return created.ok() ? JsonResponse(*created, 201) : StatusResponse(created.status());
+  }
+  int64_t id = 0;
+  auto [ptr, ec] = std::from_chars(parts[2].data(), parts[2].data() + parts[2].size(), id);
+  if (ec != std::errc() || ptr != parts[2].data() + parts[2].size() || id <= 0) {
+    return HttpErrorResponse(400, "pipeline run id must be a positive integer, got '" + parts[2] + "'");
+  }
+  if (parts.size() == 3) {
+    if (!get) return HttpErrorResponse(405, "use GET for /v1/pipelines/{id}");
+    auto run = pipelines_->Show(id, caller);
+    return run.ok() ? JsonResponse(*run) : StatusResponse(run.status());
+  }
+  if (parts.size() == 4 && parts[3] == "metrics") {
+    if (!get) return HttpErrorResponse(405, "use GET for metrics");
+    auto metrics = pipelines_->Metrics(id, query("node"), caller);
+    return metrics.ok() ? JsonResponse(*metrics) : StatusResponse(metrics.status());
+  }
+  if (parts.size() == 4 && (parts[3] == "cancel" || parts[3] == "retry")) {
+    if (method != "POST") return HttpErrorResponse(405, "use POST to " + parts[3] + " a pipeline run");
+    auto state = parts[3] == "cancel" ? pipelines_->Cancel(id, caller) : pipelines_->Retry(id, caller);
+    return state.ok() ? JsonResponse({{"id", id}, {"state", *state}}) : StatusResponse(state.status());
+  }
+  return HttpErrorResponse(404, "no such endpoint " + request.path + "; pipeline runs have /metrics, /cancel and /retry");
 }
 
 HttpResponse Api::DrainGpu(const std::string& id, bool drain, const HttpRequest& request, const Caller& caller) {

@@ -16,14 +16,27 @@
 //   GET  /v1/jobs/{id}/logs?stream=&offset=   a piece of its output
 //   POST /v1/jobs/{id}/{cancel|hold|release|requeue}
 //   POST /v1/gpus/{id}/{drain|undrain} {"reason"?}   (admin)
+//   POST /v1/pipelines {"yaml", "source"?, "base_dir"?, "params"?}   runs a pipeline → {"id", "nodes"}
+//   GET  /v1/pipelines?all=1            runs (own; an admin's: all) with node counts
+//   GET  /v1/pipelines/{id}             one run, its nodes, their latest and best metrics
+//   GET  /v1/pipelines/{id}/metrics?node=ID   the metric lines collected
+//   POST /v1/pipelines/{id}/{cancel|retry}
+//   GET  /v1/burnin/runs?gpu=&model=&limit=&latest=1  stored burn-ins, newest first
+//   POST /v1/burnin/runs {"runs": [...]}   records burn-ins run outside the daemon (admin)
+//   GET  /v1/alerts?all=1               pending and firing alerts (all: and resolved in the last day)
+//   GET  /metrics                       Prometheus exposition; open without a token, as a
+//                                       scrape target (a read, like every GET)
 #pragma once
 
 #include <functional>
 
+#include "daemon/alert_service.h"
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
 #include "daemon/http_server.h"
 #include "daemon/job_service.h"
+#include "daemon/pipeline_service.h"
+#include "daemon/metrics_service.h"
 
 namespace gpuherd::daemon {
 
@@ -39,6 +52,14 @@ class Api {
       : state_(state), jobs_(jobs), request_stop_(std::move(request_stop)) {}
 
   HttpResponse Handle(const HttpRequest& request, const Caller& caller);
+  // Serves /v1/pipelines with `pipelines` (must outlive the Api); without
+  // it those routes answer 404.
+  void SetPipelines(PipelineService* pipelines) { pipelines_ = pipelines; }
+  // Enables GET /v1/alerts and GET /metrics; both must outlive the Api.
+  void SetMonitoring(AlertService* alerts, MetricsService* metrics) {
+    alerts_ = alerts;
+    metrics_ = metrics;
+  }
 
  private:
   HttpResponse Health();
@@ -51,6 +72,7 @@ class Api {
   HttpResponse AddEvent(const HttpRequest& request);
   HttpResponse Shutdown(const Caller& caller);
   HttpResponse Jobs(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller);
+  HttpResponse Pipelines(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller);
   HttpResponse DrainGpu(const std::string& id, bool drain, const HttpRequest& request, const Caller& caller);
   // Adds "drained" and "drain_reason" to a GPU's JSON; state "drained" when ok.
   void MarkDrained(nlohmann::json& gpu) const;
@@ -59,7 +81,10 @@ class Api {
 
   DaemonState* state_;
   JobService* jobs_;
+  PipelineService* pipelines_ = nullptr;
   std::function<void()> request_stop_;
+  AlertService* alerts_ = nullptr;
+  MetricsService* metrics_ = nullptr;
 };
 
 HttpResponse JsonResponse(const nlohmann::json& body, int status = 200);

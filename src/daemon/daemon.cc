@@ -15,11 +15,15 @@
 
 #include "core/state_dir.h"
 #include "core/version.h"
+#include "alerts/rules.h"
+#include "daemon/alert_service.h"
 #include "daemon/api.h"
 #include "daemon/auth.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_loop.h"
+#include "daemon/pipeline_service.h"
 #include "daemon/http_server.h"
+#include "daemon/metrics_service.h"
 #include "exec/executor.h"
 #include "gpu/json.h"
 #include "gpu/sim/sim_driver.h"
@@ -94,10 +98,15 @@ struct Daemon::Impl {
   std::unique_ptr<EventLoop> loop;
   std::unique_ptr<exec::Executor> executor;
   std::unique_ptr<JobService> jobs;
+  std::unique_ptr<PipelineService> pipelines;  // uses jobs: declared after, destroyed first
   std::unique_ptr<Api> api;
+  std::unique_ptr<AlertService> alerts;
+  std::unique_ptr<MetricsService> metrics;
   std::unique_ptr<HttpServer> server;
+  std::unique_ptr<HttpServer> metrics_server;  // --metrics-port: /metrics only
 
   ~Impl() {
+    if (metrics_server) metrics_server->Stop();
     if (server) server->Stop();
     if (sampler) sampler->Stop();
     // Jobs keep running under their shims; the next daemon re-adopts them.
@@ -108,19 +117,28 @@ struct Daemon::Impl {
   // End of each loop turn: the scheduling pass, then everything the turn
   // changed in one transaction, then the launches and signals it decided.
   bool CommitTurn() {
+    // Pipelines first: the jobs they submit are scheduled in the same turn.
+    if (pipelines) pipelines->EndOfTurn();
     if (jobs) jobs->EndOfTurn();
     if (state.batch.empty()) {
       if (jobs) jobs->AfterCommit();
+      if (alerts) alerts->AfterCommit(true);
       return true;
     }
+    bool burnins_recorded = !state.batch.burnin_runs.empty();
     Status s = state.store->Commit(&state.batch);
     state.batch = store::WriteBatch();
     if (!s.ok()) {
       // Nothing decided in this turn happens: no launch without its record.
       spdlog::error("cannot commit state: {}", s.ToString());
+      if (alerts) alerts->AfterCommit(false);
       return false;
     }
     if (jobs) jobs->AfterCommit();
+    if (alerts) {
+      if (burnins_recorded) alerts->OnBurnInsRecorded();
+      alerts->AfterCommit(true);
+    }
     return true;
   }
 
@@ -149,6 +167,9 @@ struct Daemon::Impl {
       jobs->OnGpuEvents(result.events);
       jobs->OnRound();
     }
+    if (pipelines) pipelines->OnRound();
+    if (alerts) alerts->AfterRound(round.time);
+    if (metrics) metrics->AfterRound();
     for (auto& e : result.events) {
       spdlog::log(e.severity == store::Severity::kCritical ? spdlog::level::err : spdlog::level::warn,
                   "{}: {}", e.kind, e.message);
@@ -170,6 +191,40 @@ struct Daemon::Impl {
     return loop->CallOr<HttpResponse>([&] { return api->Handle(request, caller); },
                                       HttpErrorResponse(503, "the daemon is stopping or cannot write its state "
                                                          "directory; see its log in " + dir.log_dir()));
+  }
+
+  // The second listener: /metrics and nothing else, open to any scraper.
+  HttpResponse ServeMetrics(const HttpRequest& request) {
+    if (request.path != "/metrics") {
+      return HttpErrorResponse(404, "this port serves only /metrics; the API is on port " +
+                                        std::to_string(server->tcp_port()));
+    }
+    return Serve(request);
+  }
+
+  // Loads the rules (a file:line error refuses the start), starts the
+  // notifier and takes back the alerts a previous daemon left active.
+  Status StartAlerts() {
+    AlertServiceOptions alert_options;
+    if (options.alert_rules_path.empty()) {
+      alert_options.rules = alerts::DefaultRules();
+    } else {
+      auto rules = alerts::LoadRulesFile(options.alert_rules_path);
+      if (!rules.ok()) return rules.status();
+      alert_options.rules = std::move(rules).value();
+    }
+    alert_options.notify.webhook_urls = options.webhook_urls;
+    alert_options.notify.command = options.alert_command;
+    alert_options.payload.hostname = state.hostname;
+    if (!options.ib_sysfs_root.empty()) alert_options.ib_host = host::NewHost(options.ib_sysfs_root);
+    auto created = AlertService::Create(&state, jobs.get(), std::move(alert_options));
+    if (!created.ok()) return created.status().Annotate("cannot start the alert notifications");
+    alerts = std::move(created).value();
+    GPUHERD_RETURN_IF_ERROR(alerts->Restore());
+    if (!CommitTurn()) return IoError("cannot write " + dir.db_path());
+    spdlog::info("{} alert rules ({})", alerts->engine().rules().size(),
+                 options.alert_rules_path.empty() ? "built in" : options.alert_rules_path);
+    return Status::Ok();
   }
 
   // Records the fleet at start: new GPUs, GPUs seen before but missing now.
@@ -270,7 +325,17 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
                                             [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
   GPUHERD_RETURN_IF_ERROR(impl->jobs->Load());
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
+  // After the queue's reload is committed, so that the runs see their jobs'
+  // final states; only then does the queue report changes to them.
+  impl->pipelines = std::make_unique<PipelineService>(&impl->state, impl->jobs.get(), dir);
+  GPUHERD_RETURN_IF_ERROR(impl->pipelines->Load());
+  impl->jobs->SetStateListener([raw](const sched::Job& job) { raw->pipelines->OnJobChanged(job); });
+  if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
   impl->api = std::make_unique<Api>(&impl->state, impl->jobs.get(), [raw] { raw->loop->Stop(); });
+  impl->api->SetPipelines(impl->pipelines.get());
+  GPUHERD_RETURN_IF_ERROR(impl->StartAlerts());
+  impl->metrics = std::make_unique<MetricsService>(&impl->state, impl->jobs.get(), impl->alerts.get());
+  impl->api->SetMonitoring(impl->alerts.get(), impl->metrics.get());
 
   telemetry::SamplerOptions sampler_options;
   sampler_options.interval = options.sample_interval;
@@ -287,6 +352,14 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   auto server = HttpServer::Start(http, [raw](const HttpRequest& r) { return raw->Serve(r); });
   if (!server.ok()) return server.status();
   impl->server = std::move(server).value();
+  if (options.metrics_port >= 0) {
+    HttpServerOptions metrics_http;
+    metrics_http.tcp_host = options.metrics_host;
+    metrics_http.tcp_port = options.metrics_port;
+    auto metrics_server = HttpServer::Start(metrics_http, [raw](const HttpRequest& r) { return raw->ServeMetrics(r); });
+    if (!metrics_server.ok()) return metrics_server.status().Annotate("cannot serve /metrics (--metrics-port)");
+    impl->metrics_server = std::move(metrics_server).value();
+  }
 
   GPUHERD_RETURN_IF_ERROR(WriteFileAtomically(dir.pid_path(), std::to_string(::getpid()) + "\n", 0644));
   GPUHERD_RETURN_IF_ERROR(
@@ -304,6 +377,7 @@ Status Daemon::Run() {
   impl->loop->Run();
 
   impl->sampler->Stop();
+  if (impl->metrics_server) impl->metrics_server->Stop();
   impl->server->Stop();
   impl->executor->Shutdown();
   TimeMs now = impl->clock->Now();
@@ -319,6 +393,8 @@ Status Daemon::Run() {
 void Daemon::Stop() { impl_->loop->Stop(); }
 
 int Daemon::tcp_port() const { return impl_->server->tcp_port(); }
+
+int Daemon::metrics_port() const { return impl_->metrics_server ? impl_->metrics_server->tcp_port() : -1; }
 
 std::string Daemon::socket_path() const { return impl_->dir.socket_path(); }
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -23,6 +24,14 @@ struct DaemonOptions {
   size_t ring_capacity = 720;    // samples kept in memory per GPU (1 h at 5 s)
   QueueConfig queue;
   std::string admin_group;       // members may act on any job and drain GPUs
+  // Alerts: the rules file (empty: the defaults built in), where to notify.
+  std::string alert_rules_path;  // a file:line error refuses the start
+  std::vector<std::string> webhook_urls;
+  std::string alert_command;     // run by /bin/sh -c with the payload on stdin
+  int metrics_port = -1;         // a second TCP listener serving only /metrics; -1 = none
+  std::string metrics_host = "0.0.0.0";  // where Prometheus on another host can reach it
+  // Where /sys/class/infiniband is read; empty: "/". Tests point it at a fixture tree.
+  std::string ib_sysfs_root;
 };
 
 class Daemon {
@@ -41,6 +50,8 @@ class Daemon {
   void Stop();
 
   int tcp_port() const;
+  // The /metrics listener's port; -1 without one.
+  int metrics_port() const;
   std::string socket_path() const;
 
  private:

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,8 @@ using sched::JobState;
 namespace fs = std::filesystem;
 
 constexpr int64_t kLogChunkBytes = 256 * 1024;
+// How many finished jobs `ps --all` lists: the most recent.
+constexpr size_t kMaxListedFinished = 100000;
 
 std::vector<int> ParseCpuList(const std::string& list) {
   std::vector<int> cpus;
@@ -80,6 +83,7 @@ JobService::JobService(DaemonState* state, exec::Executor* executor, gpu::sim::S
       sim_(sim),
       dir_(std::move(dir)),
       config_(std::move(config)),
+      static_fleet_(sched::FleetStateFromFleet(state->fleet)),
       post_(std::move(post)),
       launches_(std::make_unique<WorkQueue>()) {}
 
@@ -90,6 +94,7 @@ std::string JobService::AttemptDir(sched::JobId id, int attempt) const {
 Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
   json stored = json::parse(r.spec_json, nullptr, false);
   e->spec_body = stored.is_object() ? stored.value("spec", json::object()) : json::object();
+  e->stored_spec = r.spec_json;
   sched::Job& job = e->job;
   auto spec = sched::ParseJobSpec(e->spec_body);
   if (spec.ok()) job.spec = *spec;
@@ -98,6 +103,10 @@ Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
   job.spec.user = r.user;
   job.spec.uid = r.uid;
   job.spec.gid = stored.is_object() ? stored.value("gid", 0u) : 0u;
+  if (stored.is_object()) {
+    e->extras.checkpoint_dir = stored.value("checkpoint_dir", std::string());
+    e->extras.prior_attempts = stored.value("prior_attempts", 0);
+  }
   job.state = sched::ParseJobState(r.state).value_or(JobState::kFailed);
   job.submitted = r.submitted;
   job.started = r.started;
@@ -142,15 +151,15 @@ Status JobService::Load() {
     sched::Job& job = e.job;
     if (!spec.ok()) {
       job.reason = "stored spec unreadable: " + spec.message();
-      jobs_.emplace(job.id, std::move(e));
-      Finish(jobs_.at(r.id), JobState::kFailed, job.reason);
+      Insert(std::move(e));
+      Finish(jobs_.at(r.id), JobState::kFailed, jobs_.at(r.id).job.reason);
       continue;
     }
     if ((job.state == JobState::kRunning || job.state == JobState::kStopping) &&
         !fs::exists(AttemptDir(job.id, job.attempt))) {
       // The daemon stopped between recording the start and launching it: the
       // attempt never ran, so it does not count as a restart.
-      jobs_.emplace(job.id, std::move(e));
+      Insert(std::move(e));
       Requeue(jobs_.at(r.id), "the daemon stopped before launching it", false);
       continue;
     }
@@ -166,10 +175,24 @@ Status JobService::Load() {
       }
       if (job.state == JobState::kStopping) e.intent = StopIntent::kRequeue;
     }
-    jobs_.emplace(job.id, std::move(e));
+    Insert(std::move(e));
   }
   dirty_ = true;
   return Status::Ok();
+}
+
+void JobService::Insert(Entry e) {
+  ++unfinished_by_uid_[e.job.spec.uid];
+  sched::JobId id = e.job.id;
+  jobs_.emplace(id, std::move(e));
+}
+
+void JobService::Erase(sched::JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  auto count = unfinished_by_uid_.find(it->second.job.spec.uid);
+  if (count != unfinished_by_uid_.end() && --count->second <= 0) unfinished_by_uid_.erase(count);
+  jobs_.erase(it);
 }
 
 void JobService::Touch(Entry& e) {
@@ -189,7 +212,7 @@ void JobService::Event(const sched::Job& job, const std::string& kind, store::Se
   state_->batch.events.push_back(std::move(ev));
 }
 
-Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller) {
+Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, const SubmitExtras& extras) {
   if (!caller.authenticated) return Unauthenticated("submitting needs the unix socket or the API token");
   auto parsed = sched::ParseJobSpec(body);
   if (!parsed.ok()) return parsed.status();
@@ -198,23 +221,30 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller) 
   spec.uid = caller.uid;
   spec.gid = caller.gid;
   if (spec.name.empty()) spec.name = fs::path(spec.argv.empty() ? "job" : spec.argv[0]).filename().string();
-  GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, BuildFleetState(RunningJobs())));
+  // Whether the job could ever fit depends only on the fleet's fixed facts.
+  GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, static_fleet_));
   for (sched::JobId dep : spec.depends_on) {
     if (dep <= 0 || dep >= next_id_) return InvalidArgument("depends_on names job " + std::to_string(dep) + ", which does not exist");
   }
-  int queued = 0;
-  for (const auto& [id, e] : jobs_) queued += e.job.spec.uid == caller.uid;
-  GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(caller.user, queued, config_.scheduler));
+  auto queued = unfinished_by_uid_.find(caller.uid);
+  GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(
+      caller.user, queued == unfinished_by_uid_.end() ? 0 : queued->second, config_.scheduler));
   Entry e;
   e.spec_body = body;
+  json stored_spec = {{"spec", e.spec_body}, {"gid", spec.gid}, {"gpu_tenths", spec.gpu_tenths}};
+  if (!extras.checkpoint_dir.empty()) stored_spec["checkpoint_dir"] = extras.checkpoint_dir;
+  if (extras.prior_attempts > 0) stored_spec["prior_attempts"] = extras.prior_attempts;
+  e.stored_spec = stored_spec.dump();
+  e.extras = extras;
   e.job.id = next_id_++;
   e.job.spec = std::move(spec);
   e.job.submitted = state_->clock->Now();
   e.job.state = JobState::kPending;
   sched::JobId id = e.job.id;
-  auto [it, inserted] = jobs_.emplace(id, std::move(e));
-  Touch(it->second);
-  Event(it->second.job, "job.submitted", store::Severity::kInfo, "submitted by " + caller.user);
+  Insert(std::move(e));
+  Entry& stored = jobs_.at(id);
+  Touch(stored);
+  Event(stored.job, "job.submitted", store::Severity::kInfo, "submitted by " + caller.user);
   return id;
 }
 
@@ -271,6 +301,24 @@ Result<std::string> JobService::Act(sched::JobId id, const std::string& action, 
   return InvalidArgument("unknown action '" + action + "'; use cancel, hold, release or requeue");
 }
 
+Status JobService::Signal(sched::JobId id, int signal) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.job.state != JobState::kRunning) {
+    return FailedPrecondition(fmt::format("job {} is not running", id));
+  }
+  const int attempt = it->second.job.attempt;
+  after_commit_.push_back([this, id, attempt, signal] {
+    auto e = jobs_.find(id);
+    // Not launched yet (no shim to ask): the signal has nobody to reach.
+    if (e == jobs_.end() || e->second.job.attempt != attempt || (e->second.shim_pid == 0 && !e->second.adopted)) {
+      return;
+    }
+    Status s = executor_->Signal(id, attempt, signal);
+    if (!s.ok()) spdlog::warn("job {}: cannot send signal {}: {}", id, signal, s.ToString());
+  });
+  return Status::Ok();
+}
+
 Status JobService::Drain(int pos, const std::string& reason, const Caller& caller) {
   if (!caller.admin) return PermissionDenied("only an admin (root, the daemon's user or the admin group) may drain GPUs");
   const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
@@ -306,10 +354,15 @@ std::vector<sched::RunningJob> JobService::RunningJobs() const {
 }
 
 sched::FleetState JobService::BuildFleetState(const std::vector<sched::RunningJob>& running) const {
-  sched::FleetState fleet = sched::FleetStateFromFleet(state_->fleet);
+  RefreshHealth();
+  sched::FleetState fleet = static_fleet_;
   for (size_t i = 0; i < fleet.gpus.size(); ++i) {
     sched::GpuState& g = fleet.gpus[i];
     g.drained = drains_.count(g.uuid) > 0;
+    if (auto h = health_.find(g.uuid); h != health_.end()) {
+      g.health_score = h->second.score;
+      g.healthy = !h->second.unhealthy;
+    }
     if (!state_->telemetry) continue;
     g.lost = state_->telemetry->State(static_cast<int>(i)) == telemetry::GpuState::kLost;
     if (const gpu::GpuSample* s = state_->telemetry->Latest(static_cast<int>(i))) {
@@ -320,6 +373,19 @@ sched::FleetState JobService::BuildFleetState(const std::vector<sched::RunningJo
   }
   sched::AccountRunningJobs(running, &fleet);
   return fleet;
+}
+
+void JobService::RefreshHealth() const {
+  constexpr DurationMs kHealthRefresh = 5 * kSecondMs;
+  TimeMs now = state_->clock->Now();
+  if (health_read_at_ != 0 && now - health_read_at_ < kHealthRefresh) return;
+  health_read_at_ = now;
+  auto latest = state_->store->LatestBurnInPerGpu();
+  if (!latest.ok()) return;  // keep the previous verdicts; the store logs its own errors
+  health_.clear();
+  for (const store::BurnInRecord& r : *latest) {
+    health_[r.gpu_uuid] = {r.score, r.verdict == "unhealthy"};
+  }
 }
 
 double JobService::RecentGpuHours(const std::string& user, TimeMs now) const {
@@ -421,9 +487,11 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   l.env["GPUHERD_JOB_ID"] = std::to_string(job.id);
   l.env["GPUHERD_JOB_NAME"] = job.spec.name;
   l.env["GPUHERD_ATTEMPT"] = std::to_string(job.attempt);
-  l.env["GPUHERD_CHECKPOINT_DIR"] = fmt::format("{}/{}", dir_.checkpoint_dir(), job.id);
+  l.env["GPUHERD_CHECKPOINT_DIR"] = e.extras.checkpoint_dir.empty()
+                                        ? fmt::format("{}/{}", dir_.checkpoint_dir(), job.id)
+                                        : e.extras.checkpoint_dir;
   l.env["GPUHERD_METRICS_FILE"] = fmt::format("{}/{}/metrics.jsonl", dir_.jobs_dir(), job.id);
-  l.env["GPUHERD_RESTART_COUNT"] = std::to_string(job.attempt - 1);
+  l.env["GPUHERD_RESTART_COUNT"] = std::to_string(e.extras.prior_attempts + job.attempt - 1);
   if (job.attempt > 1) l.env["GPUHERD_RESUME"] = "1";
   if (job.spec.fractional()) {
     l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_tenths * 10);
@@ -462,6 +530,7 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   Touch(e);
   std::string where = gpus.empty() ? "no GPU" : "GPU " + fmt::format("{}", fmt::join(gpus, ","));
   Event(job, "job.started", store::Severity::kInfo, fmt::format("attempt {} started on {}", job.attempt, where));
+  if (listener_) listener_(job);
   exec::LaunchSpec launch = MakeLaunch(e);
   sched::JobId id = job.id;
   int attempt = job.attempt;
@@ -538,6 +607,7 @@ void JobService::Stop(Entry& e, StopIntent intent, const std::string& reason) {
 
 void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   sched::Job& job = e.job;
+  AccountGpuTime(job, state_->clock->Now());
   job.state = state;
   job.reason = reason;
   job.ended = state_->clock->Now();
@@ -549,7 +619,9 @@ void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   touched_.erase(job.id);
   Event(job, "job." + std::string(sched::JobStateName(state)),
         state == JobState::kFailed ? store::Severity::kWarning : store::Severity::kInfo, reason);
-  jobs_.erase(job.id);
+  if (listener_) listener_(job);
+  AddFinishedListing(job);
+  Erase(job.id);
   dirty_ = true;
 }
 
@@ -563,6 +635,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
     }
     job.restarts += 1;
   }
+  AccountGpuTime(job, state_->clock->Now());
   job.state = JobState::kPending;
   job.gpus.clear();
   job.reason = reason + "; will resume from its checkpoint";
@@ -572,6 +645,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
   Touch(e);
   Event(job, "job.requeued", store::Severity::kInfo, job.reason);
   job.gpu_uuids.clear();  // after the event, which names the GPUs it left
+  if (listener_) listener_(job);
 }
 
 void JobService::OnExit(const exec::ExitRecord& r) {
@@ -618,22 +692,68 @@ void JobService::OnGpuEvents(const std::vector<store::EventRecord>& events) {
       if (state_->fleet.gpus[i].uuid == ev.gpu_uuid) pos = static_cast<int>(i);
     }
     if (pos < 0) continue;
-    const gpu::GpuInfo& g = state_->fleet.gpus[pos];
-    if (!drains_.count(g.uuid)) {
-      std::string why = "fault: " + ev.message;
-      drains_[g.uuid] = why;
-      state_->batch.drains.push_back({g.uuid, true, why, ev.time});
-      state_->batch.events.push_back({0, ev.time, "gpu.drained", store::Severity::kWarning, g.uuid,
-                                      fmt::format("GPU {} drained until an operator returns it: {}", g.index, why),
-                                      "{}"});
-    }
-    for (auto& [id, e] : jobs_) {
-      if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
-      if (std::find(e.job.gpus.begin(), e.job.gpus.end(), g.index) == e.job.gpus.end()) continue;
-      Stop(e, StopIntent::kFault, fmt::format("GPU {} fault ({})", g.index, ev.message));
-    }
-    dirty_ = true;
+    MoveJobsOff(pos, "fault: " + ev.message);
   }
+}
+
+int JobService::MoveJobsOff(int pos, const std::string& why) {
+  const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
+  TimeMs now = state_->clock->Now();
+  if (!drains_.count(g.uuid)) {
+    drains_[g.uuid] = why;
+    state_->batch.drains.push_back({g.uuid, true, why, now});
+    state_->batch.events.push_back({0, now, "gpu.drained", store::Severity::kWarning, g.uuid,
+                                    fmt::format("GPU {} drained until an operator returns it: {}", g.index, why),
+                                    "{}"});
+  }
+  int moved = 0;
+  for (auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
+    if (std::find(e.job.gpus.begin(), e.job.gpus.end(), g.index) == e.job.gpus.end()) continue;
+    // A job already stopping is not signalled again; a fault only turns a
+    // requeue under way into a move.
+    if (e.job.state == JobState::kRunning) ++moved;
+    Stop(e, StopIntent::kFault, fmt::format("GPU {} {}", g.index, why));
+  }
+  dirty_ = true;
+  return moved;
+}
+
+std::vector<int> JobService::JobsPerGpu() const {
+  std::vector<int> jobs(state_->fleet.gpus.size(), 0);
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
+    for (int g : e.job.gpus) {
+      if (g >= 0 && g < static_cast<int>(jobs.size())) ++jobs[g];
+    }
+  }
+  return jobs;
+}
+
+std::map<std::string, int> JobService::CountByState() const {
+  std::map<std::string, int> counts;
+  for (JobState s : {JobState::kPending, JobState::kHeld, JobState::kRunning, JobState::kStopping}) {
+    counts[sched::JobStateName(s)] = 0;
+  }
+  for (const auto& [id, e] : jobs_) ++counts[sched::JobStateName(e.job.state)];
+  return counts;
+}
+
+std::map<std::string, double> JobService::GpuSecondsByUser(TimeMs now) const {
+  std::map<std::string, double> seconds = gpu_seconds_done_;
+  for (const auto& [id, e] : jobs_) {
+    const sched::Job& job = e.job;
+    if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;
+    if (job.started <= 0 || now <= job.started) continue;
+    seconds[job.spec.user] += job.spec.gpu_tenths / 10.0 * static_cast<double>(now - job.started) / 1000.0;
+  }
+  return seconds;
+}
+
+void JobService::AccountGpuTime(const sched::Job& job, TimeMs end) {
+  if (job.state != JobState::kRunning && job.state != JobState::kStopping) return;
+  if (job.started <= 0 || end <= job.started) return;
+  gpu_seconds_done_[job.spec.user] += job.spec.gpu_tenths / 10.0 * static_cast<double>(end - job.started) / 1000.0;
 }
 
 void JobService::OnRound() {
@@ -693,7 +813,9 @@ void JobService::OnRound() {
 void JobService::EndOfTurn() {
   if (dirty_) {
     dirty_ = false;
+    auto started = std::chrono::steady_clock::now();
     Schedule();
+    last_pass_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
   for (sched::JobId id : touched_) {
     auto it = jobs_.find(id);
@@ -717,7 +839,7 @@ store::JobRecord JobService::ToRecord(const Entry& e) const {
   r.uid = job.spec.uid;
   r.state = sched::JobStateName(job.state);
   r.priority = job.spec.priority;
-  r.spec_json = json{{"spec", e.spec_body}, {"gid", job.spec.gid}, {"gpu_tenths", job.spec.gpu_tenths}}.dump();
+  r.spec_json = e.stored_spec;
   r.submitted = job.submitted;
   r.started = job.started;
   r.ended = job.ended;
@@ -757,28 +879,77 @@ json JobService::ToJson(const sched::Job& job, TimeMs now) const {
   return j;
 }
 
-json JobService::List(bool all, const std::string& user, const std::string& state) {
-  TimeMs now = state_->clock->Now();
-  json out = json::array();
-  auto keep = [&](const json& j) {
-    return (user.empty() || j["user"] == user) && (state.empty() || j["state"] == state);
-  };
-  for (const auto& [id, e] : jobs_) {
-    json j = ToJson(e.job, now);
-    if (keep(j)) out.push_back(std::move(j));
+JobService::ListedJob JobService::Listed(const sched::Job& job) const {
+  // Keys are sorted, so "now" follows "name" and is found after a comma; a
+  // quote inside a string value is escaped and cannot fake the match.
+  static constexpr char kNowKey[] = ",\"now\":";
+  std::string text = ToJson(job, 0).dump(-1, ' ', false, json::error_handler_t::replace);
+  size_t at = text.find(kNowKey);
+  ListedJob listed{job.spec.user, sched::JobStateName(job.state), text, ""};
+  if (at == std::string::npos) return listed;  // not reached: ToJson always writes "now"
+  size_t value = at + sizeof(kNowKey) - 1;
+  listed.head = text.substr(0, value);
+  listed.tail = text.substr(value + 1);  // past the "0"
+  return listed;
+}
+
+void JobService::AddFinishedListing(const sched::Job& job) {
+  // Kept even before the first load, which cannot see what this turn has
+  // not committed yet.
+  finished_listing_[job.id] = Listed(job);
+  while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
+}
+
+void JobService::LoadFinishedListing() {
+  if (finished_listing_loaded_) return;
+  auto finished = state_->store->ListFinishedJobs(0, static_cast<int>(kMaxListedFinished));
+  if (!finished.ok()) {
+    spdlog::warn("cannot list finished jobs: {}", finished.status().ToString());
+    return;  // tried again at the next listing
   }
-  if (all) {
-    auto finished = state_->store->ListFinishedJobs(0, 100000);
-    if (finished.ok()) {
-      for (auto it = finished->rbegin(); it != finished->rend(); ++it) {
-        Entry e;
-        (void)FromRecord(*it, &e);  // an unreadable spec still lists the stored facts
-        json j = ToJson(e.job, now);
-        if (keep(j)) out.push_back(std::move(j));
-      }
+  for (const auto& r : *finished) {
+    Entry e;
+    (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
+    finished_listing_.emplace(r.id, Listed(e.job));
+  }
+  while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
+  finished_listing_loaded_ = true;
+}
+
+std::string JobService::ListBody(bool all, const std::string& user, const std::string& state) {
+  const TimeMs now = state_->clock->Now();
+  const std::string now_text = std::to_string(now);
+  if (all) LoadFinishedListing();
+  std::string out = "{\"jobs\":[";
+  bool first = true;
+  auto add_unfinished = [&](const Entry& e) {
+    if ((!user.empty() && e.job.spec.user != user) || (!state.empty() && sched::JobStateName(e.job.state) != state)) {
+      return;
     }
-    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["id"] < b["id"]; });
+    if (!first) out += ',';
+    first = false;
+    out += ToJson(e.job, now).dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  auto add_finished = [&](const ListedJob& f) {
+    if ((!user.empty() && f.user != user) || (!state.empty() && f.state != state)) return;
+    if (!first) out += ',';
+    first = false;
+    out += f.head;
+    out += now_text;
+    out += f.tail;
+  };
+  // Both maps are ordered by id, and a job is in one of them only: merged,
+  // the listing is ordered by id too.
+  auto unfinished = jobs_.begin();
+  auto finished = all ? finished_listing_.begin() : finished_listing_.end();
+  while (unfinished != jobs_.end() || finished != finished_listing_.end()) {
+    if (unfinished != jobs_.end() && (finished == finished_listing_.end() || unfinished->first < finished->first)) {
+      add_unfinished((unfinished++)->second);
+    } else {
+      add_finished((finished++)->second);
+    }
   }
+  out += "],\"now\":" + now_text + "}";
   return out;
 }
 

@@ -36,14 +36,25 @@ struct QueueConfig {
   DurationMs memory_watchdog_grace = 30 * kSecondMs;  // over its share this long → stopped
 };
 
+// What a pipeline fixes for its node's jobs beyond the spec; kept with the
+// stored spec, never settable through the API.
+struct SubmitExtras {
+  // GPUHERD_CHECKPOINT_DIR for every attempt, instead of checkpoints/<job id>:
+  // a retry is a new job and must find the node's checkpoint.
+  std::string checkpoint_dir;
+  // Runs of the node before this job; GPUHERD_RESTART_COUNT counts them too.
+  int prior_attempts = 0;
+};
+
 class JobService {
  public:
   // Runs `task` on the event loop (thread-safe); how launch results come back.
   using PostToLoop = std::function<void(std::function<void()>)>;
 
   // `state`, `executor` and `sim` (null unless the fleet is simulated) must
-  // outlive the service. Launches run on a thread of the service's own and
-  // report back through `post`.
+  // outlive the service; `state->fleet` must already be discovered (it is
+  // fixed for the daemon's life). Launches run on a thread of the service's
+  // own and report back through `post`.
   JobService(DaemonState* state, exec::Executor* executor, gpu::sim::SimDriver* sim, StateDir dir,
              QueueConfig config, PostToLoop post);
 
@@ -51,7 +62,15 @@ class JobService {
   // running attempts (their shims may have outlived the previous daemon).
   Status Load();
 
-  Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& caller);
+  Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& caller,
+                              const SubmitExtras& extras = {});
+  // Called on the loop when a job starts, is requeued or finishes (before the
+  // turn's commit). The listener must not call back into the service; it
+  // may note what to do and act later in the turn.
+  void SetStateListener(std::function<void(const sched::Job&)> listener) { listener_ = std::move(listener); }
+  // Sends `signal` to a running job's processes (SIGUSR1: checkpoint now)
+  // once the turn is committed.
+  Status Signal(sched::JobId id, int signal);
   // "cancel", "hold", "release", "requeue": the new state, or why not.
   Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller);
   Status Drain(int gpu_position, const std::string& reason, const Caller& caller);
@@ -62,7 +81,11 @@ class JobService {
     return it == drains_.end() ? std::nullopt : std::optional<std::string>(it->second);
   }
 
-  nlohmann::json List(bool all, const std::string& user, const std::string& state);
+  // The body of GET /v1/jobs: {"jobs": [...], "now": N}, jobs by id, finished
+  // ones too when `all` (the 100,000 most recent). Finished jobs never change,
+  // so each is serialized once and kept (about 0.5 KiB a job): a listing costs
+  // no query and no parsing however often it is polled.
+  std::string ListBody(bool all, const std::string& user, const std::string& state);
   Result<nlohmann::json> Show(sched::JobId id);
   // A piece of a job's log from `offset` (at most 256 KiB).
   Result<nlohmann::json> Logs(sched::JobId id, const std::string& stream, int64_t offset);
@@ -71,6 +94,21 @@ class JobService {
   void OnExit(const exec::ExitRecord& record);
   // Telemetry's events of this round: GPU faults drain the GPU and move its jobs.
   void OnGpuEvents(const std::vector<store::EventRecord>& events);
+  // What a GPU fault does, on request (an alert's action): drains the GPU
+  // unless it is drained already, then checkpoints and requeues every job
+  // running on it. Jobs already stopping are left alone, so calling it twice
+  // moves a job once. Returns how many jobs were told to move.
+  int MoveJobsOff(int gpu_position, const std::string& reason);
+
+  // For monitoring. Per fleet position: how many running or stopping jobs hold it.
+  std::vector<int> JobsPerGpu() const;
+  // Unfinished jobs per state; states without a job are listed with 0.
+  std::map<std::string, int> CountByState() const;
+  // GPU time per user since the daemon started (attempts that ended) plus the
+  // running attempts so far: never decreases while the daemon runs.
+  std::map<std::string, double> GpuSecondsByUser(TimeMs now) const;
+  // How long the last scheduling pass took; nullopt before the first one.
+  std::optional<double> last_pass_seconds() const { return last_pass_seconds_; }
   // After each telemetry round: the memory watchdog, the simulated load.
   void OnRound();
 
@@ -87,10 +125,12 @@ class JobService {
   struct Entry {
     sched::Job job;
     nlohmann::json spec_body;  // the spec as submitted: what is stored and reloaded
+    std::string stored_spec;   // spec_body and the fields stored with it, serialized once
     StopIntent intent = StopIntent::kNone;
     TimeMs stop_deadline = 0;
     int shim_pid = 0;          // 0 until the launch thread reports back
     bool adopted = false;      // running since before this daemon started
+    SubmitExtras extras;
     TimeMs over_memory_since = 0;  // watchdog: first reading over the share
   };
 
@@ -108,12 +148,29 @@ class JobService {
   std::vector<sched::RunningJob> RunningJobs() const;
   // The scheduler's view of the fleet with `running` accounted on it.
   sched::FleetState BuildFleetState(const std::vector<sched::RunningJob>& running) const;
+  // Re-reads the latest burn-in verdict of every GPU from the store, at most
+  // every few seconds (a scheduling pass may run many times a second).
+  void RefreshHealth() const;
   store::JobRecord ToRecord(const Entry& e) const;
   // The inverse of ToRecord; the error says why the stored spec is unusable
   // (the other fields are filled in any case).
   Status FromRecord(const store::JobRecord& record, Entry* e) const;
   nlohmann::json ToJson(const sched::Job& job, TimeMs now) const;
+  // A finished job's listing, serialized around the value of its "now" field.
+  struct ListedJob {
+    std::string user, state;
+    std::string head, tail;  // head + now + tail is the job's JSON
+  };
+  ListedJob Listed(const sched::Job& job) const;
+  // Fills finished_listing_ from the store once; later finishes add to it.
+  void LoadFinishedListing();
+  void AddFinishedListing(const sched::Job& job);
+  // Bookkeeping of jobs_ that Submit's checks need without a scan.
+  void Insert(Entry e);
+  void Erase(sched::JobId id);
   double RecentGpuHours(const std::string& user, TimeMs now) const;
+  // Adds a running attempt's GPU time to gpu_seconds_done_ when it ends.
+  void AccountGpuTime(const sched::Job& job, TimeMs end);
   std::string AttemptDir(sched::JobId id, int attempt) const;
 
   DaemonState* state_;
@@ -122,15 +179,29 @@ class JobService {
   StateDir dir_;
   QueueConfig config_;
   sched::JobId next_id_ = 1;
-  std::map<sched::JobId, Entry> jobs_;  // unfinished jobs
+  std::map<sched::JobId, Entry> jobs_;  // unfinished jobs; changed through Insert and Erase only
+  std::map<uint32_t, int> unfinished_by_uid_;  // jobs_ counted per submitting uid
+  const sched::FleetState static_fleet_;      // the fleet's fixed facts: names, memory, topology
+  std::map<sched::JobId, ListedJob> finished_listing_;
+  bool finished_listing_loaded_ = false;
   std::map<std::string, std::string> drains_;  // uuid → reason
+  std::map<std::string, double> gpu_seconds_done_;  // user → GPU-seconds of ended attempts
+  std::optional<double> last_pass_seconds_;
   std::set<sched::JobId> touched_;
   std::vector<std::function<void()>> after_commit_;
   bool dirty_ = true;  // something changed that may let a job start
   PostToLoop post_;
+  std::function<void(const sched::Job&)> listener_;
   // Declared last: destroyed first, finishing the launches it holds while the
   // rest of the service is still alive.
   std::unique_ptr<WorkQueue> launches_;
+  // uuid → latest burn-in (score, verdict unhealthy), which placement obeys.
+  struct GpuHealth {
+    int score = 0;
+    bool unhealthy = false;
+  };
+  mutable std::map<std::string, GpuHealth> health_;
+  mutable TimeMs health_read_at_ = 0;
   // user → (end time, GPU-hours) of recently finished jobs, for fair share.
   std::multimap<std::string, std::pair<TimeMs, double>> usage_;
 };

@@ -54,17 +54,41 @@ Result<int> Executor::Launch(const LaunchSpec& spec) {
     std::lock_guard lock(launcher_mu_);
     if (shut_down_) return FailedPrecondition("the executor is shut down");
     // A launcher that died (killed by an operator, OOM) is replaced for the
-    // next launch; the launch that found it dead failed and says so.
-    if (!launcher_->alive()) {
-      auto fresh = LauncherClient::Spawn(options_.launcher_program);
-      if (!fresh.ok()) return fresh.status();
-      launcher_ = std::move(fresh).value();
-    }
+    // next launch.
+    GPUHERD_RETURN_IF_ERROR(ReplaceDeadLauncher());
     launched = launcher_->Launch(spec);
+    if (!launched.ok() && launched.status().code() == Code::kUnavailable && !launcher_->alive()) {
+      // It died during this launch. Once it is reaped, a shim it forked either
+      // got its go byte after its `shim` file was written, or exits without
+      // running anything; so the file tells whether to adopt or to launch again.
+      launcher_->Close();
+      auto recorded = ReadShimFile(spec.dir);
+      if (recorded.ok() && recorded->has_value()) {
+        GPUHERD_RETURN_IF_ERROR(Adopt(spec.job_id, spec.attempt, spec.dir));
+        return (*recorded)->pid;
+      }
+      GPUHERD_RETURN_IF_ERROR(ReplaceDeadLauncher());
+      launched = launcher_->Launch(spec);
+    }
   }
   if (!launched.ok()) return launched.status().Annotate("cannot launch " + AttemptName(spec.job_id, spec.attempt));
   GPUHERD_RETURN_IF_ERROR(watcher_->Watch(spec.job_id, spec.attempt, launched->shim, launched->pidfd, spec.dir));
   return launched->shim.pid;
+}
+
+Status Executor::ReplaceDeadLauncher() {
+  if (launcher_->alive()) return Status::Ok();
+  launcher_->Close();  // reaps it
+  auto fresh = LauncherClient::Spawn(options_.launcher_program);
+  if (!fresh.ok()) return fresh.status();
+  launcher_ = std::move(fresh).value();
+  ++launcher_restarts_;
+  return Status::Ok();
+}
+
+int Executor::launcher_restarts() const {
+  std::lock_guard lock(launcher_mu_);
+  return launcher_restarts_;
 }
 
 Status Executor::Signal(int64_t job_id, int attempt, int signal) {

@@ -39,6 +39,10 @@ class Executor {
   // so a caller that records the launch can always re-adopt it. The job
   // itself starts in the background; a command that cannot run is reported
   // through the callback (kLaunchFailed). Fast: well under a millisecond.
+  // A launcher killed during the call is replaced and the launch completed:
+  // retried when its shim never got to run, adopted when it did, so the job
+  // never runs twice (killed in the instant between recording the shim and
+  // starting it, the attempt is reported as kShimLost and never ran).
   Result<int> Launch(const LaunchSpec& spec);
   // SIGUSR1: forwarded to the job's process group (checkpoint now).
   // SIGTERM: a graceful stop: SIGTERM to the group, SIGKILL after the grace.
@@ -51,15 +55,21 @@ class Executor {
   Status Adopt(int64_t job_id, int attempt, const std::string& dir);
   // Stops the watcher and the launcher; running shims and jobs are NOT touched.
   void Shutdown();
+  // How many times a dead launcher was replaced (for tests and diagnostics).
+  int launcher_restarts() const;
 
  private:
   Executor(ExecutorOptions options, std::unique_ptr<LauncherClient> launcher, std::unique_ptr<ExitWatcher> watcher)
       : options_(std::move(options)), launcher_(std::move(launcher)), watcher_(std::move(watcher)) {}
 
+  // Spawns a new launcher when the current one is gone; caller holds launcher_mu_.
+  Status ReplaceDeadLauncher();
+
   const ExecutorOptions options_;
-  std::mutex launcher_mu_;
+  mutable std::mutex launcher_mu_;
   std::unique_ptr<LauncherClient> launcher_;  // replaced when it died; guarded by launcher_mu_
   bool shut_down_ = false;                    // guarded by launcher_mu_
+  int launcher_restarts_ = 0;                 // guarded by launcher_mu_
   std::unique_ptr<ExitWatcher> watcher_;
 };
 

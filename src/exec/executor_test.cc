@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "exec/job_files.h"
+#include "exec/launcher.h"
 
 namespace gpuherd::exec {
 namespace {
@@ -51,6 +53,27 @@ bool Gone(int pid) {
   if (stat.empty()) return true;
   size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+// Live launchers of this process: its children started with the hidden argument.
+std::vector<int> LauncherPids() {
+  std::vector<int> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = ReadFile(entry.path().string() + "/stat");
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(stat.substr(paren + 2));
+    char state = 0;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != getpid() || state == 'Z') continue;
+    if (ReadFile(entry.path().string() + "/cmdline").find(kLauncherArgument) != std::string::npos) {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
 }
 
 // Collects what an executor delivers, from its watcher thread.
@@ -395,6 +418,58 @@ TEST_F(ExecutorTest, RunsAsTheGivenUserWhenRoot) {
   struct stat st;
   ASSERT_EQ(stat(StdoutPath(AttemptDir(24)).c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u);  // the user can read their own logs
+}
+
+TEST_F(ExecutorTest, LauncherKilledMidRunLosesNoJobAndRunsNoneTwice) {
+  constexpr int kJobs = 300;
+  constexpr int kKillEvery = 20;  // launches between two SIGKILLs of the launcher
+  std::atomic<int> launched{0};
+  std::atomic<bool> done{false};
+  std::atomic<int> kills{0};
+  // Kills whichever launcher is current after every kKillEvery launches, so
+  // the kill lands at a random point of a launch (or between two).
+  std::thread killer([&] {
+    int next = kKillEvery;
+    while (!done) {
+      if (launched >= next) {
+        for (int pid : LauncherPids()) kills += kill(pid, SIGKILL) == 0;
+        next += kKillEvery;
+      }
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+  });
+  std::vector<std::string> errors;
+  for (int i = 0; i < kJobs; ++i) {
+    // Each run of the job leaves one line, so a second run would show.
+    auto pid = executor_->Launch(Spec(3000 + i, {"sh", "-c", "echo ran >> ../ran"}));
+    if (!pid.ok()) errors.push_back(pid.status().ToString());
+    ++launched;
+  }
+  done = true;
+  killer.join();
+  EXPECT_TRUE(errors.empty()) << errors.size() << " launches failed, the first: " << errors.front();
+  EXPECT_GE(kills, kJobs / kKillEvery - 1);
+  EXPECT_GE(executor_->launcher_restarts(), kills - 1);  // the last kill may come after the last launch
+  ASSERT_TRUE(records_.WaitForCount(kJobs, seconds(120)));
+  std::this_thread::sleep_for(milliseconds(200));
+  for (const auto& [key, count] : records_.counts()) EXPECT_EQ(count, 1) << "job " << key.first;
+  int lost = 0;
+  for (int i = 0; i < kJobs; ++i) {
+    auto r = records_.WaitFor(3000 + i);
+    ASSERT_TRUE(r);
+    std::string ran = ReadFile(home_ + "/jobs/" + std::to_string(3000 + i) + "/ran");
+    if (r->how == ExitRecord::How::kShimLost) {
+      // Killed in the instant between recording the shim and letting it
+      // start: reported lost (the daemon requeues it), and it never ran.
+      ++lost;
+      EXPECT_EQ(ran, "") << "job " << 3000 + i;
+      continue;
+    }
+    EXPECT_EQ(r->how, ExitRecord::How::kExited) << "job " << 3000 + i << ": " << r->message;
+    EXPECT_EQ(r->code, 0) << "job " << 3000 + i << ": " << r->message;
+    EXPECT_EQ(ran, "ran\n") << "job " << 3000 + i;
+  }
+  EXPECT_LE(lost, kills.load());
 }
 
 TEST_F(ExecutorTest, ThousandTrueJobsAreEachDeliveredExactlyOnce) {

@@ -88,12 +88,16 @@ bool IsAlive(const ShimIdentity& id) {
 
 Status MakeDirs(const std::string& dir) {
   if (dir.empty()) return InvalidArgument("empty directory path");
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    std::string prefix = dir.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return IoError("cannot create directory " + prefix + ": " + ErrnoText(errno));
-    }
+  // Attempt directories are made under one that exists: one system call.
+  if (mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return Status::Ok();
+  if (errno != ENOENT) return IoError("cannot create directory " + dir + ": " + ErrnoText(errno));
+  size_t slash = dir.find_last_of('/', dir.size() - 2);
+  if (slash == std::string::npos || slash == 0) {
+    return IoError("cannot create directory " + dir + ": " + ErrnoText(ENOENT));
+  }
+  GPUHERD_RETURN_IF_ERROR(MakeDirs(dir.substr(0, slash)));
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return IoError("cannot create directory " + dir + ": " + ErrnoText(errno));
   }
   return Status::Ok();
 }

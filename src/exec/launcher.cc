@@ -36,6 +36,9 @@ constexpr uint32_t kMaxFrame = 16 << 20;
 // The launcher's end of the socketpair in its own process (the first after stdio).
 constexpr int kLauncherFd = 3;
 constexpr int kPingTimeoutMs = 10000;
+// The one byte that lets a forked shim start its job. Anything else, or
+// end-of-file (the launcher died before recording the shim), cancels it.
+constexpr char kGoByte = 'g';
 
 
 // The fixed part of a reply; `error_len` bytes of error text follow it.
@@ -177,7 +180,8 @@ class Launcher {
     if (!made.ok()) return Reply(0, 0, made.message(), -1);
     // The shim waits on `go` until its `shim` file exists, so a daemon that
     // recorded the launch always finds the shim at re-adoption, and a failed
-    // launch is cancelled before any job code runs.
+    // launch (or a launcher killed half-way) is cancelled before any job code
+    // runs: only an explicit go byte starts the job.
     int go[2];
     if (pipe2(go, O_CLOEXEC) != 0) return Reply(0, 0, "cannot create a pipe: " + Errno(errno), -1);
     pid_t pid = fork();
@@ -196,7 +200,7 @@ class Launcher {
       do {
         n = read(go[0], &byte, 1);
       } while (n < 0 && errno == EINTR);
-      if (n != 0) _exit(1);  // anything but end-of-file cancels the launch
+      if (n != 1 || byte != kGoByte) _exit(1);
       close(go[0]);
       RunShim(spec);
     }
@@ -212,13 +216,16 @@ class Launcher {
       error = "cannot open a pidfd for the supervisor: " + Errno(errno);
     }
     if (!error.empty()) {
-      char cancel = 'x';
-      ssize_t ignored = write(go[1], &cancel, 1);
-      (void)ignored;
-      close(go[1]);
+      close(go[1]);  // end-of-file: the shim exits without running anything
       return Reply(0, 0, error, -1);
     }
+    ssize_t written;
+    do {
+      written = write(go[1], &kGoByte, 1);
+    } while (written < 0 && errno == EINTR);
     close(go[1]);
+    // A pipe with room for the byte cannot refuse it; if it did, the shim
+    // cancels itself and its missing exit record is reported as a lost shim.
     bool sent = Reply(pid, *start_time, "", pidfd);
     close(pidfd);
     return sent;

@@ -90,9 +90,107 @@ CREATE TABLE gpu_drains (
 )sql";
 }
 
+// No foreign key to gpus: a burn-in run directly, without a daemon, tests
+// GPUs the store has never listed.
+std::string SchemaVersion3() {
+  return R"sql(
+CREATE TABLE burnin_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  gpu_uuid TEXT NOT NULL CHECK (gpu_uuid <> ''),
+  gpu_name TEXT NOT NULL,
+  level INTEGER NOT NULL CHECK (level BETWEEN 1 AND 3),
+  started INTEGER NOT NULL,
+  finished INTEGER NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome <> ''),
+  verdict TEXT NOT NULL CHECK (verdict <> ''),
+  score INTEGER NOT NULL CHECK (score BETWEEN 0 AND 100),
+  job_id INTEGER NOT NULL,
+  json TEXT NOT NULL
+);
+CREATE INDEX burnin_runs_by_gpu ON burnin_runs (gpu_uuid, finished);
+CREATE INDEX burnin_runs_by_model ON burnin_runs (gpu_name, finished);
+)sql";
+}
+
+// Alerts keep their GPU's UUID as a plain subject: a port is not a GPU, and
+// an alert outlives the GPU's removal from the fleet.
+std::string SchemaVersion4() {
+  return R"sql(
+CREATE TABLE alerts (
+  rule TEXT NOT NULL CHECK (rule <> ''),
+  subject TEXT NOT NULL CHECK (subject <> ''),
+  gpu_index INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'firing', 'resolved')),
+  pending_since INTEGER NOT NULL,
+  fired_at INTEGER NOT NULL,
+  resolved_at INTEGER NOT NULL,
+  value REAL NOT NULL,
+  severity TEXT NOT NULL CHECK (severity IN ('info', 'warning', 'critical')),
+  action TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  PRIMARY KEY (rule, subject, pending_since)
+) WITHOUT ROWID;
+CREATE INDEX alerts_active ON alerts (state) WHERE state <> 'resolved';
+CREATE INDEX alerts_by_resolution ON alerts (resolved_at) WHERE state = 'resolved';
+)sql";
+}
+
+// Pipeline runs, their nodes, and the metric lines of every job. A metric
+// line's series is its node (run_id > 0) or its job (run_id 0); the indexes
+// serve both the replacement of a repeated step and the listings.
+std::string SchemaVersion5() {
+  return R"sql(
+CREATE TABLE pipeline_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  source_path TEXT NOT NULL,
+  base_dir TEXT NOT NULL,
+  yaml TEXT NOT NULL,
+  overrides_json TEXT NOT NULL,
+  run_dir TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('running', 'completed', 'failed', 'cancelled')),
+  outcome TEXT NOT NULL,
+  created INTEGER NOT NULL,
+  finished INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  uid INTEGER NOT NULL,
+  gid INTEGER NOT NULL
+);
+CREATE INDEX pipeline_runs_unfinished ON pipeline_runs (state) WHERE state = 'running';
+CREATE TABLE pipeline_nodes (
+  run_id INTEGER NOT NULL REFERENCES pipeline_runs (id),
+  node_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  step TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN
+    ('waiting', 'active', 'completed', 'failed', 'cancelled', 'skipped')),
+  attempts INTEGER NOT NULL CHECK (attempts >= 0),
+  job_id INTEGER NOT NULL,
+  started INTEGER NOT NULL,
+  ended INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (run_id, node_id)
+) WITHOUT ROWID;
+CREATE TABLE metrics (
+  job_id INTEGER NOT NULL,
+  run_id INTEGER NOT NULL,
+  node_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  step INTEGER,
+  time INTEGER NOT NULL,
+  line_json TEXT NOT NULL
+);
+CREATE INDEX metrics_by_node ON metrics (run_id, node_id, step);
+CREATE INDEX metrics_by_job ON metrics (job_id, step);
+)sql";
+}
+
 constexpr Migration kMigrations[] = {
     {1, "GPUs, rollups and events", &SchemaVersion1},
     {2, "jobs and drained GPUs", &SchemaVersion2},
+    {3, "burn-in runs", &SchemaVersion3},
+    {4, "alerts", &SchemaVersion4},
+    {5, "pipeline runs, nodes and metrics", &SchemaVersion5},
 };
 
 std::string HintFor(int primary_code) {

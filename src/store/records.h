@@ -113,6 +113,91 @@ struct DrainRecord {
   TimeMs since = 0;
 };
 
+// One burn-in of one GPU. The store keeps the whole record as JSON (the
+// burn-in layer's schema, which it does not interpret) and copies into
+// columns only what it is queried or shown by.
+struct BurnInRecord {
+  int64_t id = 0;              // assigned by the store at commit, monotonic
+  std::string gpu_uuid;
+  std::string gpu_name;        // the model, e.g. "NVIDIA GeForce GTX 1070 Ti"
+  int level = 1;               // 1, 2 or 3
+  TimeMs started = 0, finished = 0;
+  std::string outcome;         // "passed", "faults_found", "could_not_run", "aborted"
+  std::string verdict;         // "healthy", "degraded", "unhealthy", "unknown"
+  int score = 0;               // 0-100
+  int64_t job_id = 0;          // the queue job that ran it; 0 when run directly
+  std::string json;
+};
+
+struct BurnInFilter {
+  std::string gpu_uuid;        // empty: all GPUs
+  std::string gpu_name;        // empty: all models
+  int limit = 100;             // the newest `limit` matching, newest first
+};
+
+// One alert: a rule on one subject (a GPU or an InfiniBand port) from the
+// moment its condition started to hold. Upserted at every change of state;
+// a pending alert whose condition stopped holding before it fired ("inactive")
+// is deleted, so that a flapping condition leaves no rows behind.
+struct AlertRecord {
+  std::string rule;
+  std::string subject;         // the GPU's UUID, or "mlx5_0/1" for a port
+  int gpu_index = -1;          // -1 for a port
+  std::string state;           // "pending", "firing", "resolved"; "inactive" deletes
+  TimeMs pending_since = 0;    // with rule and subject, the key
+  TimeMs fired_at = 0, resolved_at = 0;  // 0 until then
+  double value = 0;            // the rule's reduced series at the last change
+  Severity severity = Severity::kWarning;
+  std::string action;          // "none", "notify", "drain", "checkpoint_and_move"
+  std::string summary;
+};
+
+// One run of a pipeline file. The file's text and the overrides are kept, so
+// that a restarted daemon expands the same plan again (expansion is
+// deterministic); what the API lists is in columns.
+struct PipelineRunRecord {
+  int64_t id = 0;              // assigned by the daemon (monotonic), never reused
+  std::string name;
+  std::string source_path;     // the file's name in messages
+  std::string base_dir;        // the folder its relative paths mean
+  std::string yaml;
+  std::string overrides_json = "{}";  // {"param": "value"} given with -p
+  std::string run_dir;
+  std::string state;           // "running", "completed", "failed", "cancelled"
+  std::string outcome;         // "succeeded", "failed", "cancelled"; empty while running
+  TimeMs created = 0, finished = 0;
+  std::string user;
+  uint32_t uid = 0, gid = 0;
+};
+
+// Where one node of a run stands; upserted by (run_id, node_id).
+struct PipelineNodeRecord {
+  int64_t run_id = 0;
+  std::string node_id;         // "train[lr=0.1,seed=1]"
+  std::string key;             // "train/0"
+  std::string step;
+  std::string state;           // "waiting", "active", "completed", "failed", "cancelled", "skipped"
+  int attempts = 0;            // jobs submitted for it so far
+  int64_t job_id = 0;          // its latest job; 0 before the first
+  TimeMs started = 0, ended = 0;
+  std::string reason;
+};
+
+// One line of a job's metrics file. A pipeline job's lines carry its run and
+// node; a plain job's run_id is 0 and node_id empty. A line with a step
+// replaces an earlier line of the same series and step (a resumed job
+// repeats the steps after its checkpoint): the series is the node for
+// pipeline jobs, the job otherwise.
+struct MetricRecord {
+  int64_t job_id = 0;
+  int64_t run_id = 0;
+  std::string node_id;
+  int attempt = 1;             // which run of the node (or job) wrote it, from 1
+  std::optional<int64_t> step;
+  TimeMs time = 0;             // the line's "time", else when it was read
+  std::string line_json;       // the whole line
+};
+
 // Everything that happened in one turn of the daemon's loop, committed in one
 // transaction (one fsync) before anyone is told.
 struct WriteBatch {
@@ -121,8 +206,15 @@ struct WriteBatch {
   std::vector<EventRecord> events;
   std::vector<JobRecord> jobs;       // upserted by id
   std::vector<DrainRecord> drains;
+  std::vector<BurnInRecord> burnin_runs;  // inserted; ids assigned at commit
+  std::vector<AlertRecord> alerts;        // upserted by (rule, subject, pending_since)
+  std::vector<PipelineRunRecord> pipeline_runs;    // upserted by id
+  std::vector<PipelineNodeRecord> pipeline_nodes;  // upserted by (run_id, node_id)
+  std::vector<MetricRecord> metrics;               // inserted, replacing a repeated step
   bool empty() const {
-    return gpus.empty() && rollups.empty() && events.empty() && jobs.empty() && drains.empty();
+    return gpus.empty() && rollups.empty() && events.empty() && jobs.empty() && drains.empty() &&
+           burnin_runs.empty() && alerts.empty() && pipeline_runs.empty() && pipeline_nodes.empty() &&
+           metrics.empty();
   }
 };
 

@@ -174,6 +174,28 @@ Status ValidateBatch(const WriteBatch& batch) {
   for (const JobRecord& job : batch.jobs) {
     if (job.id <= 0) return InvalidArgument("a job of the batch has no id (ids start at 1)");
   }
+  for (size_t i = 0; i < batch.burnin_runs.size(); ++i) {
+    const BurnInRecord& r = batch.burnin_runs[i];
+    const std::string which = "burn-in run " + std::to_string(i) + " of the batch";
+    if (r.gpu_uuid.empty()) return InvalidArgument(which + " has an empty GPU uuid");
+    if (r.level < 1 || r.level > 3) {
+      return InvalidArgument(which + " has level " + std::to_string(r.level) + "; levels are 1, 2 and 3");
+    }
+    if (r.score < 0 || r.score > 100) {
+      return InvalidArgument(which + " has score " + std::to_string(r.score) + "; scores are 0 to 100");
+    }
+    if (r.outcome.empty() || r.verdict.empty()) return InvalidArgument(which + " has no outcome or verdict");
+    if (r.json.empty()) return InvalidArgument(which + " has no JSON record");
+  }
+  for (size_t i = 0; i < batch.alerts.size(); ++i) {
+    const AlertRecord& a = batch.alerts[i];
+    const std::string which = "alert " + std::to_string(i) + " of the batch";
+    if (a.rule.empty() || a.subject.empty()) return InvalidArgument(which + " has no rule or subject");
+    if (a.state != "pending" && a.state != "firing" && a.state != "resolved" && a.state != "inactive") {
+      return InvalidArgument(which + " has state '" + a.state +
+                             "'; states are pending, firing, resolved and inactive");
+    }
+  }
   return Status::Ok();
 }
 
@@ -312,13 +334,17 @@ Status Store::Commit(WriteBatch* batch) {
   GPUHERD_RETURN_IF_ERROR(CheckWritable("commit"));
   GPUHERD_RETURN_IF_ERROR(ValidateBatch(*batch));
   for (EventRecord& e : batch->events) e.id = 0;
+  for (BurnInRecord& r : batch->burnin_runs) r.id = 0;
   if (batch->empty()) return Status::Ok();
 
   // Which row is being written, for the error message only.
-  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kCommit } stage = Stage::kBegin;
+  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kBurnIn, kAlert, kPipeline, kCommit } stage = Stage::kBegin;
   size_t row = 0;
   std::vector<int64_t> ids;
   ids.reserve(batch->events.size());
+  std::vector<int64_t> burnin_ids;
+  std::string doing_pipeline;  // which pipeline row, for the error message
+  burnin_ids.reserve(batch->burnin_runs.size());
   try {
     SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     stage = Stage::kGpu;
@@ -331,6 +357,14 @@ Status Store::Commit(WriteBatch* batch) {
     for (row = 0; row < batch->jobs.size(); ++row) UpsertJob(batch->jobs[row]);
     stage = Stage::kDrain;
     for (row = 0; row < batch->drains.size(); ++row) WriteDrain(batch->drains[row]);
+    stage = Stage::kBurnIn;
+    for (row = 0; row < batch->burnin_runs.size(); ++row) {
+      burnin_ids.push_back(InsertBurnIn(batch->burnin_runs[row]));
+    }
+    stage = Stage::kAlert;
+    for (row = 0; row < batch->alerts.size(); ++row) WriteAlert(batch->alerts[row]);
+    stage = Stage::kPipeline;
+    WritePipelines(*batch, &doing_pipeline);
     stage = Stage::kCommit;
     txn.commit();
   } catch (const SQLite::Exception& e) {
@@ -349,12 +383,18 @@ Status Store::Commit(WriteBatch* batch) {
       case Stage::kEvent: doing = "storing event '" + batch->events[row].kind + "'"; break;
       case Stage::kJob: doing = "storing job " + std::to_string(batch->jobs[row].id); break;
       case Stage::kDrain: doing = "storing the drain of GPU " + batch->drains[row].uuid; break;
+      case Stage::kBurnIn: doing = "storing the burn-in of GPU " + batch->burnin_runs[row].gpu_uuid; break;
+      case Stage::kAlert:
+        doing = "storing alert " + batch->alerts[row].rule + " of " + batch->alerts[row].subject;
+        break;
+      case Stage::kPipeline: doing = doing_pipeline; break;
       case Stage::kCommit: doing = "committing"; break;
     }
     Status st = StatusFromSqlite(e, "cannot commit to " + path_ + " while " + doing);
     return Status(st.code(), st.message() + " (nothing of the batch was kept)");
   }
   for (size_t i = 0; i < ids.size(); ++i) batch->events[i].id = ids[i];
+  for (size_t i = 0; i < burnin_ids.size(); ++i) batch->burnin_runs[i].id = burnin_ids[i];
   return Status::Ok();
 }
 

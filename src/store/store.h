@@ -74,6 +74,38 @@ class Store {
   Result<int64_t> LastJobId();
   Result<std::vector<DrainRecord>> ListDrains();
 
+  // Burn-in runs (store/burnin.cc). Commit assigns ids to batch->burnin_runs
+  // in order. Newest (by finished time, then id) first.
+  Result<std::vector<BurnInRecord>> ListBurnInRuns(const BurnInFilter& filter);
+  Result<std::optional<BurnInRecord>> GetBurnInRun(int64_t id);
+  // The newest run of every GPU that ran to the end (outcome passed or
+  // faults_found): the verdict that keeps a GPU in or out of work. Aborted
+  // and could-not-run runs say nothing about the card and are passed over.
+  // Ordered by GPU UUID.
+  Result<std::vector<BurnInRecord>> LatestBurnInPerGpu();
+
+  // Alerts (store/alerts.cc). Pending and firing ones, by rule then subject:
+  // what a restarted daemon takes back.
+  Result<std::vector<AlertRecord>> ListActiveAlerts();
+  // Resolved alerts with resolved_at >= since, newest first, at most `limit`.
+  Result<std::vector<AlertRecord>> ListResolvedAlerts(TimeMs since, int limit);
+  // Retention: deletes resolved alerts with resolved_at < older_than.
+  Status PruneResolvedAlerts(TimeMs older_than);
+
+  // Pipelines (store/pipelines.cc). Runs newest first, at most `limit`;
+  // only those still running unless `all`.
+  Result<std::vector<PipelineRunRecord>> ListPipelineRuns(bool all, int limit);
+  Result<std::optional<PipelineRunRecord>> GetPipelineRun(int64_t id);
+  // The highest run id ever assigned (0 when none): ids are never reused.
+  Result<int64_t> LastPipelineRunId();
+  // The nodes of one run, in no particular order (the plan gives the order).
+  Result<std::vector<PipelineNodeRecord>> ListPipelineNodes(int64_t run_id);
+  // A run's metric lines (of one node, or all when `node_id` is empty),
+  // by node, then step (lines without a step last, in the order written).
+  Result<std::vector<MetricRecord>> ListRunMetrics(int64_t run_id, const std::string& node_id);
+  // A plain job's metric lines, by step.
+  Result<std::vector<MetricRecord>> ListJobMetrics(int64_t job_id);
+
  private:
   Store(std::string path, bool read_only, int schema_version, std::unique_ptr<SQLite::Database> db);
   Status CheckWritable(const char* what) const;
@@ -83,6 +115,11 @@ class Store {
   int64_t InsertEvent(const EventRecord& event);
   void UpsertJob(const JobRecord& job);
   void WriteDrain(const DrainRecord& drain);
+  int64_t InsertBurnIn(const BurnInRecord& run);
+  void WriteAlert(const AlertRecord& alert);
+  // The batch's pipeline runs, nodes and metric lines; `doing` names the row
+  // being written when SQLite throws.
+  void WritePipelines(const WriteBatch& batch, std::string* doing);
 
   std::string path_;
   bool read_only_;

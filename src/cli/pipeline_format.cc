@@ -1,0 +1,166 @@
+#include "cli/pipeline_format.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cli/job_format.h"
+#include "cli/table.h"
+
+namespace gpuherd::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string Text(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+int64_t Int(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<int64_t>() : 0;
+}
+
+std::string Value(const json& value) {
+  if (value.is_number_float()) return fmt::format("{:.4g}", value.get<double>());
+  if (value.is_string()) return value.get<std::string>();
+  return value.is_null() ? "nan" : value.dump();  // the daemon writes NaN as null
+}
+
+std::string NodeStateCell(const std::string& state, bool color) {
+  if (state == "skipped" || state == "cancelled") return Colored(state, kYellow, color);
+  if (state == "completed" || state == "succeeded") return Colored(state, kGreen, color);
+  return StateCell(state == "active" ? "running" : state, color);
+}
+
+// The nodes array of a detail reply, by reference (value() would copy it).
+const json& Nodes(const json& pipeline) {
+  static const json kNone = json::array();
+  if (!pipeline.is_object()) return kNone;
+  auto it = pipeline.find("nodes");
+  return it != pipeline.end() && it->is_array() ? *it : kNone;
+}
+
+// Counts the nodes of a detail reply, in the listing's terms.
+json CountNodes(const json& pipeline) {
+  json counts = {{"total", 0}, {"completed", 0}, {"failed", 0}, {"running", 0}, {"waiting", 0}, {"skipped", 0}};
+  for (const json& node : Nodes(pipeline)) {
+    counts["total"] = counts["total"].get<int>() + 1;
+    std::string state = Text(node, "state");
+    if (state == "active" || state == "pending") state = "running";
+    if (state == "cancelled") state = "skipped";
+    if (counts.contains(state)) counts[state] = counts[state].get<int>() + 1;
+  }
+  return counts;
+}
+
+}  // namespace
+
+std::string LatestMetricCell(const json& latest) {
+  if (!latest.is_object() || latest.empty()) return "-";
+  std::string out;
+  if (auto step = latest.find("step"); step != latest.end()) out = "step " + Value(*step);
+  int shown = 0;
+  for (const auto& [name, value] : latest.items()) {  // nlohmann orders keys by name
+    if (name == "step" || name == "time" || name == "epoch") continue;
+    if (shown++ == 3) break;
+    out += (out.empty() ? "" : " ") + name + "=" + Value(value);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string NodeGpusCell(const json& node) {
+  std::string out;
+  for (const json& gpu : node.value("gpus", json::array())) out += (out.empty() ? "" : ",") + Value(gpu);
+  return out.empty() ? "-" : out;
+}
+
+std::string NodeElapsedCell(const json& node, TimeMs now) {
+  TimeMs started = Int(node, "started"), ended = Int(node, "ended");
+  if (started <= 0) return "-";
+  TimeMs end = ended > 0 ? ended : now;
+  return end >= started ? FormatDuration(end - started) : "-";
+}
+
+std::string NodeCountsCell(const json& counts) {
+  if (!counts.is_object()) return "-";
+  std::string out = fmt::format("{}/{} done", Int(counts, "completed"), Int(counts, "total"));
+  for (const char* kind : {"failed", "running", "skipped"}) {
+    if (int64_t n = Int(counts, kind); n > 0) out += fmt::format(", {} {}", n, kind);
+  }
+  return out;
+}
+
+std::string PipelinesTable(const json& pipelines, bool color) {
+  Table table({"ID", "NAME", "USER", "STATE", "NODES", "CREATED"});
+  for (const json& p : pipelines) {
+    std::string state = Text(p, "outcome").empty() ? Text(p, "state") : Text(p, "outcome");
+    table.AddRow({Text(p, "id"), Text(p, "name"), Text(p, "user"),
+                  NodeStateCell(state, color), NodeCountsCell(p.value("nodes", json())),
+                  Int(p, "created") > 0 ? FormatTimeUtc(Int(p, "created")) : "-"});
+  }
+  return table.Render({0});
+}
+
+std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
+  std::string state = Text(pipeline, "outcome").empty() ? Text(pipeline, "state") : Text(pipeline, "outcome");
+  std::string out = fmt::format("pipeline {} {}: {}, {}\n", Text(pipeline, "id"), Text(pipeline, "name"), state,
+                                NodeCountsCell(CountNodes(pipeline)));
+  Table table({"NODE", "STATE", "GPU", "ELAPSED", "ATTEMPTS", "LATEST"});
+  for (const json& node : Nodes(pipeline)) {
+    std::string node_state = Text(node, "state");
+    std::string latest = LatestMetricCell(node.value("latest_metrics", json()));
+    if ((node_state == "failed" || node_state == "skipped") && !Text(node, "reason").empty()) {
+      latest = Text(node, "reason");
+    }
+    table.AddRow({Text(node, "id"), NodeStateCell(node_state, color), NodeGpusCell(node), NodeElapsedCell(node, now),
+                  std::to_string(Int(node, "attempts")), latest});
+  }
+  return out + table.Render({3, 4});
+}
+
+bool PipelineFinished(const json& pipeline) {
+  if (Int(pipeline, "finished") > 0 || !Text(pipeline, "outcome").empty()) return true;
+  std::string state = Text(pipeline, "state");
+  return state == "succeeded" || state == "failed" || state == "cancelled" || state == "completed";
+}
+
+bool PipelineSucceeded(const json& pipeline) {
+  std::string outcome = Text(pipeline, "outcome");
+  if (outcome.empty()) outcome = Text(pipeline, "state");
+  return outcome == "succeeded" || outcome == "completed";
+}
+
+std::vector<std::string> ProgressChanges(const json& before, const json& after, TimeMs now) {
+  std::map<std::string, const json*> previous;
+  for (const json& node : Nodes(before)) previous[Text(node, "id")] = &node;
+  std::vector<std::string> lines;
+  for (const json& node : Nodes(after)) {
+    std::string id = Text(node, "id"), state = Text(node, "state");
+    int64_t attempts = Int(node, "attempts");
+    auto it = previous.find(id);
+    if (it == previous.end() ? state == "waiting"
+                             : Text(*it->second, "state") == state && Int(*it->second, "attempts") == attempts) {
+      continue;
+    }
+    std::string line = id + " " + (state == "active" ? "running" : state);
+    if (state == "running" || state == "active") {
+      if (std::string gpus = NodeGpusCell(node); gpus != "-") line += " on GPU " + gpus;
+      if (attempts > 1) line += fmt::format(" (attempt {})", attempts);
+    } else if (state == "completed" || state == "failed") {
+      line += " after " + NodeElapsedCell(node, now);
+      if (std::string latest = LatestMetricCell(node.value("latest_metrics", json())); latest != "-") {
+        line += ", " + latest;
+      }
+      if (state == "failed" && !Text(node, "reason").empty()) line += " (" + Text(node, "reason") + ")";
+    } else if (!Text(node, "reason").empty()) {
+      line += " (" + Text(node, "reason") + ")";
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+}  // namespace gpuherd::cli

@@ -1,0 +1,94 @@
+#include "cli/pipeline_format.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gpuherd::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using nlohmann::json;
+
+constexpr TimeMs kNow = 1'700'000'100'000;
+
+json Pipeline() {
+  return {{"id", 7}, {"name", "toy-sweep"}, {"state", "running"}, {"outcome", nullptr}, {"finished", 0},
+          {"nodes",
+           {{{"id", "train[lr=0.1]"}, {"state", "running"}, {"attempts", 2}, {"gpus", {2}},
+             {"started", kNow - 41'000}, {"ended", 0},
+             {"latest_metrics", {{"step", 120}, {"loss", 0.41234}, {"acc", 0.9}, {"lr", 0.1}, {"grad", 3.0}}}},
+            {{"id", "train[lr=0.3]"}, {"state", "failed"}, {"attempts", 3}, {"gpus", {0}},
+             {"started", kNow - 90'000}, {"ended", kNow - 30'000}, {"reason", "exit 1"},
+             {"latest_metrics", json::object()}},
+            {{"id", "report"}, {"state", "waiting"}, {"attempts", 0}, {"gpus", json::array()}}}}};
+}
+
+TEST(PipelineFormatTest, LatestMetricShowsStepThenThreeMetrics) {
+  EXPECT_EQ(LatestMetricCell(Pipeline()["nodes"][0]["latest_metrics"]), "step 120 acc=0.9 grad=3 loss=0.4123");
+  EXPECT_EQ(LatestMetricCell(json::object()), "-");
+  EXPECT_EQ(LatestMetricCell(nullptr), "-");
+  EXPECT_EQ(LatestMetricCell({{"loss", nullptr}}), "loss=nan");
+}
+
+TEST(PipelineFormatTest, ElapsedRunsUntilNowOrUntilTheEnd) {
+  json p = Pipeline();
+  EXPECT_EQ(NodeElapsedCell(p["nodes"][0], kNow), "41s");
+  EXPECT_EQ(NodeElapsedCell(p["nodes"][1], kNow), "1m00s");
+  EXPECT_EQ(NodeElapsedCell(p["nodes"][2], kNow), "-");
+  EXPECT_EQ(NodeGpusCell(p["nodes"][0]), "2");
+  EXPECT_EQ(NodeGpusCell(p["nodes"][2]), "-");
+}
+
+TEST(PipelineFormatTest, ProgressTableHasOneRowPerNode) {
+  std::string table = ProgressTable(Pipeline(), kNow, /*color=*/false);
+  EXPECT_THAT(table, HasSubstr("pipeline 7 toy-sweep: running, 0/3 done, 1 failed, 1 running\n"));
+  EXPECT_THAT(table, HasSubstr("NODE           STATE    GPU  ELAPSED  ATTEMPTS  LATEST"));
+  EXPECT_THAT(table, HasSubstr("train[lr=0.1]  running  2        41s         2  step 120 acc=0.9"));
+  EXPECT_THAT(table, HasSubstr("train[lr=0.3]  failed   0      1m00s         3  exit 1"));
+  EXPECT_THAT(table, HasSubstr("report         waiting  -          -         0  -"));
+}
+
+TEST(PipelineFormatTest, ListingCountsNodes) {
+  json list = {{{"id", 3}, {"name", "a"}, {"user", "ana"}, {"state", "finished"}, {"outcome", "failed"},
+                {"created", 1'700'000'000'000},
+                {"nodes", {{"total", 12}, {"completed", 10}, {"failed", 2}, {"running", 0}, {"waiting", 0},
+                           {"skipped", 0}}}}};
+  std::string table = PipelinesTable(list, false);
+  EXPECT_THAT(table, HasSubstr("ID  NAME  USER  STATE   NODES                 CREATED\n"));
+  EXPECT_THAT(table, HasSubstr(" 3  a     ana   failed  10/12 done, 2 failed  2023-11-14T22:13:20.000Z\n"));
+}
+
+TEST(PipelineFormatTest, FinishedAndSucceededFollowTheOutcome) {
+  json p = Pipeline();
+  EXPECT_FALSE(PipelineFinished(p));
+  p["outcome"] = "failed";
+  p["finished"] = kNow;
+  EXPECT_TRUE(PipelineFinished(p));
+  EXPECT_FALSE(PipelineSucceeded(p));
+  p["outcome"] = "succeeded";
+  EXPECT_TRUE(PipelineSucceeded(p));
+}
+
+TEST(PipelineFormatTest, ChangesListOnlyNodesThatMoved) {
+  json before = Pipeline();
+  json after = before;
+  EXPECT_THAT(ProgressChanges(before, after, kNow), IsEmpty());
+  after["nodes"][0]["state"] = "completed";
+  after["nodes"][0]["ended"] = kNow;
+  after["nodes"][2]["state"] = "running";
+  after["nodes"][2]["gpus"] = {1};
+  after["nodes"][2]["attempts"] = 1;
+  EXPECT_THAT(ProgressChanges(before, after, kNow),
+              ElementsAre("train[lr=0.1] completed after 41s, step 120 acc=0.9 grad=3 loss=0.4123",
+                          "report running on GPU 1"));
+}
+
+TEST(PipelineFormatTest, FirstChangesSkipWaitingNodes) {
+  EXPECT_THAT(ProgressChanges(nullptr, Pipeline(), kNow),
+              ElementsAre("train[lr=0.1] running on GPU 2 (attempt 2)", "train[lr=0.3] failed after 1m00s (exit 1)"));
+}
+
+}  // namespace
+}  // namespace gpuherd::cli

@@ -1,0 +1,194 @@
+// The job queue's listing and per-user bookkeeping, through a real daemon on a
+// simulated fleet (its jobs are real processes).
+#include "daemon/job_service.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/http_client.h"
+#include "daemon/daemon.h"
+
+namespace gpuherd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class JobServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = fs::temp_directory_path() / ("gpuherd_job_service_test_" + std::to_string(getpid()));
+    fs::remove_all(home_);
+    clock_ = host::NewRealClock();
+  }
+  void TearDown() override {
+    CancelUnfinished();
+    StopDaemon();
+    fs::remove_all(home_);
+  }
+
+  // Jobs outlive the daemon by design: the test's own must not.
+  void CancelUnfinished() {
+    if (!daemon_) return;
+    json unfinished = List("all=0");
+    for (const auto& j : unfinished["jobs"]) {
+      Call("POST", "/v1/jobs/" + std::to_string(j["id"].get<int64_t>()) + "/cancel");
+    }
+    EXPECT_TRUE(WaitFor([&] { return List("all=0")["jobs"].empty(); }));
+  }
+
+  void StartDaemon(int max_queued_per_user = 0) {
+    DaemonOptions options;
+    options.home = home_.string();
+    options.driver.sim_count = 4;
+    options.port = -1;
+    options.sample_interval = 100;
+    options.queue.scheduler.max_queued_jobs_per_user = max_queued_per_user;
+    auto d = Daemon::Create(options, clock_.get());
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    daemon_ = std::move(d).value();
+    runner_ = std::thread([this] { EXPECT_TRUE(daemon_->Run().ok()); });
+  }
+
+  void StopDaemon() {
+    if (!daemon_) return;
+    daemon_->Stop();
+    runner_.join();
+    daemon_.reset();
+  }
+
+  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
+    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+    auto r = client.Request(method, target, body);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : cli::ClientResponse{};
+  }
+
+  // Submits `command` under sh and returns the job id (0 when refused).
+  int64_t Submit(const std::string& command, double gpus = 1, const std::string& name = "") {
+    json spec = {{"command", {"sh", "-c", command}}, {"gpus", gpus}};
+    if (!name.empty()) spec["name"] = name;
+    auto r = Call("POST", "/v1/jobs", spec.dump());
+    if (r.status != 201) return 0;
+    return json::parse(r.body).value("id", int64_t{0});
+  }
+
+  json List(const std::string& query = "all=1") {
+    auto r = Call("GET", "/v1/jobs?" + query);
+    EXPECT_EQ(r.status, 200) << r.body;
+    json body = json::parse(r.body, nullptr, false);
+    EXPECT_TRUE(body.is_object()) << r.body;
+    return body;
+  }
+
+  std::string StateOf(int64_t id) {
+    json listing = List();
+    for (const auto& j : listing["jobs"]) {
+      if (j["id"] == id) return j["state"];
+    }
+    return "";
+  }
+
+  bool WaitFor(const std::function<bool()>& done) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
+
+  fs::path home_;
+  std::unique_ptr<host::Clock> clock_;
+  std::unique_ptr<Daemon> daemon_;
+  std::thread runner_;
+};
+
+// The listing without its clock readings, which differ from call to call.
+json WithoutNow(json listing) {
+  for (auto& j : listing["jobs"]) j.erase("now");
+  listing.erase("now");
+  return listing;
+}
+
+TEST_F(JobServiceTest, FinishedJobsListTheSameFromMemoryAndAfterARestart) {
+  StartDaemon();
+  int64_t ok = Submit("true");
+  int64_t failed = Submit("exit 3");
+  // A name that imitates the listing's own "now" field must not confuse it.
+  int64_t odd = Submit("true", 0, "odd\",\"now\":0,\"x");
+  ASSERT_GT(ok, 0);
+  ASSERT_GT(failed, 0);
+  ASSERT_GT(odd, 0);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(odd) == "completed" && StateOf(failed) == "failed" && StateOf(ok) == "completed"; }));
+  json before = List();
+  ASSERT_EQ(before["jobs"].size(), 3u);
+  for (const auto& j : before["jobs"]) EXPECT_EQ(j["now"], before["now"]) << j.dump();
+  EXPECT_EQ(before["jobs"][2]["name"], "odd\",\"now\":0,\"x");
+  EXPECT_EQ(before["jobs"][1]["exit_code"], 3);
+
+  StopDaemon();
+  StartDaemon();
+  json after = List();
+  EXPECT_EQ(WithoutNow(after), WithoutNow(before));
+  for (const auto& j : after["jobs"]) EXPECT_EQ(j["now"], after["now"]) << j.dump();
+}
+
+TEST_F(JobServiceTest, ListingIsOrderedByIdAcrossFinishedAndUnfinishedJobs) {
+  StartDaemon();
+  int64_t first = Submit("true");
+  ASSERT_TRUE(WaitFor([&] { return StateOf(first) == "completed"; }));
+  int64_t blocker = Submit("sleep 30", 4);  // every GPU
+  ASSERT_TRUE(WaitFor([&] { return StateOf(blocker) == "running"; }));
+  int64_t waiting = Submit("true");
+  json listing = List();
+  ASSERT_EQ(listing["jobs"].size(), 3u);
+  EXPECT_EQ(listing["jobs"][0]["id"], first);
+  EXPECT_EQ(listing["jobs"][1]["id"], blocker);
+  EXPECT_EQ(listing["jobs"][2]["id"], waiting);
+  EXPECT_EQ(listing["jobs"][2]["state"], "pending");
+  // Without all=1 only unfinished jobs; the filters apply to both kinds.
+  EXPECT_EQ(List("all=0")["jobs"].size(), 2u);
+  json completed = List("all=1&state=completed")["jobs"];
+  ASSERT_EQ(completed.size(), 1u);
+  EXPECT_EQ(completed[0]["id"], first);
+  EXPECT_EQ(List("all=1&user=nobody-here")["jobs"].size(), 0u);
+
+  ASSERT_EQ(Call("POST", "/v1/jobs/" + std::to_string(blocker) + "/cancel").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(waiting) == "completed"; }));
+  listing = List();
+  ASSERT_EQ(listing["jobs"].size(), 3u);
+  EXPECT_EQ(listing["jobs"][1]["state"], "cancelled");
+}
+
+TEST_F(JobServiceTest, QueueLimitCountsOnlyUnfinishedJobs) {
+  StartDaemon(/*max_queued_per_user=*/2);
+  int64_t a = Submit("sleep 30");
+  int64_t b = Submit("sleep 30");
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  auto refused = Call("POST", "/v1/jobs", json{{"command", {"true"}}}.dump());
+  EXPECT_EQ(refused.status, 412) << refused.body;
+  EXPECT_NE(refused.body.find("limit is 2"), std::string::npos) << refused.body;
+  ASSERT_EQ(Call("POST", "/v1/jobs/" + std::to_string(a) + "/cancel").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(a) == "cancelled"; }));
+  // The cancelled job no longer counts, also after a restart.
+  EXPECT_GT(Submit("sleep 30"), 0);
+  EXPECT_EQ(Call("POST", "/v1/jobs", json{{"command", {"true"}}}.dump()).status, 412);
+  StopDaemon();
+  StartDaemon(2);
+  EXPECT_EQ(Call("POST", "/v1/jobs", json{{"command", {"true"}}}.dump()).status, 412);
+  ASSERT_EQ(Call("POST", "/v1/jobs/" + std::to_string(b) + "/cancel").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(b) == "cancelled"; }));
+  EXPECT_GT(Submit("true"), 0);
+}
+
+}  // namespace
+}  // namespace gpuherd::daemon

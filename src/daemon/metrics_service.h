@@ -1,0 +1,41 @@
+// GET /metrics from the daemon's state: the fleet and its latest readings,
+// XIDs seen per GPU, burn-in health, the queue and the alerts, rendered by
+// telemetry::RenderMetrics. Lives on the event-loop thread; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "daemon/alert_service.h"
+#include "daemon/daemon_state.h"
+#include "daemon/job_service.h"
+
+namespace gpuherd::daemon {
+
+class MetricsService {
+ public:
+  // Every pointer must outlive the service; `jobs` and `alerts` may be null
+  // (their metrics are then left out).
+  MetricsService(DaemonState* state, JobService* jobs, AlertService* alerts)
+      : state_(state), jobs_(jobs), alerts_(alerts) {}
+
+  // After each sampling round: counts the XIDs of the newest readings.
+  void AfterRound();
+  // The exposition (telemetry::kMetricsContentType).
+  std::string Render();
+
+ private:
+  struct XidTally {
+    TimeMs counted_up_to = 0;  // readings at or before this time are counted
+    int last_xid = 0;
+    uint64_t count = 0;
+  };
+
+  DaemonState* state_;
+  JobService* jobs_;
+  AlertService* alerts_;
+  std::map<std::string, XidTally> xids_;  // by GPU UUID
+};
+
+}  // namespace gpuherd::daemon

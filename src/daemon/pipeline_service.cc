@@ -1,0 +1,745 @@
+#include "daemon/pipeline_service.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "pipeline/spec.h"
+
+namespace gpuherd::daemon {
+namespace {
+
+using nlohmann::json;
+using pipeline::NodeState;
+namespace fs = std::filesystem;
+
+// How many runs GET /v1/pipelines?all=1 lists: the most recent.
+constexpr int kMaxListedRuns = 1000;
+
+std::optional<NodeState> ParseNodeState(const std::string& name) {
+  for (NodeState s : {NodeState::kWaiting, NodeState::kActive, NodeState::kCompleted, NodeState::kFailed,
+                      NodeState::kCancelled, NodeState::kSkipped}) {
+    if (name == pipeline::NodeStateName(s)) return s;
+  }
+  return std::nullopt;
+}
+
+std::vector<pipeline::NodeStatus> Statuses(const std::vector<store::PipelineNodeRecord>& rows) {
+  std::vector<pipeline::NodeStatus> statuses;
+  statuses.reserve(rows.size());
+  for (const auto& r : rows) {
+    statuses.push_back({ParseNodeState(r.state).value_or(NodeState::kFailed), r.attempts});
+  }
+  return statuses;
+}
+
+const char* RunStateFor(pipeline::Outcome outcome) {
+  switch (outcome) {
+    case pipeline::Outcome::kSucceeded: return "completed";
+    case pipeline::Outcome::kFailed: return "failed";
+    case pipeline::Outcome::kCancelled: return "cancelled";
+  }
+  return "failed";
+}
+
+// Lower is better for losses, errors and perplexities; higher for the rest
+// (accuracies, rewards, throughput).
+bool LowerIsBetter(const std::string& metric) {
+  for (const char* word : {"loss", "err", "perplexity", "ppl"}) {
+    if (metric.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Creates `path` (and its parents) for the run's owner: the jobs run as that
+// user when the daemon is root, and must write their workspaces.
+Status MakeDir(const std::string& path, const Caller& owner) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return IoError("cannot create " + path + ": " + ec.message());
+  if (::geteuid() == 0 && owner.uid != 0 && ::chown(path.c_str(), owner.uid, owner.gid) != 0) {
+    return IoError(fmt::format("cannot give {} to uid {}: {}", path, owner.uid, std::strerror(errno)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+PipelineService::PipelineService(DaemonState* state, JobService* jobs, StateDir dir)
+    : state_(state), jobs_(jobs), dir_(std::move(dir)) {}
+
+std::string PipelineService::MetricsPath(int64_t job_id) const {
+  // JobService gives every job GPUHERD_METRICS_FILE = jobs/<id>/metrics.jsonl;
+  // its attempts append to the same file.
+  return fmt::format("{}/{}/metrics.jsonl", dir_.jobs_dir(), job_id);
+}
+
+Caller PipelineService::Owner(const store::PipelineRunRecord& record) const {
+  Caller c;
+  c.uid = record.uid;
+  c.gid = record.gid;
+  c.user = record.user;
+  c.authenticated = true;
+  return c;
+}
+
+void PipelineService::Event(const Run& run, const std::string& kind, store::Severity severity,
+                            const std::string& message, json data) {
+  store::EventRecord ev;
+  ev.time = state_->clock->Now();
+  ev.kind = kind;
+  ev.severity = severity;
+  ev.message = fmt::format("pipeline {} ({}): {}", run.record.id, run.record.name, message);
+  data["run"] = run.record.id;
+  ev.data_json = data.dump(-1, ' ', false, json::error_handler_t::replace);
+  state_->batch.events.push_back(std::move(ev));
+}
+
+void PipelineService::SaveNode(const Run& run, int node) { state_->batch.pipeline_nodes.push_back(run.nodes[node]); }
+
+void PipelineService::SaveRun(const Run& run) { state_->batch.pipeline_runs.push_back(run.record); }
+
+Result<PipelineService::Run> PipelineService::Rebuild(const store::PipelineRunRecord& record) {
+  auto spec = pipeline::ParsePipeline(record.yaml, record.source_path);
+  if (!spec.ok()) return spec.status().Annotate(fmt::format("stored pipeline run {} no longer parses", record.id));
+  spec->base_dir = record.base_dir;
+  std::map<std::string, std::string> overrides;
+  json stored = json::parse(record.overrides_json, nullptr, false);
+  if (stored.is_object()) {
+    for (const auto& [k, v] : stored.items()) overrides[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  auto plan = pipeline::Expand(*spec, overrides, record.run_dir);
+  if (!plan.ok()) return plan.status().Annotate(fmt::format("stored pipeline run {} no longer expands", record.id));
+  Run run;
+  run.record = record;
+  run.plan = std::move(plan).value();
+  for (size_t i = 0; i < run.plan.nodes.size(); ++i) {
+    const pipeline::PlanNode& n = run.plan.nodes[i];
+    store::PipelineNodeRecord row;
+    row.run_id = record.id;
+    row.node_id = n.id;
+    row.key = n.key;
+    row.step = n.step;
+    row.state = pipeline::NodeStateName(NodeState::kWaiting);
+    run.nodes.push_back(std::move(row));
+    run.by_id[n.id] = static_cast<int>(i);
+  }
+  auto rows = state_->store->ListPipelineNodes(record.id);
+  if (!rows.ok()) return rows.status();
+  for (auto& row : *rows) {
+    auto it = run.by_id.find(row.node_id);
+    if (it != run.by_id.end()) run.nodes[it->second] = std::move(row);
+  }
+  return run;
+}
+
+Status PipelineService::Load() {
+  auto last = state_->store->LastPipelineRunId();
+  if (!last.ok()) return last.status();
+  next_id_ = *last + 1;
+  auto records = state_->store->ListPipelineRuns(false, INT_MAX);
+  if (!records.ok()) return records.status();
+  for (const auto& record : *records) {
+    auto rebuilt = Rebuild(record);
+    if (!rebuilt.ok()) {
+      // The run cannot go on, but the daemon can: it is marked failed.
+      spdlog::error("{}", rebuilt.status().ToString());
+      Run broken;
+      broken.record = record;
+      broken.record.state = "failed";
+      broken.record.outcome = pipeline::OutcomeName(pipeline::Outcome::kFailed);
+      broken.record.finished = state_->clock->Now();
+      SaveRun(broken);
+      Event(broken, "pipeline.finished", store::Severity::kWarning, rebuilt.status().message());
+      continue;
+    }
+    Run& run = runs_.emplace(record.id, std::move(rebuilt).value()).first->second;
+    for (size_t i = 0; i < run.nodes.size(); ++i) {
+      store::PipelineNodeRecord& row = run.nodes[i];
+      if (row.state != pipeline::NodeStateName(NodeState::kActive)) continue;
+      job_nodes_[row.job_id] = {record.id, static_cast<int>(i)};
+      // Ended while this daemon was not looking (its record and the node's
+      // are written in one transaction, so this is rare): applied now.
+      auto job = state_->store->GetJob(row.job_id);
+      if (!job.ok()) return job.status();
+      sched::Job ended;
+      ended.id = row.job_id;
+      if (!job->has_value()) {
+        ended.state = sched::JobState::kFailed;
+        ended.reason = "its job is not in the store";
+      } else {
+        ended.state = sched::ParseJobState((*job)->state).value_or(sched::JobState::kFailed);
+        ended.ended = (*job)->ended;
+        ended.reason = (*job)->reason;
+      }
+      if (!sched::IsFinal(ended.state)) continue;
+      job_nodes_.erase(row.job_id);
+      NodeJobFinished(run, static_cast<int>(i), ended);
+    }
+  }
+  auto unfinished = state_->store->ListUnfinishedJobs();
+  if (!unfinished.ok()) return unfinished.status();
+  for (const auto& r : *unfinished) {
+    if (r.state != "running" && r.state != "stopping") continue;
+    sched::Job job;
+    job.id = r.id;
+    job.attempt = r.attempt;
+    job.state = sched::JobState::kRunning;
+    WatchMetrics(job, /*catch_up=*/true);
+  }
+  dirty_ = true;
+  return Status::Ok();
+}
+
+Result<json> PipelineService::Create(const json& body, const Caller& caller) {
+  if (!caller.authenticated) return Unauthenticated("running a pipeline needs the unix socket or the API token");
+  if (!body.is_object()) {
+    return InvalidArgument("body must be a JSON object {\"yaml\": \"<the pipeline file>\", \"source\": \"path\", "
+                           "\"base_dir\": \"/abs/dir\", \"params\": {\"key\": \"value\"}}");
+  }
+  for (const auto& [key, value] : body.items()) {
+    if (key != "yaml" && key != "source" && key != "base_dir" && key != "params") {
+      return InvalidArgument("unknown field '" + key + "'; allowed: yaml, source, base_dir, params");
+    }
+  }
+  if (!body.contains("yaml") || !body["yaml"].is_string()) {
+    return InvalidArgument("field 'yaml' (the pipeline file's text, a string) is required");
+  }
+  const std::string source = body.value("source", std::string("pipeline.yaml"));
+  const std::string base_dir = body.value("base_dir", std::string());
+  if (!base_dir.empty() && !fs::path(base_dir).is_absolute()) {
+    return InvalidArgument("base_dir must be an absolute folder (the pipeline file's), got '" + base_dir + "'");
+  }
+  std::map<std::string, std::string> overrides;
+  if (body.contains("params")) {
+    if (!body["params"].is_object()) return InvalidArgument("params must be an object {\"key\": \"value\"}");
+    for (const auto& [k, v] : body["params"].items()) {
+      if (v.is_object() || v.is_array() || v.is_null()) {
+        return InvalidArgument("parameter '" + k + "' must be a string or a number, like -p " + k + "=5");
+      }
+      overrides[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    }
+  }
+  auto spec = pipeline::ParsePipeline(body["yaml"].get<std::string>(), source);
+  if (!spec.ok()) return spec.status();
+  spec->base_dir = base_dir;
+  const int64_t id = next_id_;
+  const std::string run_dir = fmt::format("{}/pipelines/{}", dir_.root, id);
+  auto plan = pipeline::Expand(*spec, overrides, run_dir);
+  if (!plan.ok()) return plan.status();
+
+  store::PipelineRunRecord record;
+  record.id = id;
+  record.name = plan->name;
+  record.source_path = source;
+  record.base_dir = base_dir;
+  record.yaml = body["yaml"].get<std::string>();
+  record.overrides_json = json(overrides).dump();
+  record.run_dir = plan->run_dir;
+  record.state = "running";
+  record.created = state_->clock->Now();
+  record.user = caller.user;
+  record.uid = caller.uid;
+  record.gid = caller.gid;
+  const Caller owner = Owner(record);
+
+  // The run's folder, each node's workspace, artifact and checkpoint
+  // folders, made before any job starts.
+  std::error_code ec;
+  fs::create_directories(dir_.root + "/pipelines", ec);
+  fs::permissions(dir_.root + "/pipelines", fs::perms(0711), ec);
+  GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir, owner));
+  GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/.checkpoints", owner));
+  for (const pipeline::PlanNode& n : plan->nodes) {
+    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/" + n.step, owner));
+    GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/" + n.key, owner));
+    for (const std::string& a : n.artifacts) GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/" + a, owner));
+    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/.checkpoints/" + n.step, owner));
+  }
+  ++next_id_;
+
+  Run run;
+  run.record = record;
+  run.plan = std::move(plan).value();
+  for (size_t i = 0; i < run.plan.nodes.size(); ++i) {
+    const pipeline::PlanNode& n = run.plan.nodes[i];
+    store::PipelineNodeRecord row;
+    row.run_id = id;
+    row.node_id = n.id;
+    row.key = n.key;
+    row.step = n.step;
+    row.state = pipeline::NodeStateName(NodeState::kWaiting);
+    run.nodes.push_back(std::move(row));
+    run.by_id[n.id] = static_cast<int>(i);
+  }
+  SaveRun(run);
+  for (size_t i = 0; i < run.nodes.size(); ++i) SaveNode(run, static_cast<int>(i));
+  Event(run, "pipeline.created", store::Severity::kInfo,
+        fmt::format("{} nodes from {}, run by {}, in {}", run.nodes.size(), source, caller.user, run.record.run_dir));
+  const size_t count = run.nodes.size();
+  runs_.emplace(id, std::move(run));
+  dirty_ = true;
+  return json{{"id", id}, {"nodes", count}};
+}
+
+void PipelineService::Drive(Run& run) {
+  run.dirty = false;
+  if (run.record.state != "running") return;  // cancelled: its jobs are stopping
+  for (bool again = true; again;) {
+    again = false;
+    const std::vector<pipeline::NodeAction> actions = pipeline::NextActions(run.plan, Statuses(run.nodes));
+    for (const pipeline::NodeAction& a : actions) {
+      switch (a.kind) {
+        case pipeline::NodeAction::Kind::kSubmit:
+        case pipeline::NodeAction::Kind::kRetry:
+          Submit(run, a);
+          // A refused submission fails the node, which NextActions may
+          // retry or skip past: ask again.
+          again = again || run.nodes[a.node].state != pipeline::NodeStateName(NodeState::kActive);
+          break;
+        case pipeline::NodeAction::Kind::kSkip: {
+          store::PipelineNodeRecord& row = run.nodes[a.node];
+          row.state = pipeline::NodeStateName(NodeState::kSkipped);
+          row.reason = a.reason;
+          row.ended = state_->clock->Now();
+          SaveNode(run, a.node);
+          break;
+        }
+        case pipeline::NodeAction::Kind::kFinish:
+          FinishRun(run, a.outcome, a.reason);
+          return;
+      }
+    }
+  }
+}
+
+void PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
+  const pipeline::PlanNode& node = run.plan.nodes[action.node];
+  store::PipelineNodeRecord& row = run.nodes[action.node];
+  json spec = pipeline::JobSpecFor(run.plan, action);
+  // A node retried by a person starts again from its checkpoint too.
+  if (row.attempts > 0) spec["env"]["GPUHERD_RESUME"] = "1";
+  SubmitExtras extras;
+  extras.checkpoint_dir = node.checkpoint_dir;
+  extras.prior_attempts = action.attempt - 1;
+  auto id = jobs_->Submit(spec, Owner(run.record), extras);
+  row.attempts = action.attempt;
+  row.started = 0;
+  row.ended = 0;
+  if (!id.ok()) {
+    row.state = pipeline::NodeStateName(NodeState::kFailed);
+    row.reason = "its job was refused: " + id.status().message();
+    row.ended = state_->clock->Now();
+    Event(run, "pipeline.node_failed", store::Severity::kWarning, fmt::format("{}: {}", node.id, row.reason),
+          {{"node", node.id}});
+  } else {
+    row.state = pipeline::NodeStateName(NodeState::kActive);
+    row.job_id = *id;
+    row.reason = action.reason;
+    job_nodes_[*id] = {run.record.id, action.node};
+  }
+  SaveNode(run, action.node);
+}
+
+void PipelineService::FinishRun(Run& run, pipeline::Outcome outcome, const std::string& reason) {
+  run.record.state = RunStateFor(outcome);
+  run.record.outcome = pipeline::OutcomeName(outcome);
+  run.record.finished = state_->clock->Now();
+  SaveRun(run);
+  Event(run, "pipeline.finished",
+        outcome == pipeline::Outcome::kSucceeded ? store::Severity::kInfo : store::Severity::kWarning,
+        fmt::format("{}: {}", run.record.outcome, reason), {{"outcome", run.record.outcome}});
+}
+
+void PipelineService::NodeJobFinished(Run& run, int node, const sched::Job& job) {
+  store::PipelineNodeRecord& row = run.nodes[node];
+  row.ended = job.ended > 0 ? job.ended : state_->clock->Now();
+  row.reason = job.reason;
+  NodeState state = NodeState::kFailed;
+  if (job.state == sched::JobState::kCompleted) state = NodeState::kCompleted;
+  if (job.state == sched::JobState::kCancelled) state = NodeState::kCancelled;
+  // A job stopped by an anomaly check failed; like any failure it may be
+  // retried. One cancelled by a person ends its node.
+  if (auto stopped = run.stopped_by_anomaly.find(node); stopped != run.stopped_by_anomaly.end()) {
+    if (state == NodeState::kCancelled) {
+      state = NodeState::kFailed;
+      row.reason = "stopped by an anomaly check: " + stopped->second;
+    }
+    run.stopped_by_anomaly.erase(stopped);
+  }
+  row.state = pipeline::NodeStateName(state);
+  SaveNode(run, node);
+  run.dirty = true;
+  dirty_ = true;
+}
+
+void PipelineService::WatchMetrics(const sched::Job& job, bool catch_up) {
+  MetricsIntake::Source source;
+  source.job_id = job.id;
+  source.attempt = job.attempt;
+  source.path = MetricsPath(job.id);
+  if (auto it = job_nodes_.find(job.id); it != job_nodes_.end()) {
+    auto run = runs_.find(it->second.first);
+    if (run != runs_.end()) {
+      const int node = it->second.second;
+      source.run_id = run->first;
+      source.node_id = run->second.plan.nodes[node].id;
+      source.attempt = std::max(1, run->second.nodes[node].attempts) - 1 + job.attempt;
+      source.anomalies = run->second.plan.nodes[node].anomalies;
+    }
+  }
+  intake_.Watch(source, catch_up);
+}
+
+void PipelineService::OnJobChanged(const sched::Job& job) {
+  const TimeMs now = state_->clock->Now();
+  if (job.state == sched::JobState::kRunning) {
+    WatchMetrics(job, /*catch_up=*/false);
+  } else if (intake_.watching(job.id)) {
+    // The attempt is over: what it wrote last is read now. The job is gone
+    // or waiting, so anomalies found now are recorded but not acted on.
+    std::vector<MetricsIntake::Found> found;
+    intake_.Poll(now, job.id, &state_->batch.metrics, &found);
+    for (const auto& f : found) ActOnAnomaly(f, /*may_act=*/false);
+    if (sched::IsFinal(job.state)) intake_.Forget(job.id);
+  }
+
+  auto mapped = job_nodes_.find(job.id);
+  if (mapped == job_nodes_.end()) return;
+  auto run = runs_.find(mapped->second.first);
+  if (run == runs_.end()) {
+    job_nodes_.erase(mapped);
+    return;
+  }
+  const int node = mapped->second.second;
+  store::PipelineNodeRecord& row = run->second.nodes[node];
+  if (job.state == sched::JobState::kRunning) {
+    row.started = job.started;
+    row.reason.clear();
+    SaveNode(run->second, node);
+  } else if (sched::IsFinal(job.state)) {
+    job_nodes_.erase(mapped);
+    NodeJobFinished(run->second, node, job);
+  } else {
+    row.reason = job.reason;  // requeued: it will resume from its checkpoint
+    SaveNode(run->second, node);
+  }
+}
+
+void PipelineService::ActOnAnomaly(const MetricsIntake::Found& found, bool may_act) {
+  auto run = runs_.find(found.run_id);
+  if (run == runs_.end()) return;
+  const pipeline::Anomaly& a = found.anomaly;
+  const char* action = pipeline::AnomalyActionName(may_act ? a.action : pipeline::AnomalyAction::kNone);
+  Event(run->second, "pipeline.anomaly", store::Severity::kWarning,
+        fmt::format("{} (job {}): {}; action: {}", found.node_id, found.job_id, a.message, action),
+        {{"node", found.node_id},
+         {"job", found.job_id},
+         {"kind", pipeline::AnomalyKindName(a.kind)},
+         {"metric", a.metric},
+         {"value", a.value},
+         {"threshold", a.threshold},
+         {"action", action}});
+  if (!may_act) return;
+  auto mapped = job_nodes_.find(found.job_id);
+  if (mapped == job_nodes_.end()) return;  // no longer the node's job
+  const Caller owner = Owner(run->second.record);
+  Status done = Status::Ok();
+  switch (a.action) {
+    case pipeline::AnomalyAction::kNone:
+      break;
+    case pipeline::AnomalyAction::kCheckpoint:
+      done = jobs_->Signal(found.job_id, SIGUSR1);
+      break;
+    case pipeline::AnomalyAction::kStop:
+      run->second.stopped_by_anomaly[mapped->second.second] = a.message;
+      done = jobs_->Act(found.job_id, "cancel", owner).status();
+      break;
+    case pipeline::AnomalyAction::kRestart:
+      done = jobs_->Act(found.job_id, "requeue", owner).status();
+      break;
+  }
+  if (!done.ok()) spdlog::warn("pipeline {}: cannot {} job {}: {}", found.run_id, action, found.job_id, done.message());
+}
+
+void PipelineService::OnRound() {
+  const TimeMs now = state_->clock->Now();
+  std::vector<MetricsIntake::Found> found;
+  intake_.Poll(now, 0, &state_->batch.metrics, &found);
+  for (auto& f : intake_.Tick(now)) found.push_back(std::move(f));
+  for (const auto& f : found) ActOnAnomaly(f, /*may_act=*/true);
+}
+
+void PipelineService::EndOfTurn() {
+  if (!dirty_) return;
+  dirty_ = false;
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    Run& run = it->second;
+    if (run.dirty) Drive(run);
+    bool active = false;
+    for (const auto& row : run.nodes) active = active || row.state == pipeline::NodeStateName(NodeState::kActive);
+    // Finished (or cancelled with every job stopped): served from the store.
+    it = run.record.state != "running" && !active ? runs_.erase(it) : std::next(it);
+  }
+}
+
+Result<PipelineService::Run*> PipelineService::Find(int64_t id, const Caller& caller, bool act) {
+  auto it = runs_.find(id);
+  const store::PipelineRunRecord* record = it == runs_.end() ? nullptr : &it->second.record;
+  std::optional<store::PipelineRunRecord> stored;
+  if (!record) {
+    auto got = state_->store->GetPipelineRun(id);
+    if (!got.ok()) return got.status();
+    stored = std::move(got).value();
+    if (stored) record = &*stored;
+  }
+  const bool visible = record && (caller.admin || (caller.authenticated && caller.uid == record->uid));
+  if (!visible) return NotFound(fmt::format("no pipeline run {} of yours; `gpuherd pipelines --all` lists them", id));
+  if (act && !caller.MayActOn(record->uid)) {
+    return PermissionDenied(fmt::format("pipeline run {} belongs to {}", id, record->user));
+  }
+  return it == runs_.end() ? nullptr : &it->second;
+}
+
+Result<PipelineService::Run> PipelineService::Stored(int64_t id, const Caller& caller) {
+  auto found = Find(id, caller, false);
+  if (!found.ok()) return found.status();
+  auto record = state_->store->GetPipelineRun(id);
+  if (!record.ok()) return record.status();
+  if (!record->has_value()) return NotFound(fmt::format("no pipeline run {}", id));
+  return Rebuild(**record);
+}
+
+json PipelineService::Summary(const Run& run) const {
+  std::map<std::string, int> counts = {{"completed", 0}, {"failed", 0},  {"running", 0},
+                                       {"waiting", 0},   {"skipped", 0}, {"cancelled", 0}};
+  for (const auto& row : run.nodes) {
+    // "running" counts the nodes whose job is queued or running.
+    ++counts[row.state == pipeline::NodeStateName(NodeState::kActive) ? "running" : row.state];
+  }
+  json nodes(counts);
+  nodes["total"] = run.nodes.size();
+  return {{"id", run.record.id},          {"name", run.record.name},         {"state", run.record.state},
+          {"outcome", run.record.outcome}, {"created", run.record.created},  {"finished", run.record.finished},
+          {"user", run.record.user},       {"source", run.record.source_path}, {"nodes", nodes}};
+}
+
+json PipelineService::Detail(const Run& run) {
+  json j = Summary(run);
+  j["run_dir"] = run.record.run_dir;
+  j["params"] = run.plan.params;
+  // The latest line and the best value of every metric, per node.
+  std::map<std::string, json> latest;
+  std::map<std::string, std::map<std::string, double>> best;
+  auto lines = state_->store->ListRunMetrics(run.record.id, "");
+  if (lines.ok()) {
+    for (const store::MetricRecord& m : *lines) {
+      json line = json::parse(m.line_json, nullptr, false);
+      if (!line.is_object()) continue;
+      if (m.step || !latest.count(m.node_id)) latest[m.node_id] = line;
+      auto& b = best[m.node_id];
+      for (const auto& [name, value] : line.items()) {
+        if (name == "step" || name == "time" || !value.is_number()) continue;
+        const double v = value.get<double>();
+        if (!std::isfinite(v)) continue;
+        auto it = b.find(name);
+        if (it == b.end() || (LowerIsBetter(name) ? v < it->second : v > it->second)) b[name] = v;
+      }
+    }
+  }
+  json nodes = json::array();
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    const store::PipelineNodeRecord& row = run.nodes[i];
+    const pipeline::PlanNode& plan_node = run.plan.nodes[i];
+    json matrix = json::object();
+    for (const auto& [name, value] : plan_node.matrix) matrix[name] = value;
+    std::string state = row.state;
+    json gpus = json::array();
+    if (row.job_id > 0) {
+      if (auto job = jobs_->Show(row.job_id); job.ok()) {
+        gpus = job->value("assigned_gpus", json::array());
+        if (state == pipeline::NodeStateName(NodeState::kActive)) {
+          const std::string job_state = job->value("state", std::string());
+          state = job_state == "running" || job_state == "stopping" ? "running" : "pending";
+        }
+      }
+    }
+    nodes.push_back({{"id", row.node_id},
+                     {"key", row.key},
+                     {"step", row.step},
+                     {"matrix", matrix},
+                     {"state", state},
+                     {"attempts", row.attempts},
+                     {"retries", plan_node.retries},
+                     {"job_id", row.job_id},
+                     {"gpus", gpus},
+                     {"started", row.started},
+                     {"ended", row.ended},
+                     {"reason", row.reason},
+                     {"needs", plan_node.needs},
+                     {"latest_metrics", latest.count(row.node_id) ? latest[row.node_id] : json::object()},
+                     {"best", json(best[row.node_id])}});
+  }
+  j["nodes"] = std::move(nodes);
+  return j;
+}
+
+Result<json> PipelineService::List(bool all, const Caller& caller) {
+  auto visible = [&](const store::PipelineRunRecord& r) {
+    return caller.admin || (caller.authenticated && caller.uid == r.uid);
+  };
+  std::map<int64_t, json, std::greater<>> listed;  // newest first
+  // Runs in memory first: their latest state may not be committed yet.
+  for (const auto& [id, run] : runs_) {
+    if (visible(run.record) && (all || run.record.state == "running")) listed[id] = Summary(run);
+  }
+  auto records = state_->store->ListPipelineRuns(all, all ? kMaxListedRuns : INT_MAX);
+  if (!records.ok()) return records.status();
+  for (const auto& record : *records) {
+    if (runs_.count(record.id) || !visible(record)) continue;
+    Run run;
+    run.record = record;
+    auto rows = state_->store->ListPipelineNodes(record.id);
+    if (!rows.ok()) return rows.status();
+    run.nodes = std::move(rows).value();
+    listed[record.id] = Summary(run);
+  }
+  json out = json::array();
+  for (auto& [id, summary] : listed) out.push_back(std::move(summary));
+  return json{{"pipelines", out}};
+}
+
+Result<json> PipelineService::Show(int64_t id, const Caller& caller) {
+  auto found = Find(id, caller, false);
+  if (!found.ok()) return found.status();
+  if (*found) return Detail(**found);
+  auto run = Stored(id, caller);
+  if (!run.ok()) return run.status();
+  return Detail(*run);
+}
+
+Result<json> PipelineService::Metrics(int64_t id, const std::string& node, const Caller& caller) {
+  auto found = Find(id, caller, false);
+  if (!found.ok()) return found.status();
+  if (!node.empty()) {
+    // The node must exist; its id is checked against the plan.
+    Run stored;
+    const Run* run = *found;
+    if (!run) {
+      auto rebuilt = Stored(id, caller);
+      if (!rebuilt.ok()) return rebuilt.status();
+      stored = std::move(rebuilt).value();
+      run = &stored;
+    }
+    if (!run->by_id.count(node)) {
+      return NotFound(fmt::format("pipeline run {} has no node '{}'; `gpuherd pipeline show {}` lists them", id,
+                                  node, id));
+    }
+  }
+  auto lines = state_->store->ListRunMetrics(id, node);
+  if (!lines.ok()) return lines.status();
+  json out = json::array();
+  for (const store::MetricRecord& m : *lines) {
+    json values = json::parse(m.line_json, nullptr, false);
+    if (!values.is_object()) continue;
+    values.erase("step");
+    values.erase("time");
+    out.push_back({{"node", m.node_id},
+                   {"job", m.job_id},
+                   {"attempt", m.attempt},
+                   {"step", m.step ? json(*m.step) : json(nullptr)},
+                   {"time", m.time},
+                   {"values", std::move(values)}});
+  }
+  return json{{"metrics", out}};
+}
+
+Result<std::string> PipelineService::Cancel(int64_t id, const Caller& caller) {
+  auto found = Find(id, caller, true);
+  if (!found.ok()) return found.status();
+  if (!*found) {
+    auto record = state_->store->GetPipelineRun(id);
+    return FailedPrecondition(fmt::format("pipeline run {} is already {}", id,
+                                          record.ok() && record->has_value() ? (*record)->state : "finished"));
+  }
+  Run& run = **found;
+  if (run.record.state != "running") {
+    return FailedPrecondition(fmt::format("pipeline run {} is already {}", id, run.record.state));
+  }
+  run.record.state = "cancelled";
+  run.record.outcome = pipeline::OutcomeName(pipeline::Outcome::kCancelled);
+  run.record.finished = state_->clock->Now();
+  SaveRun(run);
+  Event(run, "pipeline.cancelled", store::Severity::kInfo, "cancelled by " + caller.user);
+  const std::string why = "cancelled with its pipeline by " + caller.user;
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    store::PipelineNodeRecord& row = run.nodes[i];
+    if (row.state == pipeline::NodeStateName(NodeState::kWaiting)) {
+      row.state = pipeline::NodeStateName(NodeState::kCancelled);
+      row.reason = why;
+      row.ended = run.record.finished;
+      SaveNode(run, static_cast<int>(i));
+    } else if (row.state == pipeline::NodeStateName(NodeState::kActive)) {
+      // A queued job ends at once (its node through OnJobChanged); a
+      // running one is stopped with its grace period.
+      auto done = jobs_->Act(row.job_id, "cancel", caller);
+      if (!done.ok()) spdlog::warn("pipeline {}: cannot cancel job {}: {}", id, row.job_id, done.status().message());
+    }
+  }
+  run.dirty = true;
+  dirty_ = true;
+  return std::string("cancelled");
+}
+
+Result<std::string> PipelineService::Retry(int64_t id, const Caller& caller) {
+  auto found = Find(id, caller, true);
+  if (!found.ok()) return found.status();
+  Run* run = *found;
+  Run loaded;
+  if (!run) {
+    auto rebuilt = Stored(id, caller);
+    if (!rebuilt.ok()) return rebuilt.status();
+    loaded = std::move(rebuilt).value();
+    run = &loaded;
+  }
+  const std::vector<pipeline::NodeStatus> statuses = Statuses(run->nodes);
+  std::vector<int> again;
+  for (size_t i = 0; i < run->nodes.size(); ++i) {
+    const NodeState s = statuses[i].state;
+    if (s == NodeState::kSkipped || (s == NodeState::kFailed && pipeline::IsFinal(run->plan.nodes[i], statuses[i]))) {
+      again.push_back(static_cast<int>(i));
+    }
+  }
+  if (again.empty()) {
+    return FailedPrecondition(fmt::format("pipeline run {} has no failed or skipped nodes to retry (it is {})", id,
+                                          run->record.state));
+  }
+  for (int i : again) {
+    store::PipelineNodeRecord& row = run->nodes[i];
+    row.state = pipeline::NodeStateName(NodeState::kWaiting);
+    row.reason = "retried by " + caller.user;
+    row.ended = 0;
+    SaveNode(*run, i);
+  }
+  run->record.state = "running";
+  run->record.outcome.clear();
+  run->record.finished = 0;
+  run->dirty = true;
+  SaveRun(*run);
+  Event(*run, "pipeline.retried", store::Severity::kInfo,
+        fmt::format("{} failed or skipped nodes set waiting again by {}", again.size(), caller.user));
+  if (run == &loaded) runs_.emplace(id, std::move(loaded));
+  dirty_ = true;
+  return std::string("running");
+}
+
+}  // namespace gpuherd::daemon

@@ -1,0 +1,109 @@
+// Pipeline runs on the job queue: a pipeline file expanded into a plan
+// whose nodes become jobs as their needs complete, with retries that resume
+// from the node's checkpoint, cancel and retry by people, and the metric
+// lines of every job collected into the store with the pipeline's anomaly
+// checks and their actions. Lives on the event-loop thread (not
+// thread-safe); every change goes into the turn's WriteBatch.
+//
+// A run survives a daemon restart: its file, overrides and folder are
+// stored, and expansion is deterministic, so Load() rebuilds the same plan
+// and carries on from the stored node states.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/state_dir.h"
+#include "core/status.h"
+#include "daemon/caller.h"
+#include "daemon/daemon_state.h"
+#include "daemon/job_service.h"
+#include "daemon/metrics_intake.h"
+#include "pipeline/plan.h"
+#include "pipeline/progress.h"
+#include "sched/job.h"
+
+namespace gpuherd::daemon {
+
+class PipelineService {
+ public:
+  // `state` and `jobs` must outlive the service. Call Load() once, then
+  // route the queue's job changes to OnJobChanged.
+  PipelineService(DaemonState* state, JobService* jobs, StateDir dir);
+
+  // Reloads unfinished runs and starts collecting the metrics of the jobs
+  // that are running (their lines so far are stored again, without raising
+  // anomalies a second time).
+  Status Load();
+
+  // POST /v1/pipelines: {"yaml", "source"?, "base_dir"?, "params"?} →
+  // {"id", "nodes"}. Validation errors name the file and line.
+  Result<nlohmann::json> Create(const nlohmann::json& body, const Caller& caller);
+  // GET /v1/pipelines: running runs, or every run (the newest 1,000) when
+  // `all`; a user sees their own, an admin every run.
+  Result<nlohmann::json> List(bool all, const Caller& caller);
+  Result<nlohmann::json> Show(int64_t id, const Caller& caller);
+  // The run's metric lines, of one node (by id) or of all when empty.
+  Result<nlohmann::json> Metrics(int64_t id, const std::string& node, const Caller& caller);
+  // Cancels every unfinished node's job: the run's new state.
+  Result<std::string> Cancel(int64_t id, const Caller& caller);
+  // Sets failed and skipped nodes waiting again (their attempts are kept,
+  // so each gets one new attempt, resuming from its checkpoint): the run's
+  // new state.
+  Result<std::string> Retry(int64_t id, const Caller& caller);
+
+  // JobService's state listener: a job started, was requeued or finished.
+  void OnJobChanged(const sched::Job& job);
+  // Each telemetry round: new metric lines, stall checks, anomaly actions.
+  void OnRound();
+  // End of turn, before the queue's: submits the jobs of nodes that became
+  // ready and records finished runs.
+  void EndOfTurn();
+
+ private:
+  struct Run {
+    store::PipelineRunRecord record;
+    pipeline::Plan plan;
+    std::vector<store::PipelineNodeRecord> nodes;  // indexed like plan.nodes
+    std::map<std::string, int> by_id;              // node id → index
+    std::map<int, std::string> stopped_by_anomaly;  // node → why a check is stopping its job
+    bool dirty = true;                             // NextActions may have news
+  };
+
+  // Re-expands a stored run's file; the nodes are the stored ones.
+  Result<Run> Rebuild(const store::PipelineRunRecord& record);
+  Result<Run*> Find(int64_t id, const Caller& caller, bool act);
+  // A stored run not kept in memory (finished), for reading.
+  Result<Run> Stored(int64_t id, const Caller& caller);
+  void Drive(Run& run);
+  void Submit(Run& run, const pipeline::NodeAction& action);
+  void FinishRun(Run& run, pipeline::Outcome outcome, const std::string& reason);
+  void SaveNode(const Run& run, int node);
+  void SaveRun(const Run& run);
+  void Event(const Run& run, const std::string& kind, store::Severity severity, const std::string& message,
+             nlohmann::json data = nlohmann::json::object());
+  // Applies a job's final state to its node.
+  void NodeJobFinished(Run& run, int node, const sched::Job& job);
+  void ActOnAnomaly(const MetricsIntake::Found& found, bool may_act);
+  void WatchMetrics(const sched::Job& job, bool catch_up);
+  Caller Owner(const store::PipelineRunRecord& record) const;
+  nlohmann::json Summary(const Run& run) const;
+  nlohmann::json Detail(const Run& run);
+  std::string MetricsPath(int64_t job_id) const;
+
+  DaemonState* state_;
+  JobService* jobs_;
+  StateDir dir_;
+  int64_t next_id_ = 1;
+  std::map<int64_t, Run> runs_;  // runs still going (and cancelled ones whose jobs still stop)
+  // A pipeline job's run and node index.
+  std::map<sched::JobId, std::pair<int64_t, int>> job_nodes_;
+  MetricsIntake intake_;
+  bool dirty_ = false;  // some run needs driving
+};
+
+}  // namespace gpuherd::daemon

@@ -1,0 +1,337 @@
+// Pipeline runs through a real daemon on a simulated fleet: the nodes' jobs
+// are real shell processes, the API is the unix socket's.
+#include "daemon/pipeline_service.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/http_client.h"
+#include "daemon/daemon.h"
+#include "exec/launcher.h"
+#include "store/store.h"
+
+namespace gpuherd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class PipelineServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = fs::temp_directory_path() / ("gpuherd_pipeline_service_test_" + std::to_string(getpid()));
+    fs::remove_all(home_);
+    fs::create_directories(home_ / "files");
+    clock_ = host::NewRealClock();
+  }
+  void TearDown() override {
+    CancelUnfinishedJobs();
+    StopDaemon();
+    fs::remove_all(home_);
+  }
+
+  // Jobs outlive the daemon by design: the test's own must not.
+  void CancelUnfinishedJobs() {
+    if (!daemon_) return;
+    json jobs = Get("/v1/jobs");
+    for (const auto& j : jobs["jobs"]) Call("POST", "/v1/jobs/" + std::to_string(j["id"].get<int64_t>()) + "/cancel");
+    EXPECT_TRUE(WaitFor([&] { return Get("/v1/jobs")["jobs"].empty(); }));
+  }
+
+  void StartDaemon() {
+    DaemonOptions options;
+    options.home = home_.string();
+    options.driver.sim_count = 4;
+    options.port = -1;
+    options.sample_interval = 100;
+    auto d = Daemon::Create(options, clock_.get());
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    daemon_ = std::move(d).value();
+    runner_ = std::thread([this] { EXPECT_TRUE(daemon_->Run().ok()); });
+  }
+
+  void StopDaemon() {
+    if (!daemon_) return;
+    daemon_->Stop();
+    runner_.join();
+    daemon_.reset();
+  }
+
+  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
+    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+    auto r = client.Request(method, target, body);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : cli::ClientResponse{};
+  }
+
+  json Get(const std::string& target) {
+    auto r = Call("GET", target);
+    EXPECT_EQ(r.status, 200) << target << ": " << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+
+  // Runs `yaml` (its relative paths meaning files/) and returns the run id.
+  int64_t Run(const std::string& yaml, json params = json::object()) {
+    json body = {{"yaml", yaml}, {"source", "test.yaml"}, {"base_dir", (home_ / "files").string()},
+                 {"params", params}};
+    auto r = Call("POST", "/v1/pipelines", body.dump());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.status == 201 ? json::parse(r.body)["id"].get<int64_t>() : 0;
+  }
+
+  json Show(int64_t id) { return Get("/v1/pipelines/" + std::to_string(id)); }
+
+  json Node(const json& run, const std::string& id) {
+    for (const auto& n : run["nodes"]) {
+      if (n["id"] == id) return n;
+    }
+    ADD_FAILURE() << "no node " << id << " in " << run.dump();
+    return json::object();
+  }
+
+  bool WaitState(int64_t id, const std::string& state) {
+    return WaitFor([&] { return Show(id).value("state", "") == state; });
+  }
+
+  static bool WaitFor(const std::function<bool()>& done) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+
+  static std::string Read(const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  std::string RunDir(int64_t id) { return (home_ / "pipelines" / std::to_string(id)).string(); }
+
+  fs::path home_;
+  std::unique_ptr<host::Clock> clock_;
+  std::unique_ptr<Daemon> daemon_;
+  std::thread runner_;
+};
+
+TEST_F(PipelineServiceTest, InvalidFileIsRefusedWithItsLineAndNothingIsStored) {
+  StartDaemon();
+  json body = {{"yaml", "name: bad\nsteps:\n  a:\n    run: \"true\"\n    colour: blue\n"}, {"source", "bad.yaml"}};
+  auto r = Call("POST", "/v1/pipelines", body.dump());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("bad.yaml:5"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("colour"), std::string::npos) << r.body;
+
+  body = {{"yaml", "name: p\nparams: {n: 1}\nsteps:\n  a: {run: \"true\"}\n"}, {"params", {{"m", "2"}}}};
+  r = Call("POST", "/v1/pipelines", body.dump());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("no parameter 'm'"), std::string::npos) << r.body;
+  EXPECT_EQ(Call("POST", "/v1/pipelines", R"({"yaml": "name: p", "colour": 1})").status, 400);
+  EXPECT_EQ(Get("/v1/pipelines?all=1")["pipelines"].size(), 0u);
+  EXPECT_EQ(Call("GET", "/v1/pipelines/1").status, 404);
+}
+
+// A sweep whose point b fails on its first attempt: the retry is a new job
+// that finds the node's checkpoint folder, knows it resumes, and the report
+// step reads every point's workspace.
+TEST_F(PipelineServiceTest, SweepRunsOnTheQueueAndAFailedPointResumesFromItsCheckpoint) {
+  StartDaemon();
+  const std::string yaml = R"(name: sweep
+params: {greeting: hello}
+defaults: {gpus: 0}
+steps:
+  prepare:
+    run: ["sh", "-c", "echo ${{ params.greeting }} > ${{ workspace }}/data/input"]
+    artifacts: [data]
+  train:
+    needs: [prepare]
+    matrix: {point: [a, b, c]}
+    retries: 1
+    run:
+      - sh
+      - -c
+      - >-
+        cat ${{ step.prepare.workspace }}/data/input > ${{ workspace }}/out;
+        echo "$GPUHERD_CHECKPOINT_DIR $GPUHERD_RESTART_COUNT ${GPUHERD_RESUME:-0}" >> ${{ workspace }}/env;
+        if [ ${{ matrix.point }} = b ] && [ ! -e $GPUHERD_CHECKPOINT_DIR/ckpt ]; then
+        touch $GPUHERD_CHECKPOINT_DIR/ckpt; exit 3; fi
+  report:
+    needs: [train]
+    if: always
+    run: ["sh", "-c", "cat ${{ step.train.workspace }}/*/out | wc -l > ${{ workspace }}/lines"]
+)";
+  int64_t id = Run(yaml, {{"greeting", "bonjour"}});
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitFor([&] { return Show(id)["state"] != "running"; })) << Show(id).dump(2);
+  json run = Show(id);
+  EXPECT_EQ(run["state"], "completed") << run.dump(2);
+  EXPECT_EQ(run["outcome"], "succeeded");
+  EXPECT_EQ(run["params"]["greeting"], "bonjour");
+  EXPECT_EQ(run["nodes"].size(), 5u);
+  for (const auto& n : run["nodes"]) EXPECT_EQ(n["state"], "completed") << n.dump();
+  json b = Node(run, "train[point=b]");
+  EXPECT_EQ(b["attempts"], 2);
+  EXPECT_EQ(b["matrix"]["point"], "b");
+  EXPECT_EQ(Node(run, "train[point=a]")["attempts"], 1);
+
+  const std::string dir = RunDir(id);
+  EXPECT_EQ(Read(dir + "/train/0/out"), "bonjour\n");
+  EXPECT_EQ(Read(dir + "/report/lines"), "3\n");
+  // Both attempts of b saw the same checkpoint folder; the second resumed.
+  const std::string ckpt = dir + "/.checkpoints/train/1";
+  EXPECT_EQ(Read(dir + "/train/1/env"), ckpt + " 0 0\n" + ckpt + " 1 1\n");
+  EXPECT_EQ(Read(dir + "/train/0/env"), dir + "/.checkpoints/train/0 0 0\n");
+
+  json listing = Get("/v1/pipelines?all=1")["pipelines"];
+  ASSERT_EQ(listing.size(), 1u);
+  EXPECT_EQ(listing[0]["nodes"]["total"], 5);
+  EXPECT_EQ(listing[0]["nodes"]["completed"], 5);
+  EXPECT_EQ(Get("/v1/pipelines")["pipelines"].size(), 0u);  // nothing running
+}
+
+TEST_F(PipelineServiceTest, AFailureSkipsWhatNeedsItAndRetryFinishesTheRun) {
+  StartDaemon();
+  const std::string marker = (home_ / "files" / "fixed").string();
+  const std::string yaml = R"(name: chain
+defaults: {gpus: 0}
+steps:
+  a: {run: ["sh", "-c", "test -e fixed"]}
+  b: {needs: [a], run: "true"}
+  c: {needs: [b], run: "true"}
+  report: {needs: [c], if: always, run: "true"}
+)";
+  int64_t id = Run(yaml);
+  ASSERT_TRUE(WaitState(id, "failed")) << Show(id).dump(2);
+  json run = Show(id);
+  EXPECT_EQ(run["outcome"], "failed");
+  EXPECT_EQ(Node(run, "a")["state"], "failed");
+  EXPECT_EQ(Node(run, "b")["state"], "skipped");
+  EXPECT_NE(Node(run, "b")["reason"].get<std::string>().find("it needs a, which failed"), std::string::npos);
+  EXPECT_EQ(Node(run, "c")["state"], "skipped");
+  EXPECT_EQ(Node(run, "report")["state"], "completed");
+  EXPECT_EQ(Get("/v1/pipelines?all=1")["pipelines"][0]["nodes"]["skipped"], 2);
+
+  std::ofstream(marker).put('\n');
+  auto retried = Call("POST", "/v1/pipelines/" + std::to_string(id) + "/retry");
+  ASSERT_EQ(retried.status, 200) << retried.body;
+  EXPECT_EQ(json::parse(retried.body)["state"], "running");
+  ASSERT_TRUE(WaitState(id, "completed")) << Show(id).dump(2);
+  run = Show(id);
+  EXPECT_EQ(Node(run, "a")["attempts"], 2);
+  EXPECT_EQ(Node(run, "c")["state"], "completed");
+  EXPECT_EQ(Node(run, "report")["attempts"], 1);  // it had completed: not run again
+  auto again = Call("POST", "/v1/pipelines/" + std::to_string(id) + "/retry");
+  EXPECT_EQ(again.status, 412) << again.body;
+}
+
+TEST_F(PipelineServiceTest, CancelStopsRunningJobsAndWaitingNodes) {
+  StartDaemon();
+  int64_t id = Run("name: long\ndefaults: {gpus: 1}\nsteps:\n  a: {run: \"sleep 60\"}\n"
+                   "  b: {needs: [a], run: \"true\"}\n");
+  ASSERT_TRUE(WaitFor([&] { return Node(Show(id), "a")["state"] == "running"; }));
+  EXPECT_EQ(Node(Show(id), "a")["gpus"].size(), 1u);
+  auto r = Call("POST", "/v1/pipelines/" + std::to_string(id) + "/cancel");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["state"], "cancelled");
+  ASSERT_TRUE(WaitFor([&] { return Node(Show(id), "a")["state"] == "cancelled"; })) << Show(id).dump(2);
+  json run = Show(id);
+  EXPECT_EQ(run["state"], "cancelled");
+  EXPECT_EQ(run["outcome"], "cancelled");
+  EXPECT_EQ(Node(run, "b")["state"], "cancelled");
+  EXPECT_EQ(Call("POST", "/v1/pipelines/" + std::to_string(id) + "/cancel").status, 412);
+}
+
+TEST_F(PipelineServiceTest, MetricsAreCollectedAndANanStopsTheNodeOnce) {
+  StartDaemon();
+  const std::string yaml = R"(name: nan
+defaults: {gpus: 0}
+anomalies: {nan: stop}
+steps:
+  train:
+    run:
+      - sh
+      - -c
+      - >-
+        echo '{"step": 1, "loss": 0.9, "acc": 0.5}' >> $GPUHERD_METRICS_FILE;
+        echo '{"step": 2, "loss": 0.4, "acc": 0.7}' >> $GPUHERD_METRICS_FILE;
+        echo '{"step": 3, "loss": NaN, "acc": 0.6}' >> $GPUHERD_METRICS_FILE;
+        sleep 60
+)";
+  int64_t id = Run(yaml);
+  ASSERT_TRUE(WaitState(id, "failed")) << Show(id).dump(2);
+  json node = Node(Show(id), "train");
+  EXPECT_EQ(node["state"], "failed");
+  EXPECT_NE(node["reason"].get<std::string>().find("stopped by an anomaly check"), std::string::npos) << node;
+  EXPECT_EQ(node["latest_metrics"]["step"], 3);
+  EXPECT_TRUE(node["latest_metrics"]["loss"].is_null());
+  EXPECT_EQ(node["best"]["loss"], 0.4);
+  EXPECT_EQ(node["best"]["acc"], 0.7);
+
+  json metrics = Get("/v1/pipelines/" + std::to_string(id) + "/metrics?node=train")["metrics"];
+  ASSERT_EQ(metrics.size(), 3u);
+  EXPECT_EQ(metrics[0]["step"], 1);
+  EXPECT_EQ(metrics[0]["values"]["loss"], 0.9);
+  EXPECT_EQ(metrics[0]["attempt"], 1);
+  EXPECT_FALSE(metrics[0]["values"].contains("step"));
+  EXPECT_EQ(Call("GET", "/v1/pipelines/" + std::to_string(id) + "/metrics?node=nope").status, 404);
+
+  json events = Get("/v1/events?kind=pipeline.anomaly")["events"];
+  ASSERT_EQ(events.size(), 1u) << events.dump(2);
+  EXPECT_NE(events[0]["message"].get<std::string>().find("action: stop"), std::string::npos) << events[0];
+}
+
+TEST_F(PipelineServiceTest, ARestartedDaemonCarriesOnWithTheRun) {
+  StartDaemon();
+  int64_t id = Run("name: survive\ndefaults: {gpus: 0}\nsteps:\n  a: {run: \"sleep 1.5\"}\n"
+                   "  b: {needs: [a], run: [\"sh\", \"-c\", \"echo done > ${{ workspace }}/out\"]}\n");
+  ASSERT_TRUE(WaitFor([&] { return Node(Show(id), "a")["state"] == "running"; }));
+  StopDaemon();
+  StartDaemon();
+  ASSERT_TRUE(WaitState(id, "completed")) << Show(id).dump(2);
+  EXPECT_EQ(Read(RunDir(id) + "/b/out"), "done\n");
+  EXPECT_EQ(Node(Show(id), "a")["attempts"], 1);
+  // Ids are never reused.
+  EXPECT_EQ(Run("name: next\nsteps:\n  a: {run: \"true\", gpus: 0}\n"), id + 1);
+}
+
+TEST_F(PipelineServiceTest, PlainJobsHaveTheirMetricsCollectedToo) {
+  StartDaemon();
+  json spec = {{"command", {"sh", "-c", "echo '{\"step\": 1, \"loss\": 2.5}' >> $GPUHERD_METRICS_FILE"}},
+               {"gpus", 0}};
+  auto r = Call("POST", "/v1/jobs", spec.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  const int64_t job = json::parse(r.body)["id"].get<int64_t>();
+  ASSERT_TRUE(WaitFor([&] { return Get("/v1/jobs/" + std::to_string(job))["state"] == "completed"; }));
+  StopDaemon();
+  store::StoreOptions read_only;
+  read_only.read_only = true;
+  auto store = store::Store::Open((home_ / "state.db").string(), read_only);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto lines = (*store)->ListJobMetrics(job);
+  ASSERT_TRUE(lines.ok());
+  ASSERT_EQ(lines->size(), 1u);
+  EXPECT_EQ((*lines)[0].run_id, 0);
+  EXPECT_EQ(json::parse((*lines)[0].line_json)["loss"], 2.5);
+}
+
+}  // namespace
+}  // namespace gpuherd::daemon
+
+int main(int argc, char** argv) {
+  // The daemon starts this binary again as its job launcher.
+  if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,36 @@
+// Kubernetes node labels from the detected GPUs and their latest burn-in
+// verdicts, printed as kubectl commands for the admin to run.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "gpu/types.h"
+
+namespace gpuherd::doctor {
+
+// Labels in a fixed order (key, value); values are valid label values
+// (at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends).
+//   accelerator, nvidia.com/gpu.product, nvidia.com/gpu.count,
+//   nvidia.com/gpu.memory (MiB, of the smallest GPU), gpuherd.io/gpu.model,
+//   gpuherd.io/gpu.mixed (only when models differ), gpuherd.io/health (the
+//   worst verdict: unhealthy > degraded > unknown > healthy) and
+//   gpuherd.io/healthy-gpus.
+// `verdicts` maps GPU UUID -> "healthy", "degraded", "unhealthy"; a GPU
+// without one counts as "unknown". Fails when there are no GPUs.
+Result<std::vector<std::pair<std::string, std::string>>> NodeLabels(
+    const std::vector<gpu::GpuInfo>& gpus, const std::map<std::string, std::string>& verdicts);
+
+// "kubectl label node <node> --overwrite k=v ..." with one label per line.
+std::string KubectlLabelCommand(const std::string& node,
+                                const std::vector<std::pair<std::string, std::string>>& labels);
+
+// Turns any text into a valid label value ("NVIDIA H100 80GB HBM3" ->
+// "NVIDIA-H100-80GB-HBM3").
+std::string LabelValue(std::string_view text);
+
+}  // namespace gpuherd::doctor

@@ -1,0 +1,109 @@
+// The results report of a pipeline run: a comparison of its sweep points,
+// learning curves, step timings with GPU-hours, and failures, as HTML,
+// Markdown or CSV. Pure: it renders what the daemon's API returned
+// (GET /v1/pipelines/{id} and its /metrics) and reads nothing else.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace gpuherd::pipeline {
+
+struct ReportData {
+  nlohmann::json pipeline;  // the object of GET /v1/pipelines/{id}
+  nlohmann::json metrics;   // the "metrics" array of GET /v1/pipelines/{id}/metrics
+  TimeMs now = 0;           // the end of the elapsed time of nodes still running
+};
+
+struct MetricSummary {
+  double final_value = 0;  // from the last line logged, in time order
+  double best_value = 0;   // lowest for loss-like names (see LowerIsBetter), else highest
+  double best_at = 0;      // the training step of the best value
+  int count = 0;           // finite values seen
+};
+
+struct CurvePoint {
+  double step = 0;
+  double value = 0;
+};
+
+struct NodeReport {
+  std::string id;    // "train[lr=0.1,seed=1]"
+  std::string key;   // "train/3"
+  std::string step;  // the pipeline step's name
+  std::vector<std::pair<std::string, std::string>> matrix;
+  std::string state;
+  int attempts = 0;
+  std::string reason;
+  double gpus = 0;              // GPUs held: gpu_tenths / 10, else the number assigned
+  double elapsed_seconds = 0;   // started → ended (or the report's `now` while running)
+  double gpu_hours = 0;         // gpus × elapsed
+  std::map<std::string, MetricSummary> metrics;
+  // Metric name → its values by training step; a step logged again after a
+  // resume keeps the later value, so a restarted point draws one curve.
+  std::map<std::string, std::vector<CurvePoint>> curves;
+};
+
+struct StepTiming {
+  std::string step;
+  int nodes = 0;
+  double elapsed_seconds = 0;  // summed over the step's nodes
+  double longest_seconds = 0;
+  double gpu_hours = 0;
+};
+
+struct Report {
+  int64_t id = 0;
+  std::string name, state, outcome, run_dir;
+  TimeMs created = 0, finished = 0;
+  std::map<std::string, std::string> params;
+  std::vector<NodeReport> nodes;          // in the pipeline's node order
+  std::vector<std::string> matrix_names;  // every point's parameter names, first seen first
+  std::vector<std::string> metric_names;  // sorted
+  std::vector<StepTiming> steps;          // in order of first node
+  double gpu_hours = 0;
+  int failed_attempts = 0;                // attempts beyond the first, over all nodes
+};
+
+// True for metrics where lower is better: names containing "loss", "err",
+// "perplexity" or "ppl", or ending in "mse", "mae" or "rmse".
+bool LowerIsBetter(std::string_view metric);
+
+// Gathers the numbers every format shows. Metric lines are matched to nodes
+// by the node's id or key; their training step is the line's "step" when it
+// is a number, else values.step, else the line's position. The fields step,
+// epoch, time and timestamp are axes, not metrics; non-numeric and
+// non-finite values are left out. Errors when `pipeline` lacks the shape
+// the API promises.
+Result<Report> Summarize(const ReportData& data);
+
+// The charting library inlined into the HTML; empty parts mean "no charts".
+struct ChartLibrary {
+  std::string_view js;
+  std::string_view css;
+  bool available() const { return !js.empty(); }
+};
+
+// uPlot, when the build found npm and compiled it in; otherwise empty.
+ChartLibrary EmbeddedChartLibrary();
+
+// A self-contained page: everything, scripts included, is inline. The
+// comparison table sorts by a click on any header. The curves' data is in a
+// <script type="application/json" id="gpuherd-report-data"> element:
+// {"metrics": [names], "points": [{"node", "key", "curves": {metric: [[steps], [values]]}}]}.
+// Without a chart library the page has tables only and says why.
+std::string RenderHtml(const Report& report, const ChartLibrary& charts);
+std::string RenderMarkdown(const Report& report);
+// One row per node: node, key, step, state, attempts, the matrix parameters,
+// elapsed_s, gpus, gpu_hours, then <metric>_final and <metric>_best.
+std::string RenderCsv(const Report& report);
+
+}  // namespace gpuherd::pipeline

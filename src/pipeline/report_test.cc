@@ -1,0 +1,316 @@
+#include "pipeline/report.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gpuherd::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using nlohmann::json;
+
+constexpr TimeMs kStart = 1'700'000'000'000;
+
+// The curves the fake trainer logs: loss falls with the learning rate's
+// help, accuracy rises; a point with lr 0.3 has a loss spike at step 5.
+double Loss(double lr, int step) { return 2.0 / (1.0 + lr * step) + (lr > 0.2 && step == 5 ? 3.0 : 0.0); }
+double Accuracy(double lr, int step) { return 1.0 - 0.5 / (1.0 + lr * step); }
+
+json MetricLine(const std::string& node, int attempt, int step, json values) {
+  values["step"] = step;
+  return {{"node", node}, {"attempt", attempt}, {"step", step}, {"time", kStart + attempt * 100'000 + step * 1000},
+          {"values", values}};
+}
+
+// Three sweep points of "train" and a report node; the lr=0.1 point failed
+// at step 7 and resumed from its checkpoint at step 5, logging steps 6 and 7
+// again with other values.
+ReportData SweepData() {
+  ReportData data;
+  data.now = kStart + 3'600'000;
+  data.pipeline = {{"id", 7}, {"name", "toy-sweep"}, {"state", "finished"}, {"outcome", "succeeded"},
+                   {"created", kStart}, {"finished", kStart + 600'000}, {"run_dir", "/runs/7"},
+                   {"params", {{"steps", "10"}}}, {"nodes", json::array()}};
+  const double lrs[] = {0.3, 0.1, 0.03};
+  for (int i = 0; i < 3; ++i) {
+    std::string id = "train[lr=" + json(lrs[i]).dump() + "]";
+    data.pipeline["nodes"].push_back({{"id", id}, {"key", "train/" + std::to_string(i)}, {"step", "train"},
+                                      {"matrix", {{"lr", json(lrs[i]).dump()}}}, {"state", "completed"},
+                                      {"attempts", i == 1 ? 2 : 1}, {"job_id", 10 + i}, {"gpus", {i}},
+                                      {"gpu_tenths", 5}, {"started", kStart + 1000},
+                                      {"ended", kStart + 1000 + (i + 1) * 720'000}, {"reason", ""}});
+    for (int step = 0; step < 10; ++step) {
+      if (i == 1 && step > 7) break;
+      data.metrics.push_back(MetricLine(id, 1, step, {{"loss", Loss(lrs[i], step)}, {"acc", Accuracy(lrs[i], step)}}));
+    }
+    if (i == 1) {
+      for (int step = 6; step < 10; ++step) {
+        data.metrics.push_back(
+            MetricLine(id, 2, step, {{"loss", Loss(lrs[i], step) / 2}, {"acc", Accuracy(lrs[i], step)}}));
+      }
+    }
+  }
+  data.pipeline["nodes"].push_back({{"id", "report"}, {"key", "report"}, {"step", "report"},
+                                    {"matrix", json::object()}, {"state", "running"}, {"attempts", 1},
+                                    {"gpus", json::array()}, {"started", kStart + 3'000'000}, {"ended", 0}});
+  return data;
+}
+
+const NodeReport& Node(const Report& r, const std::string& key) {
+  for (const NodeReport& n : r.nodes) {
+    if (n.key == key) return n;
+  }
+  ADD_FAILURE() << "no node " << key;
+  return r.nodes.front();
+}
+
+TEST(ReportTest, FinalAndBestFollowTheMetricLines) {
+  auto report = Summarize(SweepData());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->metric_names, (std::vector<std::string>{"acc", "loss"}));
+  EXPECT_EQ(report->matrix_names, (std::vector<std::string>{"lr"}));
+
+  const NodeReport& fast = Node(*report, "train/0");
+  EXPECT_DOUBLE_EQ(fast.metrics.at("loss").final_value, Loss(0.3, 9));
+  EXPECT_DOUBLE_EQ(fast.metrics.at("loss").best_value, Loss(0.3, 9));  // lowest, not the spike
+  EXPECT_DOUBLE_EQ(fast.metrics.at("acc").best_value, Accuracy(0.3, 9));
+  EXPECT_EQ(fast.metrics.at("loss").count, 10);
+
+  const NodeReport& slow = Node(*report, "train/2");
+  EXPECT_DOUBLE_EQ(slow.metrics.at("acc").final_value, Accuracy(0.03, 9));
+  EXPECT_DOUBLE_EQ(slow.metrics.at("acc").best_at, 9);
+}
+
+TEST(ReportTest, ResumedPointKeepsTheLaterAttemptsValues) {
+  auto report = Summarize(SweepData());
+  ASSERT_TRUE(report.ok());
+  const NodeReport& resumed = Node(*report, "train/1");
+  EXPECT_DOUBLE_EQ(resumed.metrics.at("loss").final_value, Loss(0.1, 9) / 2);
+  EXPECT_DOUBLE_EQ(resumed.metrics.at("loss").best_value, Loss(0.1, 9) / 2);
+  // One value per step: steps 6 and 7 of the failed attempt are replaced.
+  const auto& curve = resumed.curves.at("loss");
+  ASSERT_EQ(curve.size(), 10u);
+  for (int step = 0; step < 10; ++step) {
+    EXPECT_EQ(curve[step].step, step);
+    EXPECT_DOUBLE_EQ(curve[step].value, step < 6 ? Loss(0.1, step) : Loss(0.1, step) / 2) << step;
+  }
+  EXPECT_EQ(report->failed_attempts, 1);
+}
+
+TEST(ReportTest, GpuHoursAreGpusTimesElapsed) {
+  auto report = Summarize(SweepData());
+  ASSERT_TRUE(report.ok());
+  double total = 0;
+  for (int i = 0; i < 3; ++i) {
+    const NodeReport& n = Node(*report, "train/" + std::to_string(i));
+    double elapsed = (i + 1) * 720.0;
+    EXPECT_DOUBLE_EQ(n.elapsed_seconds, elapsed);
+    EXPECT_DOUBLE_EQ(n.gpus, 0.5);
+    EXPECT_DOUBLE_EQ(n.gpu_hours, 0.5 * elapsed / 3600);
+    total += n.gpu_hours;
+  }
+  // The running report node has no GPUs: time counts, GPU-hours do not.
+  EXPECT_DOUBLE_EQ(Node(*report, "report").elapsed_seconds, 600.0);
+  EXPECT_DOUBLE_EQ(Node(*report, "report").gpu_hours, 0.0);
+  EXPECT_DOUBLE_EQ(report->gpu_hours, total);
+  ASSERT_EQ(report->steps.size(), 2u);
+  EXPECT_EQ(report->steps[0].step, "train");
+  EXPECT_EQ(report->steps[0].nodes, 3);
+  EXPECT_DOUBLE_EQ(report->steps[0].gpu_hours, total);
+  EXPECT_DOUBLE_EQ(report->steps[0].longest_seconds, 3 * 720.0);
+}
+
+TEST(ReportTest, GpuCountFallsBackToAssignedGpus) {
+  ReportData data = SweepData();
+  data.pipeline["nodes"][0].erase("gpu_tenths");
+  data.pipeline["nodes"][0]["gpus"] = {0, 1};
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  EXPECT_DOUBLE_EQ(Node(*report, "train/0").gpu_hours, 2 * 720.0 / 3600);
+}
+
+TEST(ReportTest, SkipsValuesThatAreNotFiniteNumbers) {
+  ReportData data = SweepData();
+  std::string id = data.pipeline["nodes"][2]["id"];
+  data.metrics.push_back(MetricLine(id, 1, 10, {{"loss", nullptr}, {"acc", "n/a"}}));
+  data.metrics.push_back(MetricLine(id, 1, 11, {{"loss", std::numeric_limits<double>::infinity()}}));
+  data.metrics.push_back(MetricLine("not-a-node", 1, 1, {{"loss", 0.0}}));
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  EXPECT_DOUBLE_EQ(Node(*report, "train/2").metrics.at("loss").final_value, Loss(0.03, 9));
+  EXPECT_EQ(Node(*report, "train/2").metrics.at("loss").count, 10);
+}
+
+TEST(ReportTest, StepComesFromValuesWhenTheLineHasNone) {
+  ReportData data;
+  data.pipeline = {{"id", 1}, {"nodes", {{{"id", "a"}, {"key", "a"}, {"step", "a"}}}}};
+  data.metrics = {{{"node", "a"}, {"values", {{"step", 40}, {"err", 0.5}}}},
+                  {{"node", "a"}, {"values", {{"step", 80}, {"err", 0.25}}}},
+                  {{"node", "a"}, {"values", {{"err", 0.75}}}}};
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  const MetricSummary& err = report->nodes[0].metrics.at("err");
+  EXPECT_DOUBLE_EQ(err.best_value, 0.25);
+  EXPECT_DOUBLE_EQ(err.best_at, 80);
+  EXPECT_DOUBLE_EQ(err.final_value, 0.75);
+  EXPECT_DOUBLE_EQ(report->nodes[0].curves.at("err")[0].step, 2);  // its position
+}
+
+TEST(ReportTest, RefusesAReplyWithoutNodes) {
+  ReportData data;
+  data.pipeline = {{"id", 3}};
+  auto report = Summarize(data);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(report.status().message(), HasSubstr("nodes"));
+}
+
+TEST(ReportTest, LowerIsBetterForLossesAndErrors) {
+  EXPECT_TRUE(LowerIsBetter("loss"));
+  EXPECT_TRUE(LowerIsBetter("val_loss"));
+  EXPECT_TRUE(LowerIsBetter("top1_error"));
+  EXPECT_TRUE(LowerIsBetter("PPL"));
+  EXPECT_TRUE(LowerIsBetter("val_rmse"));
+  EXPECT_FALSE(LowerIsBetter("acc"));
+  EXPECT_FALSE(LowerIsBetter("bleu"));
+}
+
+// The JSON inside <script id="gpuherd-report-data">.
+json EmbeddedData(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"gpuherd-report-data\">";
+  size_t begin = html.find(open);
+  if (begin == std::string::npos) return nullptr;
+  begin += open.size();
+  size_t end = html.find("</script>", begin);
+  return json::parse(html.substr(begin, end - begin), nullptr, false);
+}
+
+TEST(ReportHtmlTest, EmbeddedChartDataMatchesTheMetrics) {
+  ReportData data = SweepData();
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  std::string html = RenderHtml(*report, ChartLibrary{"window.uPlot=function(){};", ".uplot{}"});
+  json embedded = EmbeddedData(html);
+  ASSERT_TRUE(embedded.is_object()) << html;
+  EXPECT_EQ(embedded["metrics"], json({"acc", "loss"}));
+  ASSERT_EQ(embedded["points"].size(), 3u);  // the report node logged nothing
+  // Every metric line of an attempt that was not replaced appears at its step.
+  for (const json& line : data.metrics) {
+    const std::string node = line["node"];
+    const json* point = nullptr;
+    for (const json& p : embedded["points"]) {
+      if (p["node"] == node) point = &p;
+    }
+    ASSERT_NE(point, nullptr) << node;
+    const json& curve = (*point)["curves"]["loss"];
+    int step = line["step"];
+    ASSERT_EQ(curve[0][step], step);
+    bool replaced = node == "train[lr=0.1]" && line["attempt"] == 1 && step >= 6;
+    if (!replaced) {
+      EXPECT_DOUBLE_EQ(curve[1][step].get<double>(), line["values"]["loss"].get<double>());
+    }
+  }
+  EXPECT_THAT(html, HasSubstr("window.uPlot=function(){};"));
+  EXPECT_THAT(html, HasSubstr("new uPlot("));
+  EXPECT_THAT(html, HasSubstr("<table class=\"sortable\">"));
+  EXPECT_THAT(html, Not(HasSubstr("No charts")));
+}
+
+TEST(ReportHtmlTest, WithoutAChartLibraryTheReportSaysSo) {
+  auto report = Summarize(SweepData());
+  ASSERT_TRUE(report.ok());
+  std::string html = RenderHtml(*report, ChartLibrary{});
+  EXPECT_THAT(html, HasSubstr("No charts"));
+  EXPECT_THAT(html, Not(HasSubstr("new uPlot(")));
+  EXPECT_TRUE(EmbeddedData(html).is_object());
+}
+
+TEST(ReportHtmlTest, EscapesNamesFromTheFile) {
+  ReportData data;
+  data.pipeline = {{"id", 1}, {"name", "<b>x</b>"},
+                   {"nodes", {{{"id", "a</script>"}, {"key", "a"}, {"step", "a&b"}}}}};
+  data.metrics = {{{"node", "a</script>"}, {"step", 1}, {"values", {{"loss", 1.0}}}}};
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  std::string html = RenderHtml(*report, ChartLibrary{});
+  EXPECT_THAT(html, HasSubstr("&lt;b&gt;x&lt;/b&gt;"));
+  EXPECT_THAT(html, HasSubstr("a&amp;b"));
+  EXPECT_EQ(EmbeddedData(html)["points"][0]["node"], "a</script>");
+}
+
+TEST(ReportHtmlTest, BuiltInChartLibraryIsUplot) {
+#ifdef GPUHERD_HAVE_UPLOT
+  ChartLibrary charts = EmbeddedChartLibrary();
+  ASSERT_TRUE(charts.available());
+  EXPECT_THAT(std::string(charts.js), HasSubstr("uPlot"));
+  EXPECT_THAT(std::string(charts.css), HasSubstr(".uplot"));
+#else
+  EXPECT_FALSE(EmbeddedChartLibrary().available());
+#endif
+}
+
+std::vector<std::string> Split(const std::string& text, char separator) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, separator);) out.push_back(part);
+  return out;
+}
+
+TEST(ReportCsvTest, RowsCarryTheNumbersOfEachPoint) {
+  ReportData data = SweepData();
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  std::vector<std::string> lines = Split(RenderCsv(*report), '\n');
+  ASSERT_EQ(lines.size(), 5u);  // header + 4 nodes
+  std::vector<std::string> header = Split(lines[0], ',');
+  EXPECT_EQ(header, (std::vector<std::string>{"node", "key", "step", "state", "attempts", "lr", "elapsed_s", "gpus",
+                                              "gpu_hours", "acc_final", "acc_best", "loss_final", "loss_best"}));
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> row = Split(lines[1 + i], ',');
+    ASSERT_EQ(row.size(), header.size()) << lines[1 + i];
+    const NodeReport& n = report->nodes[i];
+    EXPECT_EQ(row[1], n.key);
+    EXPECT_DOUBLE_EQ(std::stod(row[8]), 0.5 * (i + 1) * 720.0 / 3600);
+    EXPECT_DOUBLE_EQ(std::stod(row[11]), n.metrics.at("loss").final_value);
+    EXPECT_DOUBLE_EQ(std::stod(row[12]), n.metrics.at("loss").best_value);
+  }
+  EXPECT_DOUBLE_EQ(std::stod(Split(lines[1], ',')[11]), Loss(0.3, 9));
+}
+
+TEST(ReportCsvTest, QuotesFieldsWithCommas) {
+  ReportData data;
+  data.pipeline = {{"id", 1}, {"nodes", {{{"id", "t[a=1,b=\"x\"]"}, {"key", "t/0"}, {"step", "t"}}}}};
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  EXPECT_THAT(RenderCsv(*report), HasSubstr("\"t[a=1,b=\"\"x\"\"]\",t/0,t,"));
+}
+
+TEST(ReportMarkdownTest, ComparisonRowShowsFinalAndBest) {
+  auto report = Summarize(SweepData());
+  ASSERT_TRUE(report.ok());
+  std::string md = RenderMarkdown(*report);
+  EXPECT_THAT(md, HasSubstr("| node | state | attempts | lr | acc final | acc best (max) | loss final | "
+                            "loss best (min) | elapsed (s) | GPU-hours |"));
+  bool found = false;
+  for (const std::string& line : Split(md, '\n')) {
+    if (!line.starts_with("| train[lr=0.3]")) continue;
+    found = true;
+    std::vector<std::string> cells = Split(line, '|');
+    // "", node, state, attempts, lr, acc final, acc best, loss final, loss best, elapsed, GPU-hours
+    ASSERT_GE(cells.size(), 11u);
+    EXPECT_NEAR(std::stod(cells[7]), Loss(0.3, 9), 1e-5);
+    EXPECT_NEAR(std::stod(cells[9]), 720.0, 1e-9);
+    EXPECT_NEAR(std::stod(cells[10]), 0.1, 1e-9);
+  }
+  EXPECT_TRUE(found) << md;
+  EXPECT_THAT(md, HasSubstr("| train[lr=0.1] | completed | 2 |"));  // under failures and restarts
+  EXPECT_THAT(md, HasSubstr("## Step timings"));
+}
+
+}  // namespace
+}  // namespace gpuherd::pipeline

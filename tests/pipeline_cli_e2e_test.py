@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the pipeline commands: the real CLI against a real daemon on a
+simulated fleet, running the example sweep (examples/pipelines/sweep.yaml) with the toy
+trainer, and the report's numbers checked against what the trainer itself wrote."""
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_e2e_test import Home, run  # noqa: E402
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "pipelines")
+SWEEP = os.path.join(EXAMPLES, "sweep.yaml")
+STEPS = "40"  # a short run of the same sweep: 12 points, 40 steps each
+
+
+def embedded_data(html):
+    m = re.search(r'<script type="application/json" id="gpuherd-report-data">(.*?)</script>', html, re.S)
+    assert m, "the report has no embedded chart data"
+    return json.loads(m.group(1))
+
+
+class PipelineCliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.home = Home()
+        cls.home.start("--sim", "4", "--interval", "200ms")
+        # One run of the sweep shared by the tests that read its results.
+        proc = run("run", SWEEP, "-p", f"steps={STEPS}", "--wait", home=cls.home.dir, check=False, timeout=240)
+        cls.wait_proc = proc
+        cls.pid = int(proc.stdout.split("\n", 1)[0]) if proc.stdout[:1].isdigit() else None
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.home.close()
+
+    def gh(self, *args, check=True, timeout=30):
+        return run(*args, home=self.home.dir, check=check, timeout=timeout)
+
+    def detail(self):
+        return json.loads(self.gh("pipeline", "show", str(self.pid), "--json").stdout)
+
+    def results(self, detail):
+        """The toy trainer's own result.json of every train point, by node id."""
+        out = {}
+        for node in detail["nodes"]:
+            if node["step"] == "train":
+                with open(os.path.join(detail["run_dir"], node["key"], "result.json")) as f:
+                    out[node["id"]] = json.load(f)
+        return out
+
+    # --- validation ---------------------------------------------------------
+
+    def test_invalid_file_exits_2_with_file_and_line(self):
+        proc = self.gh("run", os.path.join(EXAMPLES, "invalid", "cycle.yaml"), check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertRegex(proc.stderr, r"cycle\.yaml:\d+: .*cycle")
+        self.assertEqual(proc.stdout, "")
+
+    def test_undefined_parameter_exits_2(self):
+        proc = self.gh("run", SWEEP, "-p", "stepz=10", check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("stepz", proc.stderr)
+        proc = self.gh("run", SWEEP, "-p", "steps", check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+
+    def test_missing_file_exits_2(self):
+        proc = self.gh("run", "/nonexistent/p.yaml", check=False)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("/nonexistent/p.yaml", proc.stderr)
+
+    # --- run --wait, pipelines, show ------------------------------------------
+
+    def test_run_wait_completes_the_sweep(self):
+        proc = self.wait_proc
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIsNotNone(self.pid)
+        # Not a terminal: one line per change, then the final table.
+        self.assertRegex(proc.stdout, r"train\[lr=0\.3,seed=1\] completed after ")
+        self.assertIn("NODE", proc.stdout)
+        self.assertIn(f"pipeline {self.pid} succeeded", proc.stdout)
+
+    def test_pipelines_and_show(self):
+        listing = json.loads(self.gh("pipelines", "--all", "--json").stdout)
+        mine = [p for p in listing if p["id"] == self.pid]
+        self.assertEqual(len(mine), 1, listing)
+        self.assertEqual(mine[0]["name"], "toy-sweep")
+        self.assertEqual(mine[0]["outcome"], "succeeded")
+        self.assertEqual(mine[0]["nodes"]["total"], 13)
+        self.assertEqual(mine[0]["nodes"]["completed"], 13)
+        self.assertNotIn(self.pid, [p["id"] for p in json.loads(self.gh("pipelines", "--json").stdout)])
+        table = self.gh("pipelines", "--all").stdout
+        self.assertRegex(table, rf"(?m)^\s*{self.pid}\s+toy-sweep\s+\S+\s+succeeded\s+13/13 done")
+
+        detail = self.detail()
+        self.assertEqual(len(detail["nodes"]), 13)
+        shown = self.gh("pipeline", "show", str(self.pid)).stdout
+        for node in detail["nodes"]:
+            self.assertRegex(shown, re.escape(node["id"]) + r"\s+completed")
+        self.assertIn(f"run folder: {detail['run_dir']}", shown)
+        # Its latest metric is the trainer's last step.
+        self.assertRegex(shown, rf"train\[lr=0\.1,seed=2\]\s+completed.*step {STEPS} ")
+
+    def test_show_unknown_pipeline_fails(self):
+        proc = self.gh("pipeline", "show", "9999", check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("9999", proc.stderr)
+
+    # --- report -------------------------------------------------------------
+
+    def test_report_csv_numbers_match_the_trainer(self):
+        detail = self.detail()
+        results = self.results(detail)
+        rows = list(csv.DictReader(io.StringIO(self.gh("report", str(self.pid), "--format", "csv").stdout)))
+        self.assertEqual(len(rows), 13)
+        by_node = {r["node"]: r for r in rows}
+        nodes = {n["id"]: n for n in detail["nodes"]}
+        for node_id, result in results.items():
+            row = by_node[node_id]
+            self.assertEqual(float(row["lr"]), result["lr"])
+            self.assertEqual(int(row["seed"]), result["seed"])
+            self.assertAlmostEqual(float(row["acc_final"]), result["final_acc"], places=12)
+            self.assertAlmostEqual(float(row["acc_best"]), result["best_acc"], places=12)
+            # GPU-hours: a tenth of a GPU for the node's elapsed time.
+            node = nodes[node_id]
+            elapsed = (node["ended"] - node["started"]) / 1000.0
+            self.assertAlmostEqual(float(row["elapsed_s"]), elapsed, places=6)
+            self.assertAlmostEqual(float(row["gpus"]), 0.1)
+            self.assertAlmostEqual(float(row["gpu_hours"]), 0.1 * elapsed / 3600, places=12)
+        for row in rows:
+            self.assertAlmostEqual(float(row["gpu_hours"]), float(row["gpus"]) * float(row["elapsed_s"]) / 3600)
+
+    def test_report_markdown_shows_final_and_best(self):
+        results = self.results(self.detail())
+        md = self.gh("report", str(self.pid), "--format", "md").stdout
+        header = next(line for line in md.splitlines() if line.startswith("| node |"))
+        columns = [c.strip() for c in header.strip("|").split("|")]
+        final, best = columns.index("acc final"), columns.index("acc best (max)")
+        for node_id, result in results.items():
+            row = next(line for line in md.splitlines() if line.startswith(f"| {node_id} |"))
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            self.assertAlmostEqual(float(cells[final]), result["final_acc"], delta=1e-5)
+            self.assertAlmostEqual(float(cells[best]), result["best_acc"], delta=1e-5)
+        self.assertIn("## Step timings", md)
+
+    def test_report_html_goes_to_the_run_folder_with_the_curves(self):
+        detail = self.detail()
+        results = self.results(detail)
+        proc = self.gh("report", str(self.pid))
+        path = proc.stdout.strip()
+        self.assertEqual(path, os.path.join(detail["run_dir"], "report.html"))
+        with open(path) as f:
+            html = f.read()
+        data = embedded_data(html)
+        self.assertEqual(data["metrics"], ["acc", "loss"])
+        points = {p["node"]: p for p in data["points"]}
+        self.assertEqual(set(points), set(results))
+        for node_id, result in results.items():
+            steps, accs = points[node_id]["curves"]["acc"]
+            self.assertEqual(steps, list(range(1, int(STEPS) + 1)))
+            self.assertEqual(accs[-1], result["final_acc"])
+            self.assertEqual(max(accs), result["best_acc"])
+        self.assertTrue("new uPlot(" in html or "No charts" in html)
+        self.assertNotIn("<script src=", html)  # self-contained
+        # -o writes elsewhere.
+        out = os.path.join(tempfile.mkdtemp(prefix="gpuherd-report-"), "r.html")
+        try:
+            self.assertEqual(self.gh("report", str(self.pid), "-o", out).stdout.strip(), out)
+            self.assertTrue(os.path.getsize(out) > 0)
+        finally:
+            shutil.rmtree(os.path.dirname(out))
+
+    def test_report_of_unknown_pipeline_fails(self):
+        proc = self.gh("report", "9999", check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("9999", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
