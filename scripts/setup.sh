@@ -8,7 +8,7 @@ GPUHERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GPUHERD_BUILD="${GPUHERD_BUILD:-$GPUHERD_ROOT/build}"
 
 GPUHERD_PACKAGES=(
-  g++ cmake ninja-build pkg-config ccache python3 sqlite3 clang prometheus npm
+  g++ cmake ninja-build pkg-config ccache python3 sqlite3 clang prometheus
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libsqlitecpp-dev libsqlite3-dev
   libspdlog-dev libfmt-dev libboost-dev libgtest-dev libgmock-dev libcpp-httplib-dev
 )
@@ -34,6 +34,8 @@ gpuherd_install_packages() {
 
 gpuherd_build() {
   gpuherd_install_packages "${GPUHERD_PACKAGES[@]}"
+  # npm fetches the report's charting library; a Node.js installed by other means counts.
+  command -v npm >/dev/null || gpuherd_install_packages npm
   if [ ! -f "$GPUHERD_BUILD/build.ninja" ]; then
     cmake -S "$GPUHERD_ROOT" -B "$GPUHERD_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   fi
