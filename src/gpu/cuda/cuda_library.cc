@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "gpu/dynamic_symbols.h"
+
 namespace gpuherd::gpu::cuda {
 namespace {
 
@@ -62,17 +64,6 @@ const SymbolEntry kSymbols[] = {
     {{"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &Assign<&CudaApi::event_elapsed_time>},
 };
 
-// dlsym with dlerror's text kept; nullptr and `error` set when absent.
-void* Lookup(void* handle, const char* name, std::string* error) {
-  dlerror();
-  void* symbol = dlsym(handle, name);
-  if (symbol == nullptr) {
-    const char* text = dlerror();
-    *error = text != nullptr ? text : std::string(name) + " resolved to null";
-  }
-  return symbol;
-}
-
 }  // namespace
 
 std::string ResolveCudaLibraryPath(const std::string& path) {
@@ -93,15 +84,11 @@ Result<std::unique_ptr<CudaLibrary>> CudaLibrary::Open(const std::string& path) 
   }
   std::unique_ptr<CudaLibrary> library(new CudaLibrary(handle, path));
   for (const SymbolEntry& entry : kSymbols) {
-    std::string tried;
-    std::string last_error;
-    void* symbol = nullptr;
-    int variant = 0;
-    for (; variant < 2 && entry.names[variant] != nullptr; ++variant) {
-      symbol = Lookup(handle, entry.names[variant], &last_error);
-      if (symbol != nullptr) break;
-      tried += tried.empty() ? entry.names[variant] : std::string(" or ") + entry.names[variant];
-    }
+    const SymbolLookup found = LookupFirst(handle, entry.names);
+    void* symbol = found.symbol;
+    const int variant = found.variant;
+    const std::string& tried = found.tried;
+    const std::string& last_error = found.error;
     if (symbol == nullptr) {
       return Unavailable("the CUDA driver library " + path + " lacks the required symbol " +
                          tried + " (dlerror: " + last_error + "); the driver may be too old");

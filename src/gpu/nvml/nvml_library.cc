@@ -6,6 +6,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "gpu/dynamic_symbols.h"
+
 namespace gpuherd::gpu::nvml {
 namespace {
 
@@ -110,17 +112,6 @@ const SymbolEntry kSymbols[] = {
 
 constexpr std::string_view kProcessesV3 = "nvmlDeviceGetComputeRunningProcesses_v3";
 
-// dlsym with dlerror's text kept; nullptr and `error` set when absent.
-void* Lookup(void* handle, const char* name, std::string* error) {
-  dlerror();
-  void* symbol = dlsym(handle, name);
-  if (symbol == nullptr) {
-    const char* text = dlerror();
-    *error = text != nullptr ? text : std::string(name) + " resolved to null";
-  }
-  return symbol;
-}
-
 }  // namespace
 
 std::string ResolveNvmlLibraryPath(const std::string& path) {
@@ -141,15 +132,11 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& path) 
   }
   std::unique_ptr<NvmlLibrary> library(new NvmlLibrary(handle, path));
   for (const SymbolEntry& entry : kSymbols) {
-    std::string tried;
-    std::string last_error;
-    void* symbol = nullptr;
-    int variant = 0;
-    for (; variant < 3 && entry.names[variant] != nullptr; ++variant) {
-      symbol = Lookup(handle, entry.names[variant], &last_error);
-      if (symbol != nullptr) break;
-      tried += tried.empty() ? entry.names[variant] : std::string(" or ") + entry.names[variant];
-    }
+    const SymbolLookup found = LookupFirst(handle, entry.names);
+    void* symbol = found.symbol;
+    const int variant = found.variant;
+    const std::string& tried = found.tried;
+    const std::string& last_error = found.error;
     if (symbol == nullptr) {
       if (entry.need == Need::kOptional) continue;
       return Unavailable("the NVML library " + path + " lacks the required symbol " + tried +
@@ -168,8 +155,9 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& path) 
         // not yet the process-detail list. Reading with the wrong stride would
         // garble every entry after the first.
         std::string unused;
-        bool cc_era = Lookup(handle, "nvmlDeviceGetConfComputeMemSizeInfo", &unused) != nullptr &&
-                      Lookup(handle, "nvmlDeviceGetRunningProcessDetailList", &unused) == nullptr;
+        bool cc_era =
+            LookupSymbol(handle, "nvmlDeviceGetConfComputeMemSizeInfo", &unused) != nullptr &&
+            LookupSymbol(handle, "nvmlDeviceGetRunningProcessDetailList", &unused) == nullptr;
         library->process_layout_ = cc_era ? ProcessLayout::kV3ConfCompute : ProcessLayout::kV2;
       }
     }
