@@ -4,6 +4,8 @@
 // are the shipped file, and the Prometheus version passes promtool.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -165,18 +167,34 @@ TEST(DefaultRulesTest, TemperatureOverLimit) {
 }
 
 TEST(DefaultRulesTest, TemperatureRising) {
-  // 2 °C a minute for 15 minutes from 40 °C. The least-squares slope over a
-  // 5-minute window that holds x minutes of the ramp is 2 (3r² - 2r³) with
-  // r = x / 5: it passes 1.5 at r = 0.674 (202 s), and the alert fires 5
-  // minutes later. After the ramp, the slope is 2 (1 - 3r² + 2r³) with r the
-  // time since it ended, below 1.5 at r = 0.326 (98 s).
-  const TimeMs off = kOnset + 15 * kMinuteMs;
+  // 1.2 °C a minute for 25 minutes from 40 °C. The least-squares slope over a
+  // 10-minute window that holds x minutes of the ramp is 1.2 (3r² - 2r³) with
+  // r = x / 10: it passes 0.5 at r = 0.444 (267 s), and the alert fires 15
+  // minutes later. After the ramp, the slope is 1.2 (1 - 3r² + 2r³) with r
+  // the time since it ended over 10 minutes, below 0.5 at r = 0.556 (333 s).
+  const TimeMs off = kOnset + 25 * kMinuteMs;
   Scenario s;
+  s.end = 60 * kMinuteMs;
   s.change = [&](TimeMs t, gpu::GpuSample& x) {
     double minutes = static_cast<double>(std::clamp<TimeMs>(t - kOnset, 0, off - kOnset)) / kMinuteMs;
-    x.temp_c = 40 + 2 * minutes;
+    x.temp_c = 40 + 1.2 * minutes;
   };
-  ExpectOnly(Play(s), "gpu_temp_rising", kOnset + 202 * kSecond + 5 * kMinuteMs, off + 98 * kSecond);
+  ExpectOnly(Play(s), "gpu_temp_rising", kOnset + 267 * kSecond + 15 * kMinuteMs, off + 333 * kSecond);
+}
+
+TEST(DefaultRulesTest, WarmUpUnderLoadIsNotFailingCooling) {
+  // A job starts on an idle card: 35 °C towards 80 °C with the catalogue's
+  // slowest heat sink (time constant 110 s). Its 10-minute slope is over
+  // 0.5 °C/min for about 13 minutes, short of the rule's 15.
+  for (double tau_s : {60.0, 80.0, 110.0}) {
+    Scenario s;
+    s.change = [&](TimeMs t, gpu::GpuSample& x) {
+      double since = static_cast<double>(std::max<TimeMs>(t - kOnset, 0)) / kSecond;
+      x.temp_c = 35 + 45 * (1 - std::exp(-since / tau_s));
+    };
+    Outcome out = Play(s);
+    EXPECT_TRUE(out.fired.empty()) << "time constant " << tau_s << " s: " << out.fired.begin()->first;
+  }
 }
 
 TEST(DefaultRulesTest, DoubleBitEccCheckpointsAndMovesOnce) {

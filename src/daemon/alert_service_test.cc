@@ -173,7 +173,7 @@ gpus:
   - {model: a100-40gb}
 faults:
   - {at: 1m, gpu: 0, kind: overheat, duration: 3m}
-  - {at: 1m, gpu: 1, kind: temp_slope, rate: 4/min, duration: 6m}
+  - {at: 1m, gpu: 1, kind: temp_slope, rate: 1.2/min, duration: 25m}
   - {at: 1m, gpu: 2, kind: xid, xid: 13}
   - {at: 1m, gpu: 3, kind: pcie_replay, count: 100000000}
   - {at: 1m, gpu: 4, kind: ecc_dbe}
@@ -182,7 +182,7 @@ faults:
   const DurationMs ib_onset = 2 * kMinuteMs;
   RunUntil(ib_onset - kStep);
   WriteFile(ib_counter, "3\n");
-  RunUntil(14 * kMinuteMs);
+  RunUntil(36 * kMinuteMs);
 
   auto fired = Transitions("alert.firing");
   auto resolved = Transitions("alert.resolved");
@@ -218,9 +218,9 @@ faults:
   expect_near(fired[{"ib_packet_loss", -1}], ib_onset, "ib_packet_loss fires");
   expect_near(resolved[{"ib_packet_loss", -1}], ib_onset + 5 * kMinuteMs, "ib_packet_loss resolves");
 
-  // The slope rule: pending from when the 5-minute slope first exceeds
-  // 1.5 °C/min, firing 5 minutes later, resolved once the ramp (ended at
-  // 7 min) has left enough of the window.
+  // The slope rule: pending from when the 10-minute slope first exceeds
+  // 0.5 °C/min, firing 15 minutes later, resolved once the ramp (ended at
+  // 26 min) has left enough of the window.
   json all = Get("/v1/alerts?all=1")["alerts"];
   const json* rising = nullptr;
   for (const json& a : all) {
@@ -229,10 +229,10 @@ faults:
   ASSERT_NE(rising, nullptr) << all.dump();
   DurationMs pending = (*rising)["pending_since"].get<TimeMs>() - kT0;
   EXPECT_GT(pending, onset);
-  EXPECT_LT(pending, onset + 5 * kMinuteMs);
-  expect_near(fired[{"gpu_temp_rising", 1}], pending + 5 * kMinuteMs, "gpu_temp_rising fires");
+  EXPECT_LT(pending, onset + 10 * kMinuteMs);
+  expect_near(fired[{"gpu_temp_rising", 1}], pending + 15 * kMinuteMs, "gpu_temp_rising fires");
   ASSERT_EQ((resolved[{"gpu_temp_rising", 1}].size()), 1u);
-  EXPECT_GT((resolved[{"gpu_temp_rising", 1}][0]), 7 * kMinuteMs);
+  EXPECT_GT((resolved[{"gpu_temp_rising", 1}][0]), 26 * kMinuteMs);
   EXPECT_EQ((*rising)["state"], "resolved");
 
   // Still firing: the DBE (and its XID on GPU 4 resolved after 5 minutes).
@@ -293,8 +293,8 @@ gpus:
     json listed = Get("/v1/alerts");
     for (const json& a : listed["alerts"]) {
       // Until the load reaches the simulated cards, the big job's GPU reads
-      // idle too; and the cards warm up under it (gpu_temp_rising pending).
-      // Neither may fire: only two alerts do, checked below.
+      // idle too; and the cards warm up under it. Neither may fire: only two
+      // alerts do, checked below.
       if (a["rule"] == "gpu_idle_while_job" && a["gpu"] == small_gpu) idle_since = a["pending_since"];
       if (a["rule"] == "gpu_memory_high" && a["gpu"] == big_gpu) memory_since = a["pending_since"];
     }
@@ -302,13 +302,10 @@ gpus:
   ASSERT_GT(idle_since, 0);
   ASSERT_GT(memory_since, 0);
 
-  RunUntil(idle_since - kT0 + 10 * kMinuteMs);
+  // Twenty minutes: long enough for the H100s' warm-up under the jobs to
+  // have fired gpu_temp_rising, were it mistaken for failing cooling.
+  RunUntil(idle_since - kT0 + 20 * kMinuteMs);
   auto fired = Transitions("alert.firing");
-  // The simulated H100's warm-up from idle to full load climbs faster than
-  // the default gpu_temp_rising threshold for more than its 5 minutes; that
-  // rule is left out here (its own scenario is the fault test's).
-  fired.erase({"gpu_temp_rising", big_gpu});
-  fired.erase({"gpu_temp_rising", small_gpu});
   ASSERT_EQ(fired.size(), 2u) << Get("/v1/alerts?all=1").dump();
   EXPECT_EQ((fired[{"gpu_memory_high", big_gpu}]), (std::vector<DurationMs>{memory_since - kT0 + 5 * kMinuteMs}));
   EXPECT_EQ((fired[{"gpu_idle_while_job", small_gpu}]), (std::vector<DurationMs>{idle_since - kT0 + 10 * kMinuteMs}));
@@ -332,11 +329,9 @@ gpus:
   EXPECT_EQ((resolved[{"gpu_idle_while_job", small_gpu}]), (std::vector<DurationMs>{cancelled_at + kStep}));
   EXPECT_EQ((resolved[{"gpu_memory_high", big_gpu}]), (std::vector<DurationMs>{cancelled_at + 2 * kStep}));
   json still = Get("/v1/alerts");
-  for (const json& a : still["alerts"]) EXPECT_EQ(a["rule"], "gpu_temp_rising") << a.dump();
-  int listed = 0;
+  EXPECT_TRUE(still["alerts"].empty()) << still.dump();
   json all = Get("/v1/alerts?all=1");
-  for (const json& a : all["alerts"]) listed += a["rule"] != "gpu_temp_rising";
-  EXPECT_EQ(listed, 2) << all.dump();
+  EXPECT_EQ(all["alerts"].size(), 2u) << all.dump();
 }
 
 TEST_F(MonitoringTest, ActionsRunOnceAndNotAgainAfterARestart) {

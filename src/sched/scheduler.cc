@@ -222,7 +222,9 @@ class Pass {
     if (std::string preempting = TryPreempt(job); !preempting.empty()) {
       return waiting + "; " + preempting;
     }
-    Reserve(job);
+    if (!Reserve(job)) {
+      return waiting + "; the GPUs it could use are claimed by a maintenance job (a burn-in) that runs first";
+    }
     if (reservation_->at == kNever) {
       return waiting + "; next in line, but the jobs on the GPUs it needs have no time limit";
     }
@@ -288,7 +290,9 @@ class Pass {
     return kNever;
   }
 
-  void Reserve(const PendingJob& job) {
+  // False, reserving nothing, when too few suitable GPUs are left outside
+  // the maintenance jobs' claims.
+  bool Reserve(const PendingJob& job) {
     const JobSpec& spec = job.spec;
     const int need = spec.fractional() ? 1 : spec.whole_gpus();
     const int tenths = spec.fractional() ? spec.gpu_tenths : kTenthsPerGpu;
@@ -304,6 +308,7 @@ class Pass {
       if (a.first != b.first) return a.first < b.first;
       return PreferenceOf(a.second) > PreferenceOf(b.second);
     });
+    if (times.size() < static_cast<size_t>(need)) return false;
     r.at = times[need - 1].first;
     // Among the GPUs free by then, those busy now come first: free ones left
     // out of the reservation are what later jobs can backfill onto.
@@ -314,6 +319,7 @@ class Pass {
     r.gpus = ChooseConnectedSet(fleet_, candidates, need);
     std::sort(r.gpus.begin(), r.gpus.end());
     reservation_ = std::move(r);
+    return true;
   }
 
   // Preempts the cheapest victims for `job`, reserving what they free.

@@ -367,6 +367,17 @@ TEST_F(SchedulerTest, MaintenanceJobWaitsForItsGpusAndKeepsNewWorkOff) {
   EXPECT_THAT(d.preemptions, IsEmpty());
 }
 
+TEST_F(SchedulerTest, AJobBehindAMaintenanceJobOnTheOnlyGpuWaitsWithoutAReservation) {
+  // The one GPU is busy and claimed: nothing is left to reserve for job 3.
+  running_ = {Running(7, Gpus(10), kNow - kHourMs, {0})};
+  pending_ = {Pending(2, Pinned({"GPU-0"}), kNow - 5), Pending(3, Gpus(10)), Pending(4, Gpus(5))};
+  Decisions d = Run(1);
+  EXPECT_THAT(Started(d), IsEmpty());
+  EXPECT_THAT(Reason(d, 2), HasSubstr("waits for job 7"));
+  EXPECT_THAT(Reason(d, 3), HasSubstr("claimed by a maintenance job"));
+  EXPECT_THAT(Reason(d, 4), HasSubstr("claimed by a maintenance job"));
+}
+
 TEST_F(SchedulerTest, MaintenanceJobsOnTheSameGpuGoInSubmissionOrder) {
   FleetState fleet = testing::MakeFleet(2);
   fleet.gpus[1].lost = true;
