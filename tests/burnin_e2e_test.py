@@ -202,12 +202,8 @@ class HealthTest(HomeTestCase):
 
 
 class DaemonTest(HomeTestCase):
-    def test_with_a_daemon_the_results_go_to_its_store(self):
+    def test_direct_burnin_of_its_own_fleet_goes_to_the_daemons_store(self):
         self.start_daemon("--sim", "2", "--interval", "200ms")
-        refused = self.gpuherd("burnin", "--level", "1")
-        self.assertEqual(refused.returncode, 3, refused.stderr)
-        self.assertIn("--direct", refused.stderr)
-
         out = json.loads(self.gpuherd("burnin", "--sim", "2", "--level", "1", "--json", check=0).stdout)
         self.assertEqual(len(out["runs"]), 2)
         latest = json.loads(self.gpuherd("health", "--json", check=0).stdout)
@@ -219,6 +215,83 @@ class DaemonTest(HomeTestCase):
         self.daemon.wait(timeout=10)
         # Recorded by the daemon, so the database holds them after it stopped.
         self.assertEqual(len(stored_runs(self.home)), 2)
+
+    def job(self, job_id):
+        return json.loads(self.gpuherd("show", str(job_id), "--json", check=0).stdout)
+
+    def test_burnin_through_the_daemon_waits_for_the_gpu_and_keeps_new_work_off_it(self):
+        self.start_daemon("--sim", "1", "--interval", "200ms")
+        before = int(self.gpuherd("submit", "--gpus", "1", "--", "sleep", "3", check=0).stdout.strip())
+        deadline = time.time() + 20
+        while self.job(before)["state"] != "running":
+            self.assertLess(time.time(), deadline, "the first job never started")
+            time.sleep(0.1)
+        burnin = subprocess.Popen([GPUHERD, "--home", self.home, "burnin", "--level", "1", "--gpu", "0", "--json"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, NO_COLOR="1"))
+        # The burn-in job is queued ahead of later work: a job submitted now
+        # waits for it although it could have the GPU when the first ends.
+        deadline = time.time() + 20
+        while True:
+            listed = json.loads(self.gpuherd("ps", "--json", check=0).stdout)
+            names = [j["name"] for j in listed]
+            if any(n.startswith("burnin-L1") for n in names):
+                break
+            self.assertLess(time.time(), deadline, "no burn-in job appeared")
+            time.sleep(0.1)
+        after = int(self.gpuherd("submit", "--gpus", "1", "--", "true", check=0).stdout.strip())
+        out, err = burnin.communicate(timeout=60)
+        self.assertEqual(burnin.returncode, 0, err)
+        self.assertIn("starts once no job holds", err)
+        result = json.loads(out)
+        self.assertEqual(len(result["runs"]), 1)
+        self.assertEqual(result["runs"][0]["verdict"] if "verdict" in result["runs"][0]
+                         else result["runs"][0]["health"]["verdict"], "healthy")
+        burnin_job = self.job(result["job"])
+        self.assertEqual(burnin_job["state"], "completed")
+        self.assertGreaterEqual(burnin_job["started"], self.job(before)["ended"])
+        deadline = time.time() + 20
+        while self.job(after)["state"] != "completed":
+            self.assertLess(time.time(), deadline, "the later job never ran")
+            time.sleep(0.1)
+        self.assertGreaterEqual(self.job(after)["started"], burnin_job["ended"])
+        # Recorded by the job through the daemon, naming the job.
+        runs = json.loads(self.gpuherd("health", "--json", check=0).stdout)["runs"]
+        self.assertEqual([r["job_id"] for r in runs], [result["job"]])
+
+    def test_a_passing_burnin_returns_a_gpu_gpuherd_drained_but_not_one_a_person_drained(self):
+        rules = os.path.join(self.home, "rules.yaml")
+        with open(rules, "w") as f:
+            f.write("rules:\n  - name: drain_gpu0\n    expr: temp_c > 0\n    action: drain\n"
+                    "    summary: test rule that drains a GPU at once\n")
+        self.start_daemon("--sim", "2", "--interval", "200ms", "--alert-rules", rules)
+        deadline = time.time() + 20
+        while True:
+            gpus = json.loads(self.gpuherd("gpus", "--json", check=0).stdout)["gpus"]
+            if all(g.get("drained") for g in gpus):
+                break
+            self.assertLess(time.time(), deadline, "the alert did not drain the GPUs")
+            time.sleep(0.1)
+        self.assertTrue(gpus[0]["drain_reason"].startswith("alert drain_gpu0"), gpus[0])
+        # GPU 1 drained by a person instead (the alert keeps its reason).
+        self.gpuherd("undrain", "1", check=0)
+        self.gpuherd("drain", "1", "--reason", "fan replaced, watching it", check=0)
+        out = self.gpuherd("burnin", "--level", "1", "--json", check=0, timeout=90)
+        self.assertEqual(len(json.loads(out.stdout)["runs"]), 2)
+        gpus = json.loads(self.gpuherd("gpus", "--json", check=0).stdout)["gpus"]
+        self.assertFalse(gpus[0].get("drained", False), gpus[0])
+        self.assertTrue(gpus[1].get("drained"), gpus[1])
+        self.assertIn("fan replaced", gpus[1]["drain_reason"])
+        events = json.loads(self.gpuherd("events", "--json", "--kind", "gpu.undrained", check=0).stdout)
+        self.assertTrue(any("burn-in job" in e["message"] and "passed" in e["message"] for e in events), events)
+
+    def test_a_burnin_request_with_bad_input_is_refused_and_queues_nothing(self):
+        self.start_daemon("--sim", "2", "--interval", "200ms")
+        bad = self.gpuherd("burnin", "--level", "1", "--gpu", "7")
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("not a GPU of this machine", bad.stderr)
+        listed = json.loads(self.gpuherd("ps", "--all", "--json", check=0).stdout)
+        self.assertEqual(listed, [])
 
 
 if __name__ == "__main__":

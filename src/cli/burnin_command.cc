@@ -154,6 +154,118 @@ Result<burnin::BurnInOptions> OptionsFromFlags(const BurnInFlags& flags) {
 
 std::string Label(const gpu::GpuInfo& gpu) { return fmt::format("GPU {} ({})", gpu.index, gpu.name); }
 
+// The daemon's GPUs are tested by a maintenance job of its queue: it starts
+// once no job holds them and keeps new work off them meanwhile. Its stderr
+// (the progress) is relayed; its stdout is the runs as JSON, which the job
+// also recorded in the daemon's store.
+int RunThroughDaemon(const CommandContext& ctx, const BurnInFlags& flags, DaemonClient& client,
+                     const StopOnSignal& stop) {
+  nlohmann::json body = {{"level", flags.level}};
+  if (flags.gpus == "all") {
+    body["gpus"] = "all";
+  } else {
+    body["gpus"] = nlohmann::json::array();
+    size_t start = 0;
+    while (start <= flags.gpus.size()) {
+      size_t comma = std::min(flags.gpus.find(',', start), flags.gpus.size());
+      if (comma > start) body["gpus"].push_back(flags.gpus.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  if (flags.level == 3) body["duration"] = flags.duration;
+  if (flags.level >= 2) body["memtest_fraction"] = flags.memtest_fraction;
+  auto started = client.Post("/v1/burnin", body);
+  if (!started.ok()) {
+    const bool usage = started.status().code() == Code::kInvalidArgument;
+    return Error(usage ? kBurnInExitUsage : kBurnInExitCouldNotRun,
+                 "the daemon did not start the burn-in: " + started.status().message() +
+                     (started.status().code() == Code::kPermissionDenied
+                          ? " (or run it as root; --direct tests from this process once no job uses the GPUs)"
+                          : ""));
+  }
+  const int64_t id = (*started)["id"].get<int64_t>();
+  const std::string job = "/v1/jobs/" + std::to_string(id);
+  std::fprintf(stderr, "burn-in level %d runs as job %lld of the daemon's queue; it starts once no job holds its "
+                       "GPUs, and no new work starts there meanwhile. Ctrl-C cancels it.\n",
+               flags.level, static_cast<long long>(id));
+
+  std::string last_state, last_reason;
+  int64_t err_offset = 0;
+  bool cancel_sent = false;
+  nlohmann::json shown;
+  for (;;) {
+    if (stop.token().stop_requested() && !cancel_sent) {
+      auto cancelled = client.Post(job + "/cancel", nlohmann::json::object());
+      if (!cancelled.ok()) std::fprintf(stderr, "gpuherd: cannot cancel job %lld: %s\n", static_cast<long long>(id),
+                                        cancelled.status().message().c_str());
+      cancel_sent = true;
+    }
+    auto got = client.Get(job);
+    if (!got.ok()) return Error(kBurnInExitCouldNotRun, "lost the burn-in job: " + got.status().message());
+    shown = *got;
+    const std::string state = shown.value("state", std::string());
+    const std::string reason = shown.value("reason", std::string());
+    if (state == "pending" && (state != last_state || reason != last_reason)) {
+      std::fprintf(stderr, "job %lld pending: %s\n", static_cast<long long>(id), reason.c_str());
+    }
+    last_state = state;
+    last_reason = reason;
+    auto err = client.Get(job + "/logs?stream=stderr&offset=" + std::to_string(err_offset));
+    if (err.ok()) {
+      std::fputs((*err)["data"].get<std::string>().c_str(), stderr);
+      err_offset = (*err)["next_offset"].get<int64_t>();
+    }
+    if (state == "completed" || state == "failed" || state == "cancelled") break;
+    ::usleep(500'000);
+  }
+
+  std::string out;
+  for (int64_t offset = 0;;) {
+    auto chunk = client.Get(job + "/logs?stream=stdout&offset=" + std::to_string(offset));
+    if (!chunk.ok()) return Error(kBurnInExitCouldNotRun, "cannot read the burn-in's output: " + chunk.status().message());
+    const std::string data = (*chunk)["data"].get<std::string>();
+    out += data;
+    offset = (*chunk)["next_offset"].get<int64_t>();
+    if (data.empty()) break;
+  }
+  nlohmann::json result = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  std::vector<burnin::BurnInRun> runs;
+  if (result.is_object() && result.contains("runs") && result["runs"].is_array()) {
+    for (const auto& r : result["runs"]) {
+      auto run = burnin::BurnInRunFromJson(r);
+      if (run.ok()) runs.push_back(std::move(run).value());
+    }
+  }
+  const std::string state = shown.value("state", std::string());
+  if (runs.empty()) {
+    if (state == "cancelled") return Error(kBurnInExitAborted, "the burn-in job was cancelled before it reported");
+    return Error(kBurnInExitCouldNotRun, fmt::format("burn-in job {} ended {} without results: {} (`gpuherd logs {} "
+                                                     "--stderr` shows its output)",
+                                                     id, state, shown.value("reason", std::string()), id));
+  }
+  std::vector<burnin::BurnInRun> ranked = RankRuns(runs);
+  if (flags.json) {
+    result["job"] = id;
+    std::printf("%s\n", result.dump(2).c_str());
+  } else {
+    if (result.value("simulated", false)) {
+      std::printf("%s (%s): the scores describe simulated cards, not hardware.\n",
+                  Colored("SIMULATED FLEET", kYellow, ctx.color()).c_str(),
+                  result.value("sim_reason", std::string()).c_str());
+    }
+    std::fputs(RenderBurnInTable(ranked, ctx.color()).c_str(), stdout);
+    std::printf("Recorded by the daemon (job %lld); `gpuherd health GPU` shows a GPU's checks.\n",
+                static_cast<long long>(id));
+  }
+  std::fflush(stdout);
+  int code = cancel_sent ? kBurnInExitAborted : BurnInExitCode(runs);
+  if (!flags.report.empty()) {
+    Status written = WriteFileAtomically(flags.report, burnin::RenderHtmlReport(ranked), 0644, /*sync=*/false);
+    if (!written.ok()) code = Error(kBurnInExitCouldNotRun, "cannot write the report: " + written.message());
+  }
+  return code;
+}
+
 int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
   // First, before any thread starts: every thread must inherit the mask.
   StopOnSignal stop;
@@ -175,11 +287,7 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
   DaemonClient client(ctx.dir(), 10000);
   const bool daemon_runs = client.Reachable();
   if (daemon_runs && !flags.direct && !flags.driver.asked_for_sim()) {
-    return Error(kBurnInExitCouldNotRun,
-                 "a gpuherd daemon runs on " + ctx.dir().root +
-                     " and its jobs may be using these GPUs; burn-in through the daemon is not available yet. "
-                     "Make sure no job uses the GPUs to test (gpuherd drain), then run again with --direct: the "
-                     "results are still recorded by the daemon");
+    return RunThroughDaemon(ctx, flags, client, stop);
   }
 
   gpu::DriverChoice choice = flags.driver.choice();
@@ -243,6 +351,11 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
                  runs.status().message());
   }
 
+  // Run as a job of the daemon's queue: the runs name it, and a passing one
+  // may return a GPU the daemon drained to work.
+  if (const char* job = std::getenv("GPUHERD_JOB_ID")) {
+    for (burnin::BurnInRun& run : *runs) run.job_id = std::atoll(job);
+  }
   // A daemon started during a long burn-in owns the database by now.
   if (!history->via_daemon() && client.Reachable()) history = BurnInHistory::ViaDaemon(&client);
   Status recorded = history->Record(&*runs);
