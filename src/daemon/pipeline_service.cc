@@ -74,13 +74,24 @@ Status MakeDir(const std::string& path, const Caller& owner) {
 
 }  // namespace
 
-PipelineService::PipelineService(DaemonState* state, JobService* jobs, StateDir dir)
-    : state_(state), jobs_(jobs), dir_(std::move(dir)) {}
+PipelineService::PipelineService(DaemonState* state, std::vector<JobBackend*> backends, std::string default_backend,
+                                 StateDir dir)
+    : state_(state), backends_(std::move(backends)), default_backend_(std::move(default_backend)), dir_(std::move(dir)) {}
 
-std::string PipelineService::MetricsPath(int64_t job_id) const {
-  // JobService gives every job GPUHERD_METRICS_FILE = jobs/<id>/metrics.jsonl;
-  // its attempts append to the same file.
-  return fmt::format("{}/{}/metrics.jsonl", dir_.jobs_dir(), job_id);
+Result<JobBackend*> PipelineService::BackendOf(const Run& run) const {
+  const std::string& name = run.plan.backend.name.empty() ? default_backend_ : run.plan.backend.name;
+  for (JobBackend* b : backends_) {
+    if (b->name() == name) return b;
+  }
+  return FailedPrecondition(fmt::format("this daemon has no '{}' backend{}", name,
+                                        name == "slurm" ? " (start it with --slurm-shared-dir DIR)" : ""));
+}
+
+JobBackend* PipelineService::BackendOfJob(sched::JobId id) const {
+  for (JobBackend* b : backends_) {
+    if (b->Owns(id)) return b;
+  }
+  return nullptr;
 }
 
 Caller PipelineService::Owner(const store::PipelineRunRecord& record) const {
@@ -167,23 +178,24 @@ Status PipelineService::Load() {
       store::PipelineNodeRecord& row = run.nodes[i];
       if (row.state != pipeline::NodeStateName(NodeState::kActive)) continue;
       job_nodes_[row.job_id] = {record.id, static_cast<int>(i)};
-      // Ended while this daemon was not looking (its record and the node's
-      // are written in one transaction, so this is rare): applied now.
-      auto job = state_->store->GetJob(row.job_id);
-      if (!job.ok()) return job.status();
-      sched::Job ended;
-      ended.id = row.job_id;
-      if (!job->has_value()) {
-        ended.state = sched::JobState::kFailed;
-        ended.reason = "its job is not in the store";
+      // Ended while this daemon was not looking (for the local queue its
+      // record and the node's are written in one transaction, so this is
+      // rare): applied now.
+      JobBackend* backend = BackendOfJob(row.job_id);
+      std::optional<sched::Job> ended;
+      if (!backend) {
+        ended = sched::Job{};
+        ended->id = row.job_id;
+        ended->state = sched::JobState::kFailed;
+        ended->reason = fmt::format("job {} belongs to no backend of this daemon", row.job_id);
       } else {
-        ended.state = sched::ParseJobState((*job)->state).value_or(sched::JobState::kFailed);
-        ended.ended = (*job)->ended;
-        ended.reason = (*job)->reason;
+        auto recovered = backend->Recover(row.job_id);
+        if (!recovered.ok()) return recovered.status();
+        ended = std::move(recovered).value();
       }
-      if (!sched::IsFinal(ended.state)) continue;
+      if (!ended) continue;
       job_nodes_.erase(row.job_id);
-      NodeJobFinished(run, static_cast<int>(i), ended);
+      NodeJobFinished(run, static_cast<int>(i), *ended);
     }
   }
   auto unfinished = state_->store->ListUnfinishedJobs();
@@ -331,7 +343,9 @@ void PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
   SubmitExtras extras;
   extras.checkpoint_dir = node.checkpoint_dir;
   extras.prior_attempts = action.attempt - 1;
-  auto id = jobs_->Submit(spec, Owner(run.record), extras);
+  auto backend = BackendOf(run);
+  Result<sched::JobId> id = backend.ok() ? (*backend)->Submit(spec, Owner(run.record), extras, run.plan.backend)
+                                         : Result<sched::JobId>(backend.status());
   row.attempts = action.attempt;
   row.started = 0;
   row.ended = 0;
@@ -386,7 +400,8 @@ void PipelineService::WatchMetrics(const sched::Job& job, bool catch_up) {
   MetricsIntake::Source source;
   source.job_id = job.id;
   source.attempt = job.attempt;
-  source.path = MetricsPath(job.id);
+  JobBackend* backend = BackendOfJob(job.id);
+  source.path = backend ? backend->MetricsPath(job.id) : std::string();
   if (auto it = job_nodes_.find(job.id); it != job_nodes_.end()) {
     auto run = runs_.find(it->second.first);
     if (run != runs_.end()) {
@@ -453,19 +468,21 @@ void PipelineService::ActOnAnomaly(const MetricsIntake::Found& found, bool may_a
   auto mapped = job_nodes_.find(found.job_id);
   if (mapped == job_nodes_.end()) return;  // no longer the node's job
   const Caller owner = Owner(run->second.record);
+  JobBackend* backend = BackendOfJob(found.job_id);
+  if (!backend) return;
   Status done = Status::Ok();
   switch (a.action) {
     case pipeline::AnomalyAction::kNone:
       break;
     case pipeline::AnomalyAction::kCheckpoint:
-      done = jobs_->Signal(found.job_id, SIGUSR1);
+      done = backend->Signal(found.job_id, SIGUSR1);
       break;
     case pipeline::AnomalyAction::kStop:
       run->second.stopped_by_anomaly[mapped->second.second] = a.message;
-      done = jobs_->Act(found.job_id, "cancel", owner).status();
+      done = backend->Act(found.job_id, "cancel", owner).status();
       break;
     case pipeline::AnomalyAction::kRestart:
-      done = jobs_->Act(found.job_id, "requeue", owner).status();
+      done = backend->Act(found.job_id, "requeue", owner).status();
       break;
   }
   if (!done.ok()) spdlog::warn("pipeline {}: cannot {} job {}: {}", found.run_id, action, found.job_id, done.message());
@@ -537,6 +554,7 @@ json PipelineService::Detail(const Run& run) {
   json j = Summary(run);
   j["run_dir"] = run.record.run_dir;
   j["params"] = run.plan.params;
+  j["backend"] = run.plan.backend.name.empty() ? default_backend_ : run.plan.backend.name;
   // The latest line and the best value of every metric, per node.
   std::map<std::string, json> latest;
   std::map<std::string, std::map<std::string, double>> best;
@@ -564,8 +582,11 @@ json PipelineService::Detail(const Run& run) {
     for (const auto& [name, value] : plan_node.matrix) matrix[name] = value;
     std::string state = row.state;
     json gpus = json::array();
-    if (row.job_id > 0) {
-      if (auto job = jobs_->Show(row.job_id); job.ok()) {
+    json slurm_job_id;  // null for the local queue's jobs
+    JobBackend* backend = row.job_id > 0 ? BackendOfJob(row.job_id) : nullptr;
+    if (backend) {
+      if (auto job = backend->Show(row.job_id); job.ok()) {
+        slurm_job_id = job->value("slurm_job_id", json());
         gpus = job->value("assigned_gpus", json::array());
         if (state == pipeline::NodeStateName(NodeState::kActive)) {
           const std::string job_state = job->value("state", std::string());
@@ -581,6 +602,7 @@ json PipelineService::Detail(const Run& run) {
                      {"attempts", row.attempts},
                      {"retries", plan_node.retries},
                      {"job_id", row.job_id},
+                     {"slurm_job_id", slurm_job_id},
                      {"gpus", gpus},
                      {"started", row.started},
                      {"ended", row.ended},
@@ -691,7 +713,9 @@ Result<std::string> PipelineService::Cancel(int64_t id, const Caller& caller) {
     } else if (row.state == pipeline::NodeStateName(NodeState::kActive)) {
       // A queued job ends at once (its node through OnJobChanged); a
       // running one is stopped with its grace period.
-      auto done = jobs_->Act(row.job_id, "cancel", caller);
+      JobBackend* backend = BackendOfJob(row.job_id);
+      if (!backend) continue;
+      auto done = backend->Act(row.job_id, "cancel", caller);
       if (!done.ok()) spdlog::warn("pipeline {}: cannot cancel job {}: {}", id, row.job_id, done.status().message());
     }
   }

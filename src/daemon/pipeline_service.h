@@ -21,6 +21,7 @@
 #include "core/status.h"
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
+#include "daemon/job_backend.h"
 #include "daemon/job_service.h"
 #include "daemon/metrics_intake.h"
 #include "pipeline/plan.h"
@@ -31,9 +32,10 @@ namespace gpuherd::daemon {
 
 class PipelineService {
  public:
-  // `state` and `jobs` must outlive the service. Call Load() once, then
-  // route the queue's job changes to OnJobChanged.
-  PipelineService(DaemonState* state, JobService* jobs, StateDir dir);
+  // `state` and the backends must outlive the service; `default_backend`
+  // names the one for runs whose file names none. Call Load() once, then
+  // route every backend's job changes to OnJobChanged.
+  PipelineService(DaemonState* state, std::vector<JobBackend*> backends, std::string default_backend, StateDir dir);
 
   // Reloads unfinished runs and starts collecting the metrics of the jobs
   // that are running (their lines so far are stored again, without raising
@@ -93,10 +95,13 @@ class PipelineService {
   Caller Owner(const store::PipelineRunRecord& record) const;
   nlohmann::json Summary(const Run& run) const;
   nlohmann::json Detail(const Run& run);
-  std::string MetricsPath(int64_t job_id) const;
+  // The backend of a run (its file's, else the default) and of a job (by id).
+  Result<JobBackend*> BackendOf(const Run& run) const;
+  JobBackend* BackendOfJob(sched::JobId id) const;
 
   DaemonState* state_;
-  JobService* jobs_;
+  std::vector<JobBackend*> backends_;
+  std::string default_backend_;
   StateDir dir_;
   int64_t next_id_ = 1;
   std::map<int64_t, Run> runs_;  // runs still going (and cancelled ones whose jobs still stop)

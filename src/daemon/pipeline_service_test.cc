@@ -335,3 +335,25 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
+
+namespace gpuherd::daemon {
+namespace {
+
+// Without --slurm-shared-dir a daemon has the local backend only: a run that
+// asks for Slurm fails its nodes with the reason, and the local one runs.
+TEST_F(PipelineServiceTest, ARunOnABackendTheDaemonLacksFailsWithTheFix) {
+  StartDaemon();
+  int64_t id = Run("name: s\nbackend: slurm\nsteps: {t: {run: 'true', gpus: 0}}\n");
+  ASSERT_TRUE(WaitState(id, "failed")) << Show(id).dump(2);
+  json run = Show(id);
+  EXPECT_EQ(run["backend"], "slurm");
+  EXPECT_NE(Node(run, "t")["reason"].get<std::string>().find("--slurm-shared-dir"), std::string::npos)
+      << Node(run, "t").dump();
+  int64_t local = Run("name: l\nbackend: local\nsteps: {t: {run: 'true', gpus: 0}}\n");
+  ASSERT_TRUE(WaitState(local, "completed")) << Show(local).dump(2);
+  EXPECT_EQ(Show(local)["backend"], "local");
+  EXPECT_TRUE(Node(Show(local), "t")["slurm_job_id"].is_null());
+}
+
+}  // namespace
+}  // namespace gpuherd::daemon

@@ -144,6 +144,7 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
   plan.name = spec.name;
   plan.run_dir = std::filesystem::path(run_dir).lexically_normal().string();
   plan.params = spec.params;
+  plan.backend = spec.backend;
   std::vector<std::string> param_names;
   for (const auto& [name, value] : spec.params) param_names.push_back(name);
   for (const auto& [name, value] : overrides) {

@@ -48,6 +48,7 @@ struct Plan {
   std::string name;
   std::string run_dir;                        // absolute; holds every node's workspace
   std::map<std::string, std::string> params;  // the values in effect, overrides applied
+  BackendChoice backend;                      // the file's backend: and slurm:
   std::vector<PlanNode> nodes;                // a topological order
 
   // The node's index, or -1.

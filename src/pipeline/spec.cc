@@ -208,9 +208,10 @@ class Parser {
                          "  name: my-pipeline\n  steps:\n    train: {run: python3 train.py}");
     }
     GPUHERD_RETURN_IF_ERROR(CheckKeys(
-        root, {"name", "description", "params", "defaults", "anomalies", "steps"},
+        root, {"name", "description", "params", "defaults", "anomalies", "backend", "slurm", "steps"},
         "the pipeline"));
     GPUHERD_RETURN_IF_ERROR(ParseName(root));
+    GPUHERD_RETURN_IF_ERROR(ParseBackend(root));
     if (root["params"]) GPUHERD_RETURN_IF_ERROR(ParseParams(root["params"]));
     YAML::Node defaults = root["defaults"];
     if (defaults) {
@@ -259,6 +260,42 @@ class Parser {
                                              "'-'", *name));
     }
     spec_.name = *name;
+    return Status::Ok();
+  }
+
+  Status ParseBackend(const YAML::Node& root) {
+    if (root["backend"]) {
+      auto name = ScalarOf(root["backend"], "backend");
+      if (!name.ok()) return name.status();
+      if (*name != "local" && *name != "slurm") {
+        return Error(root["backend"], fmt::format("backend must be local (this machine's queue) or slurm, not '{}'",
+                                                  *name));
+      }
+      spec_.backend.name = *name;
+    }
+    YAML::Node slurm = root["slurm"];
+    if (!slurm) return Status::Ok();
+    if (!slurm.IsMap()) {
+      return Error(slurm, "slurm must be a mapping such as {partition: gpu, account: lab, sbatch_args: [--qos=high]}");
+    }
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(slurm, {"partition", "account", "sbatch_args"}, "slurm"));
+    for (const char* key : {"partition", "account"}) {
+      if (!slurm[key]) continue;
+      auto value = ScalarOf(slurm[key], std::string("slurm.") + key);
+      if (!value.ok()) return value.status();
+      (std::string(key) == "partition" ? spec_.backend.partition : spec_.backend.account) = *value;
+    }
+    if (slurm["sbatch_args"]) {
+      auto args = ListOf(slurm["sbatch_args"], "slurm.sbatch_args");
+      if (!args.ok()) return args.status();
+      for (const std::string& a : *args) {
+        if (!StartsWith(a, "--")) {
+          return Error(slurm["sbatch_args"], fmt::format("slurm.sbatch_args takes sbatch options written "
+                                                         "--name=value, not '{}'", a));
+        }
+      }
+      spec_.backend.sbatch_args = *args;
+    }
     return Status::Ok();
   }
 

@@ -72,6 +72,13 @@ struct StepSpec {
   AnomalyConfig anomalies;                 // the pipeline's, overridden by the step's
 };
 
+// `backend:` and `slurm:`: where a run's jobs go and the Slurm settings.
+struct BackendChoice {
+  std::string name;  // "local" or "slurm"; empty: the daemon's default
+  std::string partition, account;        // slurm: only; empty: the site's
+  std::vector<std::string> sbatch_args;  // added to every sbatch call
+};
+
 struct PipelineSpec {
   std::string name;
   std::string source;    // the file name used in error messages
@@ -79,6 +86,7 @@ struct PipelineSpec {
   // Parameters and their default values, overridable with -p key=value.
   std::map<std::string, std::string> params;
   AnomalyConfig anomalies;
+  BackendChoice backend;
   std::vector<StepSpec> steps;  // in file order
 
   const StepSpec* FindStep(const std::string& name) const;

@@ -261,3 +261,35 @@ TEST(LoadPipelineTest, ReportsAMissingFile) {
 
 }  // namespace
 }  // namespace gpuherd::pipeline
+
+namespace gpuherd::pipeline {
+namespace {
+
+TEST(ParsePipelineTest, ReadsTheBackendAndItsSlurmSettings) {
+  auto spec = ParsePipeline(R"(name: p
+backend: slurm
+slurm: {partition: gpu, account: lab, sbatch_args: [--qos=high, --constraint=a100]}
+steps:
+  t: {run: "true"}
+)",
+                            "p.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->backend.name, "slurm");
+  EXPECT_EQ(spec->backend.partition, "gpu");
+  EXPECT_EQ(spec->backend.account, "lab");
+  EXPECT_THAT(spec->backend.sbatch_args, ElementsAre("--qos=high", "--constraint=a100"));
+
+  auto plain = ParsePipeline("steps: {t: {run: 'true'}}\n", "p.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->backend.name, "");  // the daemon's default
+
+  EXPECT_THAT(ParseError("backend: kubernetes\nsteps: {t: {run: 'true'}}\n"),
+              HasSubstr("p.yaml:1: backend must be local (this machine's queue) or slurm, not 'kubernetes'"));
+  EXPECT_THAT(ParseError("slurm: {partiton: gpu}\nsteps: {t: {run: 'true'}}\n"),
+              HasSubstr("unknown key 'partiton' in slurm"));
+  EXPECT_THAT(ParseError("slurm: {sbatch_args: [qos=high]}\nsteps: {t: {run: 'true'}}\n"),
+              HasSubstr("not 'qos=high'"));
+}
+
+}  // namespace
+}  // namespace gpuherd::pipeline
