@@ -1,0 +1,285 @@
+// The dashboard's files and its /v1 endpoints through the real daemon on a
+// simulated fleet, over TCP as a browser reaches them.
+#include "daemon/dashboard.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/http_client.h"
+#include "daemon/auth.h"
+#include "daemon/daemon.h"
+#include "exec/launcher.h"
+#include "pipeline/report.h"
+#include "store/store.h"
+
+namespace gpuherd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class DashboardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = fs::temp_directory_path() / ("gpuherd_dashboard_test_" + std::to_string(getpid()));
+    fs::remove_all(home_);
+    clock_ = host::NewRealClock();
+  }
+  void TearDown() override {
+    StopDaemon();
+    fs::remove_all(home_);
+  }
+
+  void StartDaemon(int sim = 4) {
+    DaemonOptions options;
+    options.home = home_.string();
+    options.driver.sim_count = sim;
+    options.port = 0;
+    options.sample_interval = 100;
+    auto d = Daemon::Create(options, clock_.get());
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    daemon_ = std::move(d).value();
+    runner_ = std::thread([this] { (void)daemon_->Run(); });
+  }
+
+  void StopDaemon() {
+    if (!daemon_) return;
+    daemon_->Stop();
+    runner_.join();
+    daemon_.reset();
+  }
+
+  // Over TCP, as the browser asks; with the token when `token`.
+  cli::ClientResponse Tcp(const std::string& method, const std::string& target, const std::string& body = "",
+                          bool token = false) {
+    std::map<std::string, std::string> headers;
+    if (token) headers["Authorization"] = "Bearer " + *ReadToken(StateDir{home_.string()});
+    cli::HttpClient client(cli::HttpEndpoint{"", "127.0.0.1", daemon_->tcp_port()});
+    auto r = client.Request(method, target, body, headers);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : cli::ClientResponse{};
+  }
+  // Over the unix socket: the caller is this process's user.
+  cli::ClientResponse Unix(const std::string& method, const std::string& target, const std::string& body = "") {
+    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+    auto r = client.Request(method, target, body);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : cli::ClientResponse{};
+  }
+  json Get(const std::string& target) { return json::parse(Tcp("GET", target).body); }
+
+  bool WaitFor(const std::function<bool()>& done, int seconds = 20) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return done();
+  }
+
+  fs::path home_;
+  std::unique_ptr<host::Clock> clock_;
+  std::unique_ptr<Daemon> daemon_;
+  std::thread runner_;
+};
+
+TEST_F(DashboardTest, PageAndAssetsAreServedWithoutTheToken) {
+  StartDaemon(2);
+  auto page = Tcp("GET", "/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.headers["content-type"], "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("/assets/dashboard.js"), std::string::npos);
+  EXPECT_NE(page.headers["content-security-policy"].find("frame-ancestors 'none'"), std::string::npos);
+  EXPECT_EQ(Tcp("GET", "/index.html").body, page.body);
+
+  for (const DashboardFile& file : DashboardFiles()) {
+    auto r = Tcp("GET", std::string(file.path));
+    EXPECT_EQ(r.status, 200) << file.path;
+    EXPECT_EQ(r.body, file.body) << file.path;
+    EXPECT_EQ(r.headers["content-type"], file.content_type) << file.path;
+  }
+  auto script = Tcp("GET", "/assets/dashboard.js");
+  EXPECT_NE(script.body.find("/v1/gpus/history"), std::string::npos);
+  // uPlot is there whenever the build had npm, as the reports' charts are.
+  EXPECT_EQ(Tcp("GET", "/assets/uPlot.min.js").body.empty(), !pipeline::EmbeddedChartLibrary().available());
+
+  EXPECT_EQ(Tcp("GET", "/assets/nothing.js").status, 404);
+  auto post = Tcp("POST", "/", "{}");
+  EXPECT_EQ(post.status, 405);
+  EXPECT_NE(post.body.find("token"), std::string::npos);
+  // The API is untouched by the dashboard's routes.
+  EXPECT_EQ(Tcp("GET", "/v2/x").status, 404);
+  EXPECT_EQ(Tcp("GET", "/v1/gpus/1").status, 200);
+}
+
+TEST_F(DashboardTest, HistoryGivesEveryGpusColumnsAndOnlyNewReadingsAfterSince) {
+  StartDaemon(3);
+  ASSERT_TRUE(WaitFor([&] { return Get("/v1/health")["rounds"].get<int>() >= 4; }));
+  json h = Get("/v1/gpus/history?seconds=3600");
+  ASSERT_EQ(h["gpus"].size(), 3u);
+  EXPECT_EQ(h["interval_ms"], 100);
+  int64_t last = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const json& g = h["gpus"][i];
+    EXPECT_EQ(g["index"], i);
+    const size_t n = g["time"].size();
+    ASSERT_GE(n, 3u);
+    for (const char* column : {"gpu_util_pct", "mem_used_pct", "temp_c", "power_w"}) {
+      ASSERT_EQ(g[column].size(), n) << column;
+    }
+    for (size_t k = 1; k < n; ++k) EXPECT_LT(g["time"][k - 1].get<int64_t>(), g["time"][k].get<int64_t>());
+    for (size_t k = 0; k < n; ++k) {
+      EXPECT_GE(g["mem_used_pct"][k].get<double>(), 0);
+      EXPECT_LE(g["mem_used_pct"][k].get<double>(), 100);
+      EXPECT_GT(g["temp_c"][k].get<double>(), 0);
+    }
+    EXPECT_LE(g["time"][n - 1].get<int64_t>(), h["now"].get<int64_t>());
+    last = std::max(last, g["time"][n - 1].get<int64_t>());
+  }
+  // Polling: after `since`, only what came later.
+  json later = Get("/v1/gpus/history?since=" + std::to_string(last));
+  for (const json& g : later["gpus"]) {
+    for (const json& t : g["time"]) EXPECT_GT(t.get<int64_t>(), last);
+  }
+  // A short window holds only its own readings.
+  json short_window = Get("/v1/gpus/history?seconds=1");
+  for (const json& g : short_window["gpus"]) {
+    EXPECT_LE(g["time"].size(), 12u);
+    for (const json& t : g["time"]) EXPECT_GE(t.get<int64_t>(), short_window["now"].get<int64_t>() - 1000);
+  }
+  EXPECT_EQ(Tcp("GET", "/v1/gpus/history?seconds=0").status, 400);
+  EXPECT_EQ(Tcp("GET", "/v1/gpus/history?seconds=lots").status, 400);
+  EXPECT_EQ(Tcp("GET", "/v1/gpus/history?since=x").status, 400);
+}
+
+// After a restart the ring is empty; the stored per-minute means fill the
+// hour before it.
+TEST_F(DashboardTest, HistoryBeforeTheRingComesFromStoredMinutes) {
+  StartDaemon(2);
+  const std::string uuid = Get("/v1/gpus")["gpus"][1]["uuid"];
+  StopDaemon();
+  {
+    auto store = store::Store::Open((home_ / "state.db").string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store::WriteBatch batch;
+    const TimeMs now = clock_->Now();
+    for (int m = 1; m <= 3; ++m) {
+      store::RollupRecord r;
+      r.uuid = uuid;
+      r.minute = (now / 60000 - 10 * m) * 60000;  // 10, 20 and 30 minutes ago
+      r.samples = 12;
+      r.stat(store::RollupMetric::kGpuUtil) = store::RollupStat{10.0 * m, 10.0 * m + 1, 10.0 * m + 2};
+      r.stat(store::RollupMetric::kTempC) = store::RollupStat{40, 50.04, 60};  // shown as 50.0
+      r.stat(store::RollupMetric::kPowerW) = store::RollupStat{100, 150, 200};
+      batch.rollups.push_back(r);
+    }
+    ASSERT_TRUE((*store)->Commit(&batch).ok());
+  }
+  StartDaemon(2);
+  ASSERT_TRUE(WaitFor([&] { return Get("/v1/health")["rounds"].get<int>() >= 2; }));
+  json h = Get("/v1/gpus/history");
+  const json& g = h["gpus"][1];
+  ASSERT_GE(g["time"].size(), 4u);
+  // Oldest first: the minute 30 min ago, then 20, then 10, then the ring.
+  EXPECT_EQ(g["gpu_util_pct"][0].get<double>(), 31);
+  EXPECT_EQ(g["gpu_util_pct"][1].get<double>(), 21);
+  EXPECT_EQ(g["gpu_util_pct"][2].get<double>(), 11);
+  EXPECT_EQ(g["temp_c"][0].get<double>(), 50);
+  EXPECT_TRUE(g["mem_used_pct"][0].is_null());  // not stored for those minutes
+  EXPECT_GT(g["time"][3].get<int64_t>(), h["now"].get<int64_t>() - 60000);
+  // GPU 0 had no stored minutes: the ring alone.
+  for (const json& t : h["gpus"][0]["time"]) EXPECT_GT(t.get<int64_t>(), h["now"].get<int64_t>() - 60000);
+  // Polling never repeats the stored minutes.
+  json later = Get("/v1/gpus/history?since=" + std::to_string(g["time"][2].get<int64_t>()));
+  EXPECT_LT(later["gpus"][1]["time"].size(), g["time"].size());
+}
+
+TEST_F(DashboardTest, JobMetricsAndActionsNeedTheTokenOverTcp) {
+  StartDaemon(2);
+  json spec = {{"command", {"sh", "-c",
+                            "echo '{\"step\": 1, \"loss\": 0.9}' >> \"$GPUHERD_METRICS_FILE\"; "
+                            "echo '{\"step\": 2, \"loss\": 0.4, \"acc\": 0.7}' >> \"$GPUHERD_METRICS_FILE\""}},
+               {"gpus", 1}};
+  auto submitted = Unix("POST", "/v1/jobs", spec.dump());
+  ASSERT_EQ(submitted.status, 201) << submitted.body;
+  const int64_t id = json::parse(submitted.body)["id"];
+  const std::string job = "/v1/jobs/" + std::to_string(id);
+  ASSERT_TRUE(WaitFor([&] { return Get(job)["state"] == "completed"; })) << Get(job).dump();
+  json metrics;
+  ASSERT_TRUE(WaitFor([&] {
+    metrics = Get(job + "/metrics");
+    return metrics["metrics"].size() == 2;
+  })) << metrics.dump();
+  EXPECT_EQ(metrics["job_id"], id);
+  EXPECT_EQ(metrics["metrics"][0]["step"], 1);
+  EXPECT_EQ(metrics["metrics"][0]["values"]["loss"], 0.9);
+  EXPECT_EQ(metrics["metrics"][1]["values"]["acc"], 0.7);
+  EXPECT_EQ(Tcp("GET", "/v1/jobs/999/metrics").status, 404);
+  EXPECT_EQ(Tcp("GET", "/v1/jobs/x/metrics").status, 400);
+
+  // A job that waits behind one holding both GPUs: cancel without the
+  // token is refused, with it done.
+  auto blocker = Unix("POST", "/v1/jobs", json({{"command", {"sleep", "30"}}, {"gpus", 2}}).dump());
+  ASSERT_EQ(blocker.status, 201) << blocker.body;
+  auto second = Unix("POST", "/v1/jobs", json({{"command", {"sleep", "30"}}, {"gpus", 1}}).dump());
+  ASSERT_EQ(second.status, 201) << second.body;
+  const std::string waiting = "/v1/jobs/" + std::to_string(json::parse(second.body)["id"].get<int64_t>());
+  ASSERT_EQ(Get(waiting)["state"], "pending");
+  const std::string cancel = waiting + "/cancel";
+  auto refused = Tcp("POST", cancel);
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_NE(refused.body.find("token"), std::string::npos);
+  EXPECT_EQ(Tcp("POST", "/v1/gpus/0/drain", "{}").status, 401);
+  auto done = Tcp("POST", cancel, "", /*token=*/true);
+  EXPECT_EQ(done.status, 200) << done.body;
+  EXPECT_EQ(json::parse(done.body)["state"], "cancelled");
+  EXPECT_EQ(Tcp("POST", "/v1/gpus/0/drain", R"({"reason": "fan"})", true).status, 200);
+  EXPECT_EQ(Get("/v1/gpus/0")["state"], "drained");
+  const std::string stop_blocker = "/v1/jobs/" + std::to_string(json::parse(blocker.body)["id"].get<int64_t>()) + "/cancel";
+  EXPECT_EQ(Tcp("POST", stop_blocker, "", true).status, 200);
+}
+
+TEST_F(DashboardTest, PipelineReportIsRenderedForWhoMaySeeTheRun) {
+  StartDaemon(2);
+  json body = {{"yaml", "name: tiny\ndefaults: {gpus: 0}\nsteps:\n  train:\n    matrix: {lr: [1, 2]}\n"
+                        "    run: [\"sh\", \"-c\", \"echo '{\\\"step\\\": 1, \\\"loss\\\": 0.5}' >> $GPUHERD_METRICS_FILE\"]\n"},
+               {"source", "tiny.yaml"},
+               {"base_dir", home_.string()}};
+  auto created = Unix("POST", "/v1/pipelines", body.dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  const int64_t id = json::parse(created.body)["id"];
+  const std::string run = "/v1/pipelines/" + std::to_string(id);
+  ASSERT_TRUE(WaitFor([&] { return json::parse(Tcp("GET", run, "", true).body)["state"] != "running"; }));
+
+  auto csv = Tcp("GET", run + "/report?format=csv", "", true);
+  ASSERT_EQ(csv.status, 200) << csv.body;
+  EXPECT_EQ(csv.headers["content-type"], "text/csv; charset=utf-8");
+  EXPECT_NE(csv.body.find("train[lr=1]"), std::string::npos) << csv.body;
+  EXPECT_NE(csv.body.find("train[lr=2]"), std::string::npos) << csv.body;
+  auto html = Tcp("GET", run + "/report", "", true);
+  ASSERT_EQ(html.status, 200);
+  EXPECT_EQ(html.headers["content-type"], "text/html; charset=utf-8");
+  EXPECT_NE(html.headers["content-disposition"].find("pipeline-" + std::to_string(id) + "-report.html"),
+            std::string::npos);
+  EXPECT_EQ(Tcp("GET", run + "/report?format=pdf", "", true).status, 400);
+  // Without the token, a TCP caller sees no one's pipeline runs.
+  EXPECT_EQ(Tcp("GET", run + "/report?format=csv").status, 404);
+  EXPECT_EQ(Tcp("GET", "/v1/pipelines/99/report", "", true).status, 404);
+}
+
+}  // namespace
+}  // namespace gpuherd::daemon
+
+int main(int argc, char** argv) {
+  // The daemon starts this binary again as its job launcher.
+  if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

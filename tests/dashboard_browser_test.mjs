@@ -1,0 +1,230 @@
+// The web dashboard in a real browser: Debian's chromium, headless and kept
+// off the network, driven by playwright-core, against a daemon on a
+// simulated fleet of 8 GPUs. Jobs and pipelines are submitted through the
+// CLI, as a person would. Screenshots go to $GPUHERD_TEST_OUTPUT_DIR.
+//
+// Environment: GPUHERD_BIN (the binary), GPUHERD_DASHBOARD_NODE (a folder
+// whose node_modules has playwright-core), GPUHERD_TEST_OUTPUT_DIR,
+// CHROMIUM (default /usr/bin/chromium).
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+const GPUHERD = process.env.GPUHERD_BIN;
+const NODE_DIR = process.env.GPUHERD_DASHBOARD_NODE;
+const OUT = process.env.GPUHERD_TEST_OUTPUT_DIR || path.join(os.tmpdir(), 'gpuherd-dashboard-test');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+assert.ok(GPUHERD, 'set GPUHERD_BIN to the gpuherd binary');
+assert.ok(NODE_DIR, 'set GPUHERD_DASHBOARD_NODE to the folder where npm installed playwright-core');
+assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium (scripts/setup.sh does)`);
+const { chromium } = createRequire(path.join(NODE_DIR, 'package.json'))('playwright-core');
+
+const home = fs.mkdtempSync(path.join(os.tmpdir(), 'gpuherd-dashboard-'));
+let daemon;
+let browser;
+let port;
+const offLoopback = [];
+const pageErrors = [];
+
+function cli(...args) {
+  return execFileSync(GPUHERD, ['--home', home, ...args], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+}
+
+function show(id) { return JSON.parse(cli('show', String(id), '--json')); }
+
+async function waitFor(what, check, ms = 15000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function newPage(url) {
+  const context = await browser.newContext({ viewport: { width: 1500, height: 1000 }, acceptDownloads: true });
+  const page = await context.newPage();
+  page.on('request', (r) => {
+    const u = new URL(r.url());
+    if (!['127.0.0.1', ''].includes(u.hostname) && !u.protocol.startsWith('blob') && !u.protocol.startsWith('data')) {
+      offLoopback.push(r.url());
+    }
+  });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  await page.goto(url);
+  return page;
+}
+
+before(async () => {
+  fs.mkdirSync(OUT, { recursive: true });
+  daemon = spawn(GPUHERD, ['--home', home, 'daemon', '--sim', '8', '--port', '0', '--interval', '500ms'],
+    { stdio: ['ignore', fs.openSync(path.join(home, 'daemon.out'), 'w'), 'inherit'] });
+  await waitFor('the daemon', () => {
+    try { cli('status'); return true; } catch (e) { return false; }
+  });
+  port = Number(fs.readFileSync(path.join(home, 'api-port'), 'utf8'));
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // Everything but loopback goes to a proxy that does not exist, and no
+    // host name resolves: the page can reach the daemon and nothing else.
+    args: ['--no-sandbox', '--disable-gpu', '--proxy-server=http://127.0.0.1:9', '--proxy-bypass-list=127.0.0.1',
+      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--disable-default-apps', '--disable-domain-reliability'],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (daemon) {
+    try { cli('stop'); } catch (e) { daemon.kill('SIGTERM'); }
+    await new Promise((r) => { if (daemon.exitCode !== null) r(); else daemon.on('exit', r); });
+  }
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+test('read-only page shows the simulated fleet of 8 GPUs with live charts', async () => {
+  const url = cli('dashboard', '--read-only').trim();
+  assert.equal(url, `http://127.0.0.1:${port}/`);
+  const page = await newPage(url);
+  await page.locator('[data-testid=gpu-card]').nth(7).waitFor();
+  assert.equal(await page.locator('[data-testid=gpu-card]').count(), 8);
+  assert.match(await page.locator('[data-testid=sim-banner]').innerText(), /SIMULATED FLEET/);
+  assert.equal(await page.locator('[data-testid=auth-state]').innerText(), 'read-only');
+  // Two charts per card, drawn by uPlot, which fill as readings arrive.
+  assert.equal(await page.locator('[data-testid=gpu-card] .uplot').count(), 16);
+  await waitFor('readings in every chart', async () => page.evaluate(() =>
+    [...document.querySelectorAll('[data-testid=gpu-chart]')].every((c) => Number(c.dataset.points) >= 2)));
+  const first = page.locator('[data-testid=gpu-card]').first();
+  await waitFor('a utilization reading', async () => /\d+ %/.test(await first.locator('[data-testid=gpu-util]').innerText()));
+  assert.match(await first.locator('[data-testid=gpu-temp]').innerText(), /\d+ °C/);
+  assert.match(await first.locator('[data-testid=gpu-pcie]').innerText(), /Gen\d x\d+/);
+  assert.match(await first.locator('[data-testid=gpu-health]').innerText(), /not screened/);
+  // Actions are disabled without the token.
+  assert.equal(await first.locator('[data-testid=gpu-drain]').isDisabled(), true);
+  await page.context().close();
+});
+
+test('a job submitted through the CLI appears; cancel needs the token in the UI and the API', async () => {
+  const blocker = cli('submit', '--gpus', '8', '--name', 'dash-blocker', '--', 'sleep', '60').trim();
+  const waiting = cli('submit', '--gpus', '1', '--name', 'dash-waiting', '--', 'sleep', '60').trim();
+  const page = await newPage(`http://127.0.0.1:${port}/#/queue`);
+  const row = page.locator(`[data-testid=job-row][data-job="${waiting}"]`);
+  await row.waitFor();
+  assert.equal(await row.getAttribute('data-state'), 'pending');
+  assert.notEqual((await row.locator('[data-testid=job-reason]').innerText()).trim(), '');
+  await page.locator(`[data-testid=job-row][data-job="${blocker}"][data-state=running]`).waitFor();
+  assert.equal(await row.locator('[data-testid=job-cancel]').isDisabled(), true);
+
+  // The API refuses the browser's request without the token.
+  const status = await page.evaluate(async (id) => (await fetch(`/v1/jobs/${id}/cancel`, { method: 'POST' })).status, waiting);
+  assert.equal(status, 401);
+  // A wrong token: the button is enabled, the daemon refuses, the page says so.
+  await page.locator('[data-testid=token-input]').fill('not-the-token');
+  await page.locator('[data-testid=token-save]').click();
+  await row.locator('[data-testid=job-cancel]:not([disabled])').click();
+  await waitFor('the refusal', async () => /refused.*token/.test(await page.locator('[data-testid=notice]').innerText()));
+  assert.equal(show(waiting).state, 'pending');
+  await page.locator('[data-testid=token-forget]').click();
+  await page.context().close();
+
+  // The address `gpuherd dashboard` prints carries the token; the page keeps
+  // it and takes it out of the address bar.
+  const url = cli('dashboard').trim();
+  assert.match(url, /#token=[0-9a-f]{64}$/);
+  const admin = await newPage(url);
+  await admin.locator('[data-testid=gpu-card]').nth(7).waitFor();
+  assert.doesNotMatch(admin.url(), /token/);
+  assert.match(await admin.locator('[data-testid=auth-state]').innerText(), /actions enabled/);
+  // The blocker's job is on every card.
+  await waitFor('jobs on the cards', async () =>
+    (await admin.locator(`[data-testid=gpu-job]`).count()) === 8);
+  await admin.screenshot({ path: path.join(OUT, 'dashboard-fleet.png'), fullPage: true });
+  console.log(`screenshot: ${path.join(OUT, 'dashboard-fleet.png')}`);
+
+  await admin.goto(`http://127.0.0.1:${port}/#/queue`);
+  const adminRow = admin.locator(`[data-testid=job-row][data-job="${waiting}"]`);
+  await admin.screenshot({ path: path.join(OUT, 'dashboard-queue.png'), fullPage: true });
+  console.log(`screenshot: ${path.join(OUT, 'dashboard-queue.png')}`);
+  await adminRow.locator('[data-testid=job-cancel]:not([disabled])').click();
+  await waitFor('the cancel', async () => /cancelled/.test(await admin.locator('[data-testid=notice]').innerText()));
+  assert.equal(show(waiting).state, 'cancelled');
+  await admin.locator(`[data-testid=job-row][data-job="${waiting}"]`).waitFor({ state: 'detached' });
+
+  // Drain and undrain GPU 3 from its card.
+  await admin.goto(`http://127.0.0.1:${port}/#/fleet`);
+  const card = admin.locator('[data-testid=gpu-card][data-gpu="3"]');
+  await card.locator('[data-testid=gpu-drain]:not([disabled])').click();
+  await card.locator('[data-testid=gpu-state-badge]', { hasText: 'drained' }).waitFor();
+  assert.equal(JSON.parse(cli('gpus', '--json')).gpus[3].state, 'drained');
+  await card.locator('[data-testid=gpu-undrain]').click();
+  await card.locator('[data-testid=gpu-state-badge]', { hasText: 'ok' }).waitFor();
+  cli('cancel', blocker);
+  await admin.context().close();
+});
+
+test('job detail shows the log tail and the metric curves', async () => {
+  const script = 'for i in 1 2 3 4; do echo "training line $i"; echo "{\\"step\\": $i, \\"loss\\": 0.$((10 - i))}" >> "$GPUHERD_METRICS_FILE"; done';
+  const id = cli('submit', '--gpus', '0', '--name', 'dash-metrics', '--', 'sh', '-c', script).trim();
+  await waitFor('the job to end', () => show(id).state === 'completed');
+  const page = await newPage(`http://127.0.0.1:${port}/#/jobs/${id}`);
+  await waitFor('the log', async () => /training line 4/.test(await page.locator('[data-testid=job-log]').innerText()));
+  await page.locator('[data-testid=job-metrics] .uplot').waitFor();
+  assert.match(await page.locator('[data-testid=job-metrics]').innerText(), /loss/);
+  await page.context().close();
+});
+
+test('pipelines show the DAG and the sweep with the token; the report downloads', async () => {
+  const file = path.join(home, 'tiny.yaml');
+  fs.writeFileSync(file, [
+    'name: tiny',
+    'defaults: {gpus: 0}',
+    'steps:',
+    '  train:',
+    '    matrix: {lr: [0.1, 0.2]}',
+    '    run: ["sh", "-c", "echo \'{\\"step\\": 1, \\"loss\\": 0.5}\' >> $GPUHERD_METRICS_FILE"]',
+    '  summary:',
+    '    needs: [train]',
+    '    run: ["true"]',
+    '',
+  ].join('\n'));
+  const run = JSON.parse(cli('run', file, '--wait', '--json'));
+  const id = run.id;
+  // Without the token a TCP caller sees no one's runs.
+  const reader = await newPage(`http://127.0.0.1:${port}/#/pipelines`);
+  await reader.locator('[data-testid=pipelines-empty]').waitFor();
+  await reader.context().close();
+
+  const page = await newPage(cli('dashboard').trim());
+  await page.goto(`http://127.0.0.1:${port}/#/pipelines`);
+  await page.locator('[data-testid=pipeline-row]').first().waitFor();
+  await page.locator(`a[href="#/pipelines/${id}"]`).click();
+  await page.locator('[data-testid=dag]').waitFor();
+  assert.equal(await page.locator('[data-testid=dag-node]').count(), 3);
+  assert.equal(await page.locator('[data-testid=dag-node][data-state=completed]').count(), 3);
+  assert.equal(await page.locator('[data-testid=sweep-row]').count(), 3);
+  assert.match(await page.locator('[data-testid=sweep-table]').innerText(), /train\[lr=0.1\]/);
+  await page.screenshot({ path: path.join(OUT, 'dashboard-pipeline.png'), fullPage: true });
+  console.log(`screenshot: ${path.join(OUT, 'dashboard-pipeline.png')}`);
+  const [download] = await Promise.all([page.waitForEvent('download'),
+    page.locator('[data-testid=pipeline-report]').click()]);
+  const saved = path.join(OUT, download.suggestedFilename());
+  await download.saveAs(saved);
+  assert.match(fs.readFileSync(saved, 'utf8'), /<html[\s\S]*train\[lr=0.2\]/);
+  await page.context().close();
+});
+
+test('alerts and events view lists the daemon events; nothing left loopback', async () => {
+  const page = await newPage(`http://127.0.0.1:${port}/#/alerts`);
+  await page.locator('[data-testid=event-row]').first().waitFor();
+  assert.match(await page.locator('[data-testid=events-table]').innerText(), /daemon\.start/);
+  assert.match(await page.locator('[data-testid=events-table]').innerText(), /job\.submitted|job\./);
+  await page.context().close();
+  assert.deepEqual(offLoopback, []);
+  assert.deepEqual(pageErrors, []);
+});

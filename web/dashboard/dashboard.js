@@ -1,0 +1,789 @@
+// gpuherd's dashboard: plain JavaScript over the daemon's /v1 API, charts by
+// uPlot. Reads need no token; actions send the API token as a Bearer header.
+// The token comes from a URL the CLI prints (#token=...) or is pasted once,
+// and stays in this browser's localStorage for this address only.
+'use strict';
+
+(() => {
+  const POLL_MS = 3000;          // the issue allows at most 5 s
+  const HISTORY_S = 3600;        // the fleet charts show the last hour
+  const BURNIN_EVERY_MS = 30000; // burn-in verdicts change rarely
+  const LOG_TAIL_BYTES = 16384;
+  const TOKEN_KEY = 'gpuherd.token';
+  const COLORS = { util: '#1f77b4', mem: '#9467bd', temp: '#d62728', power: '#ff7f0e' };
+
+  const state = {
+    token: null,
+    route: { view: 'fleet' },
+    fleet: null,
+    health: null,
+    jobs: [],
+    showFinished: false,
+    burnins: new Map(),        // GPU uuid -> latest burn-in run
+    burninsAt: 0,
+    alerts: [],
+    events: [],
+    lastEventId: 0,
+    history: new Map(),        // GPU index -> {time, gpu_util_pct, mem_used_pct, temp_c, power_w}
+    historyNow: 0,
+    pipelines: null,
+    pipeline: null,
+    job: null,
+    jobMetrics: null,
+    log: { jobId: 0, stream: 'stdout', text: '', offset: -1 },
+    cards: new Map(),          // GPU index -> {root, fields, charts}
+    rendered: '',              // key of what the current table view shows
+    pollTimer: null,
+    polling: false,
+  };
+
+  // ---- helpers ----------------------------------------------------------
+
+  // Builds an element; strings become text nodes, never HTML.
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') node.className = v;
+      else if (k === 'text') node.textContent = v;
+      else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return node;
+  }
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS('http://www.w3.org/2000/svg', tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
+    for (const c of children.flat()) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return node;
+  }
+
+  function fmt(v, digits = 0, unit = '') {
+    return v === undefined || v === null || Number.isNaN(v) ? '–' : `${Number(v).toFixed(digits)}${unit}`;
+  }
+
+  function gib(bytes) { return bytes === undefined || bytes === null ? '–' : (bytes / 1073741824).toFixed(1); }
+
+  function ago(ms, now) {
+    if (!ms) return '–';
+    const s = Math.max(0, Math.round(((now || Date.now()) - ms) / 1000));
+    if (s < 60) return `${s} s ago`;
+    if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+    if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min ago`;
+    return new Date(ms).toLocaleString();
+  }
+
+  function clock(ms) { return ms ? new Date(ms).toLocaleTimeString() : '–'; }
+
+  function tenths(t) { return t % 10 === 0 ? String(t / 10) : (t / 10).toFixed(1); }
+
+  function notice(text, kind) {
+    const box = document.getElementById('notice');
+    box.textContent = text;
+    box.className = `notice ${kind || 'info'}`;
+    box.hidden = !text;
+  }
+
+  async function api(path, options = {}) {
+    const headers = Object.assign({}, options.headers || {});
+    if (state.token) headers.Authorization = `Bearer ${state.token}`;
+    if (options.body !== undefined) headers['Content-Type'] = 'application/json';
+    const response = await fetch(path, {
+      method: options.method || 'GET',
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      cache: 'no-store',
+    });
+    if (options.raw) return response;
+    let body = null;
+    try { body = await response.json(); } catch (e) { body = null; }
+    if (!response.ok) {
+      const message = body && body.error ? body.error : `${response.status} ${response.statusText}`;
+      const error = new Error(message);
+      error.status = response.status;
+      throw error;
+    }
+    return body;
+  }
+
+  // ---- the token ----------------------------------------------------------
+
+  function loadToken() {
+    const match = location.hash.match(/(?:^#|&)token=([^&]+)/);
+    if (match) {
+      localStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+      // Out of the address bar and the history once it is kept.
+      history.replaceState(null, '', `${location.pathname}#/fleet`);
+    }
+    state.token = localStorage.getItem(TOKEN_KEY);
+  }
+
+  function renderAuth() {
+    const box = document.getElementById('auth');
+    box.replaceChildren();
+    if (state.token) {
+      box.append(el('span', { class: 'auth-on', 'data-testid': 'auth-state', text: 'token set: actions enabled' }),
+        el('button', { type: 'button', 'data-testid': 'token-forget', onclick: () => {
+          localStorage.removeItem(TOKEN_KEY);
+          state.token = null;
+          afterTokenChange();
+        } }, 'Forget token'));
+      return;
+    }
+    const input = el('input', { type: 'password', placeholder: 'API token (actions)', autocomplete: 'off',
+      'data-testid': 'token-input', 'aria-label': 'API token' });
+    const use = () => {
+      const value = input.value.trim();
+      if (!value) return;
+      localStorage.setItem(TOKEN_KEY, value);
+      state.token = value;
+      afterTokenChange();
+    };
+    input.addEventListener('keydown', (e) => { if (e.key === 'Enter') use(); });
+    box.append(el('span', { class: 'auth-off', 'data-testid': 'auth-state',
+      title: 'The token is in the state directory (api-token, mode 0600); `gpuherd dashboard` prints a link with it.',
+      text: 'read-only' }), input,
+    el('button', { type: 'button', 'data-testid': 'token-save', onclick: use }, 'Use token'));
+  }
+
+  function afterTokenChange() {
+    renderAuth();
+    state.rendered = '';
+    state.pipelines = null;
+    for (const card of state.cards.values()) card.key = '';
+    notice('');
+    poll();
+  }
+
+  // A button that needs the token: disabled without it, and says why.
+  function actionButton(label, testid, run) {
+    const button = el('button', { type: 'button', class: 'action', 'data-testid': testid,
+      disabled: !state.token, title: state.token ? label : 'read-only: paste the API token to act' }, label);
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      try {
+        const text = await run();
+        notice(text, 'ok');
+      } catch (e) {
+        notice(`${label} refused: ${e.message}`, 'error');
+      } finally {
+        state.rendered = '';
+        await poll();
+      }
+    });
+    return button;
+  }
+
+  // ---- routing ------------------------------------------------------------
+
+  function parseRoute() {
+    const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean);
+    const view = parts[0] || 'fleet';
+    if (view === 'jobs' && parts[1]) return { view: 'job', id: Number(parts[1]) };
+    if (view === 'pipelines' && parts[1]) return { view: 'pipeline', id: Number(parts[1]) };
+    if (['fleet', 'queue', 'pipelines', 'alerts'].includes(view)) return { view };
+    return { view: 'fleet' };
+  }
+
+  function onRoute() {
+    if (/token=/.test(location.hash)) loadToken();
+    state.route = parseRoute();
+    state.rendered = '';
+    state.cards.clear();
+    state.job = null;
+    state.jobMetrics = null;
+    state.pipeline = null;
+    document.getElementById('view').replaceChildren();
+    const top = { job: 'queue', pipeline: 'pipelines' }[state.route.view] || state.route.view;
+    for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', a.dataset.view === top);
+    poll();
+  }
+
+  // ---- data ---------------------------------------------------------------
+
+  function mergeHistory(body) {
+    const cutoff = body.now - HISTORY_S * 1000;
+    for (const g of body.gpus) {
+      let h = state.history.get(g.index);
+      if (!h) {
+        h = { time: [], gpu_util_pct: [], mem_used_pct: [], temp_c: [], power_w: [] };
+        state.history.set(g.index, h);
+      }
+      for (const key of Object.keys(h)) h[key].push(...g[key]);
+      let drop = 0;
+      while (drop < h.time.length && h.time[drop] < cutoff) drop++;
+      if (drop) for (const key of Object.keys(h)) h[key].splice(0, drop);
+    }
+    state.historyNow = body.now;
+  }
+
+  async function fetchHistory() {
+    const since = state.historyNow ? `&since=${lastSampleTime()}` : '';
+    mergeHistory(await api(`/v1/gpus/history?seconds=${HISTORY_S}${since}`));
+  }
+
+  function lastSampleTime() {
+    let last = 0;
+    for (const h of state.history.values()) if (h.time.length) last = Math.max(last, h.time[h.time.length - 1]);
+    return last || state.historyNow;
+  }
+
+  async function fetchBurnins(force) {
+    if (!force && Date.now() - state.burninsAt < BURNIN_EVERY_MS) return;
+    const body = await api('/v1/burnin/runs?latest=1');
+    state.burnins = new Map(body.runs.map((r) => [r.gpu_uuid, r]));
+    state.burninsAt = Date.now();
+  }
+
+  async function fetchEvents() {
+    const body = await api(`/v1/events?limit=200${state.lastEventId ? `&after=${state.lastEventId}` : ''}`);
+    for (const e of body.events) state.events.push(e);
+    if (state.events.length > 500) state.events.splice(0, state.events.length - 500);
+    if (state.events.length) state.lastEventId = state.events[state.events.length - 1].id;
+  }
+
+  async function fetchLog(id, running) {
+    const log = state.log;
+    if (log.jobId !== id) Object.assign(log, { jobId: id, text: '', offset: -1 });
+    if (log.offset < 0) {
+      // The end of the file first, then its last LOG_TAIL_BYTES.
+      const end = await api(`/v1/jobs/${id}/logs?stream=${log.stream}&offset=1000000000000000`);
+      log.offset = Math.max(0, end.next_offset - LOG_TAIL_BYTES);
+      log.cut = log.offset > 0;
+    } else if (!running && log.done) {
+      return;
+    }
+    for (let i = 0; i < 8; i++) {
+      const piece = await api(`/v1/jobs/${id}/logs?stream=${log.stream}&offset=${log.offset}`);
+      log.text += piece.data;
+      log.offset = piece.next_offset;
+      if (!piece.truncated) { log.done = piece.final; break; }
+    }
+    if (log.text.length > 4 * LOG_TAIL_BYTES) {
+      log.text = log.text.slice(log.text.length - 4 * LOG_TAIL_BYTES);
+      log.cut = true;
+    }
+  }
+
+  async function poll() {
+    if (state.polling) return;
+    state.polling = true;
+    clearTimeout(state.pollTimer);
+    const route = state.route;
+    try {
+      const wants = [api('/v1/health'), api('/v1/gpus'), api(`/v1/jobs${state.showFinished ? '?all=1' : ''}`),
+        api('/v1/alerts?all=1')];
+      const [health, fleet, jobs, alerts] = await Promise.all(wants);
+      state.health = health;
+      state.fleet = fleet;
+      state.jobs = jobs.jobs;
+      state.alerts = alerts.alerts;
+      if (route.view === 'fleet' || route.view === 'job') await fetchHistory();
+      if (route.view === 'fleet') await fetchBurnins(false);
+      if (route.view === 'alerts') await fetchEvents();
+      if (route.view === 'pipelines') state.pipelines = (await api('/v1/pipelines?all=1')).pipelines;
+      if (route.view === 'pipeline') {
+        try {
+          state.pipeline = await api(`/v1/pipelines/${route.id}`);
+          state.pipelineError = null;
+        } catch (e) {
+          state.pipeline = null;
+          state.pipelineError = e;
+        }
+      }
+      if (route.view === 'job') {
+        try {
+          state.job = await api(`/v1/jobs/${route.id}`);
+          state.jobError = null;
+          state.jobMetrics = (await api(`/v1/jobs/${route.id}/metrics`)).metrics;
+          await fetchLog(route.id, !['completed', 'failed', 'cancelled'].includes(state.job.state));
+        } catch (e) {
+          state.job = null;
+          state.jobError = e;
+        }
+      }
+      if (route === state.route) render();
+      const at = new Date().toLocaleTimeString();
+      document.getElementById('status-line').textContent =
+        `${fleet.hostname || ''} · ${fleet.gpus.length} GPUs (${fleet.driver}) · daemon ${health.status} · updated ${at} · every ${POLL_MS / 1000} s`;
+      document.getElementById('status-line').classList.remove('stale');
+    } catch (e) {
+      document.getElementById('status-line').textContent = `cannot reach the daemon: ${e.message}; retrying`;
+      document.getElementById('status-line').classList.add('stale');
+    } finally {
+      state.polling = false;
+      if (!document.hidden) state.pollTimer = setTimeout(poll, POLL_MS);
+    }
+  }
+
+  // ---- rendering ----------------------------------------------------------
+
+  function render() {
+    const fleet = state.fleet;
+    document.getElementById('host').textContent = fleet.hostname ? `on ${fleet.hostname}` : '';
+    const banner = document.getElementById('sim-banner');
+    banner.hidden = !fleet.simulated;
+    banner.textContent = fleet.simulated ? `SIMULATED FLEET: ${fleet.sim_reason}` : '';
+    const firing = state.alerts.filter((a) => a.state === 'firing').length;
+    const count = document.getElementById('alert-count');
+    count.hidden = firing === 0;
+    count.textContent = String(firing);
+    const view = document.getElementById('view');
+    switch (state.route.view) {
+      case 'fleet': return renderFleet(view);
+      case 'queue': return renderTable(view, renderQueue);
+      case 'pipelines': return renderTable(view, renderPipelines);
+      case 'pipeline': return renderTable(view, renderPipeline);
+      case 'alerts': return renderTable(view, renderAlerts);
+      case 'job': return renderJob(view);
+      default: return undefined;
+    }
+  }
+
+  // Rebuilds a table view only when what it shows has changed, so that a
+  // button is not replaced under the pointer every few seconds.
+  function renderTable(view, build) {
+    const { key, nodes } = build();
+    if (key !== state.rendered) {
+      state.rendered = key;
+      view.replaceChildren(...nodes);
+    }
+    // Ages change every poll; they are updated in place.
+    for (const cell of view.querySelectorAll('[data-since]')) cell.textContent = ago(Number(cell.dataset.since));
+  }
+
+  function jobsOn(index) {
+    return state.jobs.filter((j) => ['running', 'stopping'].includes(j.state) && (j.assigned_gpus || []).includes(index));
+  }
+
+  function stateBadge(text, extra) {
+    return el('span', { class: `badge state-${String(text).replace(/[^a-z_-]/gi, '')}`, 'data-testid': extra }, text);
+  }
+
+  function chart(width, height, series, scales, axes) {
+    if (!window.uPlot) return null;
+    // Hours and minutes; seconds too while the charts span only minutes.
+    const hhmm = (u, ticks) => {
+      const short = u.scales.x.max - u.scales.x.min < 600;
+      const parts = short ? { hour: '2-digit', minute: '2-digit', second: '2-digit' } : { hour: '2-digit', minute: '2-digit' };
+      return ticks.map((t) => new Date(t * 1000).toLocaleTimeString([], parts));
+    };
+    const opts = {
+      width, height,
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: Object.assign({ x: { time: true } }, scales),
+      series: [{}, ...series.map((x) => Object.assign({ points: { show: false }, spanGaps: false }, x))],
+      axes: [{ size: 22, font: '10px sans-serif', ticks: { size: 3 }, values: hhmm, space: 60 }, ...axes],
+    };
+    return (target) => new window.uPlot(opts, [[], ...series.map(() => [])], target);
+  }
+
+  function makeCard(gpu) {
+    const fields = {};
+    const field = (name, label) => {
+      fields[name] = el('span', { class: 'value', 'data-testid': `gpu-${name}` });
+      return el('div', { class: 'field' }, el('span', { class: 'label' }, label), fields[name]);
+    };
+    const chartsBox = el('div', { class: 'charts' });
+    const root = el('section', { class: 'gpu-card', 'data-testid': 'gpu-card', 'data-gpu': gpu.index },
+      el('div', { class: 'card-head' },
+        el('h2', {}, `GPU ${gpu.index}`, el('span', { class: 'model' }, gpu.name)),
+        fields.state = el('span', { 'data-testid': 'gpu-state' })),
+      el('div', { class: 'fields' },
+        field('util', 'util'), field('mem', 'memory'), field('temp', 'temp'), field('power', 'power'),
+        field('pcie', 'PCIe'), field('health', 'health'), field('fan', 'fan'), field('throttle', 'throttle')),
+      chartsBox,
+      fields.jobs = el('div', { class: 'jobs-on', 'data-testid': 'gpu-jobs' }),
+      fields.actions = el('div', { class: 'card-actions' }));
+    const charts = [];
+    const boxes = [];
+    const width = 340;
+    const util = chart(width, 90,
+      [{ label: 'util %', stroke: COLORS.util, scale: '%', width: 1.5 }, { label: 'mem %', stroke: COLORS.mem, scale: '%', width: 1.5 }],
+      { '%': { range: [0, 100] } },
+      [{ scale: '%', size: 44, font: '10px sans-serif', values: (u, v) => v.map((x) => `${x}%`) }]);
+    const heat = chart(width, 90,
+      [{ label: '°C', stroke: COLORS.temp, scale: 'c', width: 1.5 }, { label: 'W', stroke: COLORS.power, scale: 'w', width: 1.5 }],
+      { c: { range: (u, min, max) => [Math.min(20, min ?? 20), Math.max(90, max ?? 90)] }, w: { range: (u, min, max) => [0, Math.max(50, (max ?? 50) * 1.1)] } },
+      [{ scale: 'c', size: 44, font: '10px sans-serif', values: (u, v) => v.map((x) => `${x}°`) },
+        { scale: 'w', side: 1, size: 46, font: '10px sans-serif', values: (u, v) => v.map((x) => `${x}W`), grid: { show: false } }]);
+    if (util && heat) {
+      const key = (a, b, c, d) => el('div', { class: 'chart-key' },
+        el('i', { style: `background:${a}` }), b, el('i', { style: `background:${c}` }), d);
+      const box1 = el('div', { class: 'chart', 'data-testid': 'gpu-chart' });
+      const box2 = el('div', { class: 'chart', 'data-testid': 'gpu-chart' });
+      chartsBox.append(key(COLORS.util, 'utilization %', COLORS.mem, 'memory %'), box1,
+        key(COLORS.temp, 'temperature °C', COLORS.power, 'power W'), box2);
+      charts.push(util(box1), heat(box2));
+      boxes.push(box1, box2);
+    } else {
+      chartsBox.append(el('p', { class: 'muted' }, 'Charts are missing: this gpuherd was built without npm (uPlot).'));
+    }
+    return { root, fields, charts, boxes, key: '' };
+  }
+
+  function renderFleet(view) {
+    const fleet = state.fleet;
+    if (!view.querySelector('.fleet')) {
+      view.replaceChildren(el('div', { class: 'fleet', 'data-testid': 'fleet' }));
+      state.cards.clear();
+    }
+    const grid = view.querySelector('.fleet');
+    for (const gpu of fleet.gpus) {
+      let card = state.cards.get(gpu.index);
+      if (!card) {
+        card = makeCard(gpu);
+        state.cards.set(gpu.index, card);
+        grid.append(card.root);
+      }
+      updateCard(card, gpu);
+    }
+  }
+
+  function updateCard(card, gpu) {
+    const s = gpu.sample || {};
+    const f = card.fields;
+    const stateText = gpu.state || 'ok';
+    f.state.replaceChildren(stateBadge(stateText, 'gpu-state-badge'));
+    if (gpu.drained && gpu.drain_reason) f.state.title = `drained: ${gpu.drain_reason}`;
+    f.util.textContent = fmt(s.gpu_util_pct, 0, ' %');
+    f.mem.textContent = `${gib(s.mem_used_bytes)} / ${gib(s.mem_total_bytes ?? gpu.memory_total_bytes)} GiB`;
+    f.temp.textContent = fmt(s.temp_c, 0, ' °C');
+    f.power.textContent = `${fmt(s.power_w, 0)} / ${fmt(s.power_limit_w ?? gpu.power_limit_default_w, 0)} W`;
+    const gen = s.pcie_gen; const width = s.pcie_width;
+    const low = (width && gpu.max_pcie_width && width < gpu.max_pcie_width);
+    f.pcie.textContent = gen ? `Gen${gen} x${width}${low ? ` (max x${gpu.max_pcie_width})` : ''}` : '–';
+    f.pcie.classList.toggle('warn', Boolean(low));
+    const burnin = state.burnins.get(gpu.uuid);
+    if (burnin && burnin.health) {
+      f.health.textContent = `${burnin.health.verdict} ${fmt(burnin.health.score, 0)}/100`;
+      f.health.className = `value verdict-${burnin.health.verdict}`;
+      f.health.title = `level ${burnin.level} burn-in, ${ago(burnin.finished)}`;
+    } else {
+      f.health.textContent = 'not screened';
+      f.health.className = 'value muted';
+      f.health.title = 'no burn-in recorded: gpuherd burnin --level 1';
+    }
+    // The failure-risk model's score, where it has scored this GPU.
+    if (typeof gpu.failure_risk === 'number') {
+      f.health.append(el('span', { class: gpu.failure_risk >= 0.5 ? 'warn' : 'muted', 'data-testid': 'gpu-risk' },
+        ` · risk ${fmt(gpu.failure_risk * 100, 0, ' %')}`));
+    }
+    f.fan.textContent = fmt(s.fan_pct, 0, ' %');
+    // "idle" is the driver lowering clocks with nothing to do, not a fault.
+    const throttle = typeof s.throttle === 'string' ? s.throttle : '';
+    const slowing = throttle.split(/[,\s]+/).filter((x) => x && x !== 'idle' && x !== 'none');
+    f.throttle.textContent = throttle || 'none';
+    f.throttle.classList.toggle('warn', slowing.length > 0);
+
+    const jobs = jobsOn(gpu.index);
+    const actionsKey = JSON.stringify([Boolean(state.token), gpu.drained, jobs.map((j) => [j.id, j.name, j.gpu_tenths])]);
+    if (actionsKey !== card.key) {
+      card.key = actionsKey;
+      f.jobs.replaceChildren(jobs.length ? el('span', { class: 'label' }, 'jobs ') : el('span', { class: 'muted' }, 'idle'),
+        ...jobs.map((j) => el('a', { href: `#/jobs/${j.id}`, class: 'job-chip', 'data-testid': 'gpu-job' },
+          `#${j.id} ${j.name || j.command.join(' ')}${j.gpu_tenths < 10 ? ` (${tenths(j.gpu_tenths)})` : ''}`)));
+      f.actions.replaceChildren(gpu.drained
+        ? actionButton('Undrain', 'gpu-undrain', async () => {
+          await api(`/v1/gpus/${gpu.index}/undrain`, { method: 'POST' });
+          return `GPU ${gpu.index} returned to work`;
+        })
+        : actionButton('Drain', 'gpu-drain', async () => {
+          await api(`/v1/gpus/${gpu.index}/drain`, { method: 'POST', body: { reason: 'drained from the dashboard' } });
+          return `GPU ${gpu.index} drained: no new work goes to it`;
+        }));
+    }
+    const h = state.history.get(gpu.index);
+    if (h && card.charts.length) {
+      const t = h.time.map((ms) => ms / 1000);
+      card.charts[0].setData([t, h.gpu_util_pct, h.mem_used_pct]);
+      card.charts[1].setData([t, h.temp_c, h.power_w]);
+      for (const box of card.boxes) box.dataset.points = String(t.length);
+    }
+  }
+
+  function table(headers, rows, testid) {
+    return el('table', { 'data-testid': testid },
+      el('thead', {}, el('tr', {}, headers.map((h) => el('th', {}, h)))),
+      el('tbody', {}, rows));
+  }
+
+  function renderQueue() {
+    const order = { running: 0, stopping: 1, pending: 2, held: 3 };
+    const jobs = [...state.jobs].sort((a, b) => (order[a.state] ?? 9) - (order[b.state] ?? 9) ||
+      (a.state === 'pending' ? b.priority - a.priority : 0) || a.id - b.id);
+    const key = JSON.stringify(['queue', Boolean(state.token), state.showFinished,
+      jobs.map((j) => [j.id, j.state, j.reason, j.assigned_gpus, j.priority])]);
+    const counts = {};
+    for (const j of jobs) counts[j.state] = (counts[j.state] || 0) + 1;
+    const toggle = el('label', { class: 'toggle' },
+      el('input', { type: 'checkbox', checked: state.showFinished, onchange: (e) => {
+        state.showFinished = e.target.checked;
+        state.rendered = '';
+        poll();
+      } }), ' show finished jobs');
+    const rows = jobs.map((j) => {
+      const finished = ['completed', 'failed', 'cancelled'].includes(j.state);
+      const gpus = j.assigned_gpus && j.assigned_gpus.length ? j.assigned_gpus.join(',') : '';
+      return el('tr', { 'data-testid': 'job-row', 'data-job': j.id, 'data-state': j.state },
+        el('td', {}, el('a', { href: `#/jobs/${j.id}` }, `#${j.id}`)),
+        el('td', {}, j.name || ''),
+        el('td', {}, j.user),
+        el('td', {}, stateBadge(j.state, 'job-state')),
+        el('td', { class: 'num' }, String(j.priority)),
+        el('td', {}, `${tenths(j.gpu_tenths)} GPU${gpus ? ` on ${gpus}` : ''}`),
+        el('td', { 'data-since': j.state === 'pending' || j.state === 'held' ? j.submitted : j.started }),
+        el('td', { class: 'reason', 'data-testid': 'job-reason' }, j.reason || ''),
+        el('td', { class: 'cmd' }, (j.command || []).join(' ')),
+        el('td', {}, finished ? '' : actionButton('Cancel', 'job-cancel', async () => {
+          const r = await api(`/v1/jobs/${j.id}/cancel`, { method: 'POST' });
+          return `job ${j.id}: ${r.state}`;
+        })));
+    });
+    const summary = Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(' · ') || 'no jobs';
+    return { key, nodes: [
+      el('div', { class: 'view-head' }, el('h2', {}, 'Queue'), el('span', { class: 'muted', 'data-testid': 'queue-summary' }, summary), toggle),
+      jobs.length ? table(['job', 'name', 'user', 'state', 'priority', 'GPUs', 'since', 'why it waits / how it ended', 'command', ''], rows, 'queue-table')
+        : el('p', { class: 'muted', 'data-testid': 'queue-empty' }, 'The queue is empty. Submit with: gpuherd submit --gpus 1 -- CMD'),
+    ] };
+  }
+
+  function renderPipelines() {
+    const runs = state.pipelines || [];
+    const key = JSON.stringify(['pipelines', Boolean(state.token), runs]);
+    const rows = runs.map((p) => el('tr', { 'data-testid': 'pipeline-row' },
+      el('td', {}, el('a', { href: `#/pipelines/${p.id}` }, `#${p.id}`)),
+      el('td', {}, p.name),
+      el('td', {}, p.user),
+      el('td', {}, stateBadge(p.state)),
+      el('td', {}, p.outcome || ''),
+      el('td', {}, `${p.nodes.completed}/${p.nodes.total} done${p.nodes.running ? `, ${p.nodes.running} running` : ''}${p.nodes.failed ? `, ${p.nodes.failed} failed` : ''}`),
+      el('td', {}, ago(p.created))));
+    const hint = state.token ? 'No pipeline runs yet: gpuherd run examples/pipelines/sweep.yaml'
+      : 'Pipeline runs are shown to their owner and to admins: paste the API token to see them.';
+    return { key, nodes: [
+      el('div', { class: 'view-head' }, el('h2', {}, 'Pipelines')),
+      runs.length ? table(['run', 'name', 'user', 'state', 'outcome', 'nodes', 'created'], rows, 'pipelines-table')
+        : el('p', { class: 'muted', 'data-testid': 'pipelines-empty' }, hint),
+    ] };
+  }
+
+  // The DAG: a node's column is the length of the longest chain of needs
+  // before it; nodes of a column are stacked in plan order.
+  function dag(nodes) {
+    const byId = new Map(nodes.map((n, i) => [n.id, i]));
+    const depth = new Array(nodes.length).fill(-1);
+    const depthOf = (i, seen = new Set()) => {
+      if (depth[i] >= 0) return depth[i];
+      if (seen.has(i)) return 0;
+      seen.add(i);
+      let d = 0;
+      for (const need of nodes[i].needs || []) if (byId.has(need)) d = Math.max(d, depthOf(byId.get(need), seen) + 1);
+      depth[i] = d;
+      return d;
+    };
+    nodes.forEach((_, i) => depthOf(i));
+    const columns = [];
+    nodes.forEach((n, i) => { (columns[depth[i]] = columns[depth[i]] || []).push(i); });
+    const W = 170; const H = 24; const GX = 60; const GY = 8;
+    const pos = new Array(nodes.length);
+    const tallest = Math.max(...columns.map((c) => c.length));
+    columns.forEach((col, x) => col.forEach((i, y) => {
+      const offset = ((tallest - col.length) * (H + GY)) / 2;
+      pos[i] = { x: 4 + x * (W + GX), y: 4 + offset + y * (H + GY) };
+    }));
+    const width = 8 + columns.length * (W + GX) - GX;
+    const height = 8 + tallest * (H + GY);
+    const edges = [];
+    nodes.forEach((n, i) => (n.needs || []).forEach((need) => {
+      if (!byId.has(need)) return;
+      const a = pos[byId.get(need)]; const b = pos[i];
+      const x1 = a.x + W; const y1 = a.y + H / 2; const x2 = b.x; const y2 = b.y + H / 2;
+      edges.push(svg('path', { d: `M${x1},${y1} C${x1 + GX / 2},${y1} ${x2 - GX / 2},${y2} ${x2},${y2}`, class: 'edge' }));
+    }));
+    const boxes = nodes.map((n, i) => {
+      const label = n.id.length > 26 ? `${n.id.slice(0, 25)}…` : n.id;
+      return svg('g', { class: `dag-node state-${n.state}`, 'data-testid': 'dag-node', 'data-state': n.state },
+        svg('title', {}, `${n.id}: ${n.state}${n.reason ? ` (${n.reason})` : ''}`),
+        svg('rect', { x: pos[i].x, y: pos[i].y, width: W, height: H, rx: 4 }),
+        svg('text', { x: pos[i].x + 6, y: pos[i].y + H / 2 + 4 }, label));
+    });
+    return svg('svg', { width, height, viewBox: `0 0 ${width} ${height}`, class: 'dag', 'data-testid': 'dag' }, edges, boxes);
+  }
+
+  async function downloadReport(id, format) {
+    const response = await api(`/v1/pipelines/${id}/report?format=${format}`, { raw: true });
+    if (!response.ok) {
+      let message = `${response.status}`;
+      try { message = (await response.json()).error; } catch (e) { /* not JSON */ }
+      throw new Error(message);
+    }
+    const blob = await response.blob();
+    const link = el('a', { href: URL.createObjectURL(blob), download: `pipeline-${id}-report.${format}` });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    return `report of pipeline ${id} downloaded (${format})`;
+  }
+
+  function renderPipeline() {
+    const p = state.pipeline;
+    const id = state.route.id;
+    if (!p) {
+      const why = state.pipelineError ? state.pipelineError.message : 'loading…';
+      return { key: `pipeline-missing-${why}`, nodes: [el('p', { class: 'muted', 'data-testid': 'pipeline-error' }, why)] };
+    }
+    const key = JSON.stringify(['pipeline', Boolean(state.token), p.state, p.outcome, p.nodes.map((n) => [n.state, n.attempts, n.job_id, n.best, n.reason])]);
+    const matrixNames = [...new Set(p.nodes.flatMap((n) => Object.keys(n.matrix || {})))];
+    const metricNames = [...new Set(p.nodes.flatMap((n) => Object.keys(n.best || {})))].sort().slice(0, 6);
+    const rows = p.nodes.map((n) => el('tr', { 'data-testid': 'sweep-row' },
+      el('td', {}, n.id), el('td', {}, n.step),
+      ...matrixNames.map((m) => el('td', {}, n.matrix && m in n.matrix ? String(n.matrix[m]) : '')),
+      el('td', {}, stateBadge(n.state)),
+      el('td', { class: 'num' }, String(n.attempts)),
+      el('td', {}, n.job_id ? el('a', { href: `#/jobs/${n.job_id}` }, `#${n.job_id}`) : ''),
+      ...metricNames.map((m) => el('td', { class: 'num' }, n.best && m in n.best ? Number(n.best[m]).toPrecision(4) : '')),
+      el('td', { class: 'reason' }, n.reason || '')));
+    const finished = ['completed', 'failed', 'cancelled'].includes(p.state);
+    return { key, nodes: [
+      el('div', { class: 'view-head' },
+        el('h2', {}, `Pipeline #${p.id} ${p.name}`), stateBadge(p.state, 'pipeline-state'),
+        el('span', { class: 'muted' }, `${p.outcome || ''} · by ${p.user} · ${ago(p.created)} · ${p.run_dir || ''}`)),
+      el('div', { class: 'toolbar' },
+        actionButton('Report (HTML)', 'pipeline-report', () => downloadReport(id, 'html')),
+        actionButton('Report (CSV)', 'pipeline-report-csv', () => downloadReport(id, 'csv')),
+        finished ? null : actionButton('Cancel pipeline', 'pipeline-cancel', async () => {
+          const r = await api(`/v1/pipelines/${id}/cancel`, { method: 'POST' });
+          return `pipeline ${id}: ${r.state}`;
+        })),
+      el('div', { class: 'dag-box' }, dag(p.nodes)),
+      el('h3', {}, 'Sweep'),
+      table(['node', 'step', ...matrixNames, 'state', 'attempts', 'job', ...metricNames.map((m) => `best ${m}`), 'reason'], rows, 'sweep-table'),
+    ] };
+  }
+
+  function renderAlerts() {
+    const alerts = state.alerts;
+    const events = [...state.events].reverse().slice(0, 200);
+    const key = JSON.stringify(['alerts', alerts, state.lastEventId]);
+    const alertRows = alerts.map((a) => el('tr', { 'data-testid': 'alert-row', class: `sev-${a.severity}` },
+      el('td', {}, a.rule), el('td', {}, a.gpu === null ? a.subject : `GPU ${a.gpu}`),
+      el('td', {}, stateBadge(a.state)), el('td', {}, a.severity),
+      el('td', {}, ago(a.fired_at || a.pending_since)), el('td', { class: 'num' }, fmt(a.value, 2)),
+      el('td', {}, a.action), el('td', {}, a.summary)));
+    const gpuName = new Map((state.fleet.gpus || []).map((g) => [g.uuid, `GPU ${g.index}`]));
+    const eventRows = events.map((e) => el('tr', { 'data-testid': 'event-row', class: `sev-${e.severity}` },
+      el('td', {}, clock(e.time)), el('td', {}, e.severity), el('td', {}, e.kind),
+      el('td', {}, e.gpu_uuid ? gpuName.get(e.gpu_uuid) || e.gpu_uuid : ''), el('td', {}, e.message)));
+    return { key, nodes: [
+      el('div', { class: 'view-head' }, el('h2', {}, 'Alerts')),
+      alerts.length ? table(['rule', 'subject', 'state', 'severity', 'since', 'value', 'action', 'summary'], alertRows, 'alerts-table')
+        : el('p', { class: 'muted', 'data-testid': 'alerts-empty' }, 'No alert is pending or firing, and none resolved in the last day.'),
+      el('div', { class: 'view-head' }, el('h2', {}, 'Events'), el('span', { class: 'muted' }, 'newest first')),
+      table(['time', 'severity', 'kind', 'GPU', 'message'], eventRows, 'events-table'),
+    ] };
+  }
+
+  function renderJob(view) {
+    const j = state.job;
+    if (!j) {
+      const why = state.jobError ? state.jobError.message : 'loading…';
+      view.replaceChildren(el('p', { class: 'muted', 'data-testid': 'job-error' }, why));
+      state.rendered = '';
+      return;
+    }
+    const key = JSON.stringify([j.id, j.state, j.reason, j.attempt, Boolean(state.token), state.log.stream]);
+    if (key !== state.rendered) {
+      state.rendered = key;
+      const finished = ['completed', 'failed', 'cancelled'].includes(j.state);
+      const facts = [
+        ['state', stateBadge(j.state, 'job-state')], ['user', j.user], ['priority', String(j.priority)],
+        ['GPUs', `${tenths(j.gpu_tenths)}${j.assigned_gpus && j.assigned_gpus.length ? ` on ${j.assigned_gpus.join(', ')}` : ''}`],
+        ['submitted', ago(j.submitted, j.now)], ['started', j.started ? ago(j.started, j.now) : '–'],
+        ['ended', j.ended ? ago(j.ended, j.now) : '–'], ['attempt', `${j.attempt} (restarts ${j.restarts}/${j.max_restarts})`],
+        ['exit', j.exit_code !== undefined ? `code ${j.exit_code}` : j.exit_signal !== undefined ? `signal ${j.exit_signal}` : '–'],
+        ['reason', j.reason || '–'], ['command', (j.command || []).join(' ')],
+      ];
+      const streamButton = (name) => el('button', { type: 'button', class: state.log.stream === name ? 'on' : '',
+        onclick: () => { state.log = { jobId: 0, stream: name, text: '', offset: -1 }; state.rendered = ''; poll(); } }, name);
+      view.replaceChildren(
+        el('div', { class: 'view-head' }, el('h2', { 'data-testid': 'job-title' }, `Job #${j.id} ${j.name || ''}`),
+          finished ? null : actionButton('Cancel', 'job-cancel', async () => {
+            const r = await api(`/v1/jobs/${j.id}/cancel`, { method: 'POST' });
+            return `job ${j.id}: ${r.state}`;
+          })),
+        el('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])),
+        el('h3', {}, 'Metrics'), el('div', { class: 'job-charts', 'data-testid': 'job-metrics' }),
+        el('h3', {}, 'GPU utilization while it ran'), el('div', { class: 'job-gpu-chart' }),
+        el('div', { class: 'view-head' }, el('h3', {}, 'Log tail'), streamButton('stdout'), streamButton('stderr')),
+        el('pre', { class: 'log', 'data-testid': 'job-log' }));
+      state.jobCharts = { key: '', charts: [] };
+    }
+    view.querySelector('.log').textContent = (state.log.cut ? '…\n' : '') + state.log.text;
+    renderJobCharts(view, j);
+  }
+
+  function renderJobCharts(view, j) {
+    if (!window.uPlot) return;
+    // Metric curves: one chart per metric name, by step.
+    const lines = state.jobMetrics || [];
+    const names = [...new Set(lines.flatMap((m) => Object.keys(m.values)
+      .filter((k) => !['step', 'epoch', 'time', 'timestamp'].includes(k) && typeof m.values[k] === 'number')))].sort().slice(0, 6);
+    const box = view.querySelector('.job-charts');
+    const chartsKey = names.join(',');
+    if (state.jobCharts.key !== chartsKey) {
+      state.jobCharts.key = chartsKey;
+      box.replaceChildren();
+      state.jobCharts.charts = names.map((name) => {
+        const target = el('div', { class: 'chart' }, el('div', { class: 'chart-key' }, name));
+        box.append(target);
+        return new window.uPlot({ width: 360, height: 140, legend: { show: false }, scales: { x: { time: false } },
+          series: [{}, { label: name, stroke: COLORS.util, width: 1.5 }], axes: [{}, { size: 50 }] }, [[], []], target);
+      });
+      if (!names.length) box.append(el('p', { class: 'muted' }, 'No metric lines (a job writes JSON lines to $GPUHERD_METRICS_FILE).'));
+    }
+    names.forEach((name, i) => {
+      const points = lines.filter((m) => typeof m.values[name] === 'number')
+        .map((m, k) => [m.step ?? m.values.step ?? k, m.values[name]]).sort((a, b) => a[0] - b[0]);
+      state.jobCharts.charts[i].setData([points.map((p) => p[0]), points.map((p) => p[1])]);
+    });
+    // Its GPUs' utilization over its run, from the fleet history.
+    const gpuBox = view.querySelector('.job-gpu-chart');
+    const gpus = j.assigned_gpus || [];
+    if (!gpus.length || !j.started) {
+      if (!gpuBox.firstChild) gpuBox.append(el('p', { class: 'muted' }, 'It has not run on a GPU yet.'));
+      return;
+    }
+    if (!state.jobCharts.gpu) {
+      gpuBox.replaceChildren();
+      const target = el('div', { class: 'chart' });
+      gpuBox.append(target);
+      state.jobCharts.gpu = new window.uPlot({ width: 720, height: 140, legend: { show: true },
+        scales: { x: { time: true }, '%': { range: [0, 100] } },
+        series: [{}, ...gpus.map((g, i) => ({ label: `GPU ${g} util %`, scale: '%', stroke: ['#1f77b4', '#2ca02c', '#d62728', '#9467bd'][i % 4], width: 1.5 }))],
+        axes: [{}, { scale: '%', size: 36 }] }, [[], ...gpus.map(() => [])], target);
+    }
+    const end = j.ended || Infinity;
+    const first = state.history.get(gpus[0]);
+    if (!first) return;
+    const idx = first.time.map((t, k) => (t >= j.started - 5000 && t <= end ? k : -1)).filter((k) => k >= 0);
+    state.jobCharts.gpu.setData([idx.map((k) => first.time[k] / 1000),
+      ...gpus.map((g) => { const h = state.history.get(g); return idx.map((k) => (h ? h.gpu_util_pct[k] : null)); })]);
+  }
+
+  // ---- start --------------------------------------------------------------
+
+  window.addEventListener('hashchange', onRoute);
+  document.addEventListener('visibilitychange', () => { if (!document.hidden) poll(); });
+  window.addEventListener('DOMContentLoaded', () => {
+    loadToken();
+    renderAuth();
+    onRoute();
+  });
+})();
