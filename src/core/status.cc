@@ -16,6 +16,7 @@ const char* CodeName(Code code) {
     case Code::kDataLoss: return "data loss";
     case Code::kInternal: return "internal error";
     case Code::kAborted: return "aborted";
+    case Code::kResourceExhausted: return "resource exhausted";
   }
   return "unknown";
 }

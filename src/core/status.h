@@ -21,6 +21,7 @@ enum class Code {
   kDataLoss,
   kInternal,
   kAborted,           // stopped on request before it finished (Ctrl-C, cancel)
+  kResourceExhausted, // a limit is reached; the same request may succeed later
 };
 
 const char* CodeName(Code code);
@@ -53,6 +54,7 @@ inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move
 inline Status IoError(std::string m) { return {Code::kIoError, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 inline Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
+inline Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 inline Status Unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
 

@@ -313,7 +313,7 @@ void PipelineService::Drive(Run& run) {
       switch (a.kind) {
         case pipeline::NodeAction::Kind::kSubmit:
         case pipeline::NodeAction::Kind::kRetry:
-          Submit(run, a);
+          if (!Submit(run, a)) return;  // at the owner's queue limit: later nodes would be refused too
           // A refused submission fails the node, which NextActions may
           // retry or skip past: ask again.
           again = again || run.nodes[a.node].state != pipeline::NodeStateName(NodeState::kActive);
@@ -334,7 +334,7 @@ void PipelineService::Drive(Run& run) {
   }
 }
 
-void PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
+bool PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
   const pipeline::PlanNode& node = run.plan.nodes[action.node];
   store::PipelineNodeRecord& row = run.nodes[action.node];
   json spec = pipeline::JobSpecFor(run.plan, action);
@@ -346,6 +346,17 @@ void PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
   auto backend = BackendOf(run);
   Result<sched::JobId> id = backend.ok() ? (*backend)->Submit(spec, Owner(run.record), extras, run.plan.backend)
                                          : Result<sched::JobId>(backend.status());
+  if (!id.ok() && id.status().code() == Code::kResourceExhausted) {
+    // The owner's queue is full: the node waits, unchanged, and is tried
+    // again once one of the owner's jobs has ended.
+    const std::string reason = "waits for room in the queue: " + id.status().message();
+    if (row.reason != reason) {
+      row.reason = reason;
+      SaveNode(run, action.node);
+    }
+    waiting_for_room_ = true;
+    return false;
+  }
   row.attempts = action.attempt;
   row.started = 0;
   row.ended = 0;
@@ -362,6 +373,7 @@ void PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
     job_nodes_[*id] = {run.record.id, action.node};
   }
   SaveNode(run, action.node);
+  return true;
 }
 
 void PipelineService::FinishRun(Run& run, pipeline::Outcome outcome, const std::string& reason) {
@@ -428,6 +440,12 @@ void PipelineService::OnJobChanged(const sched::Job& job) {
     if (sched::IsFinal(job.state)) intake_.Forget(job.id);
   }
 
+  if (waiting_for_room_ && sched::IsFinal(job.state)) {
+    // Any job's end may make room in its owner's queue: every run tries again.
+    waiting_for_room_ = false;
+    for (auto& [id, r] : runs_) r.dirty = true;
+    dirty_ = true;
+  }
   auto mapped = job_nodes_.find(job.id);
   if (mapped == job_nodes_.end()) return;
   auto run = runs_.find(mapped->second.first);

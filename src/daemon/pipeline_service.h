@@ -82,7 +82,9 @@ class PipelineService {
   // A stored run not kept in memory (finished), for reading.
   Result<Run> Stored(int64_t id, const Caller& caller);
   void Drive(Run& run);
-  void Submit(Run& run, const pipeline::NodeAction& action);
+  // False when the owner's queue limit refused the job: the node keeps
+  // waiting (see waiting_for_room_).
+  bool Submit(Run& run, const pipeline::NodeAction& action);
   void FinishRun(Run& run, pipeline::Outcome outcome, const std::string& reason);
   void SaveNode(const Run& run, int node);
   void SaveRun(const Run& run);
@@ -109,6 +111,7 @@ class PipelineService {
   std::map<sched::JobId, std::pair<int64_t, int>> job_nodes_;
   MetricsIntake intake_;
   bool dirty_ = false;  // some run needs driving
+  bool waiting_for_room_ = false;  // a node waits for its owner's queue to have room
 };
 
 }  // namespace gpuherd::daemon

@@ -47,8 +47,9 @@ class PipelineServiceTest : public ::testing::Test {
     EXPECT_TRUE(WaitFor([&] { return Get("/v1/jobs")["jobs"].empty(); }));
   }
 
-  void StartDaemon() {
+  void StartDaemon(int max_queued_jobs_per_user = 0) {
     DaemonOptions options;
+    options.queue.scheduler.max_queued_jobs_per_user = max_queued_jobs_per_user;
     options.home = home_.string();
     options.driver.sim_count = 4;
     options.port = -1;
@@ -199,6 +200,39 @@ steps:
   EXPECT_EQ(listing[0]["nodes"]["total"], 5);
   EXPECT_EQ(listing[0]["nodes"]["completed"], 5);
   EXPECT_EQ(Get("/v1/pipelines")["pipelines"].size(), 0u);  // nothing running
+}
+
+// Eight points against a queue limit of 3 jobs per user: the nodes the queue
+// refuses wait for room instead of failing, and every point runs once.
+TEST_F(PipelineServiceTest, NodesBeyondTheOwnersQueueLimitWaitForRoom) {
+  StartDaemon(/*max_queued_jobs_per_user=*/3);
+  const std::string yaml = R"(name: limited
+defaults: {gpus: 0}
+steps:
+  point:
+    matrix: {i: [0, 1, 2, 3, 4, 5, 6, 7]}
+    run: ["sh", "-c", "sleep 0.2; echo ${{ matrix.i }} > ${{ workspace }}/out"]
+)";
+  int64_t id = Run(yaml);
+  ASSERT_GT(id, 0);
+  bool saw_waiting = false;
+  ASSERT_TRUE(WaitFor([&] {
+    json run = Show(id);
+    for (const auto& n : run["nodes"]) {
+      if (n["state"] == "waiting" && n.value("reason", std::string()).find("waits for room in the queue") !=
+                                         std::string::npos) {
+        saw_waiting = true;
+      }
+    }
+    return run["state"] != "running";
+  })) << Show(id).dump(2);
+  json run = Show(id);
+  EXPECT_TRUE(saw_waiting) << "no node was ever held back by the limit";
+  EXPECT_EQ(run["state"], "completed") << run.dump(2);
+  for (const auto& n : run["nodes"]) {
+    EXPECT_EQ(n["state"], "completed") << n.dump();
+    EXPECT_EQ(n["attempts"], 1) << n.dump();
+  }
 }
 
 TEST_F(PipelineServiceTest, AFailureSkipsWhatNeedsItAndRetryFinishesTheRun) {

@@ -477,7 +477,7 @@ Decisions Schedule(const FleetState& fleet, const std::vector<PendingJob>& pendi
 
 Status CheckQueueLimit(const std::string& user, int queued_jobs, const SchedulerConfig& config) {
   if (config.max_queued_jobs_per_user > 0 && queued_jobs >= config.max_queued_jobs_per_user) {
-    return FailedPrecondition(fmt::format(
+    return ResourceExhausted(fmt::format(
         "user {} already has {} queued jobs, the limit is {}; wait for some to start or cancel "
         "some",
         user, queued_jobs, config.max_queued_jobs_per_user));
