@@ -9,7 +9,7 @@
 #include "cli/daemon_client.h"
 #include "cli/table.h"
 #include "core/time.h"
-#include "daemon/alert_service.h"
+#include "daemon/record_json.h"
 #include "host/clock.h"
 #include "store/store.h"
 

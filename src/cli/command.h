@@ -49,11 +49,14 @@ void AddJobActionCommands(CLI::App& app, CommandContext* ctx);  // cancel, hold,
 void AddDrainCommands(CLI::App& app, CommandContext* ctx);      // drain, undrain
 void AddBurnInCommand(CLI::App& app, CommandContext* ctx);
 void AddHealthCommand(CLI::App& app, CommandContext* ctx);
+void AddHealthcheckCommand(CLI::App& app, CommandContext* ctx);  // healthcheck [--slurm]
 void AddDoctorCommand(CLI::App& app, CommandContext* ctx);
 void AddSlurmCommands(CLI::App& app, CommandContext* ctx);  // slurm gres-conf
 void AddK8sCommands(CLI::App& app, CommandContext* ctx);    // k8s labels
 void AddRunCommand(CLI::App& app, CommandContext* ctx);
 void AddPipelineCommands(CLI::App& app, CommandContext* ctx);  // pipelines, pipeline show|cancel|retry
 void AddReportCommand(CLI::App& app, CommandContext* ctx);
+void AddPredictCommands(CLI::App& app, CommandContext* ctx);  // predict train|eval
+void AddDashboardCommand(CLI::App& app, CommandContext* ctx);
 
 }  // namespace gpuherd::cli

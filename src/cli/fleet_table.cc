@@ -28,7 +28,13 @@ std::string RenderFleetTable(const json& fleet, bool color) {
     out += Colored("SIMULATED FLEET", kYellow, color) + " (" + fleet.value("sim_reason", std::string()) +
            "): these are not real GPUs.\n";
   }
-  Table table({"IDX", "MODEL", "UTIL", "MEMORY", "TEMP", "POWER", "PCIE", "FAN", "THROTTLE", "STATE"});
+  // RISK only where the daemon has a failure-risk model to score with.
+  bool risk_shown = false;
+  for (const json& g : fleet.value("gpus", json::array())) risk_shown |= g.contains("failure_risk");
+  std::vector<std::string> headers = {"IDX", "MODEL", "UTIL", "MEMORY", "TEMP", "POWER", "PCIE", "FAN", "THROTTLE"};
+  if (risk_shown) headers.push_back("RISK");
+  headers.push_back("STATE");
+  Table table(headers);
   for (const json& g : fleet.value("gpus", json::array())) {
     json s = g.value("sample", json::object());
     std::optional<std::string> util, mem, temp, power, pcie, fan;
@@ -70,9 +76,18 @@ std::string RenderFleetTable(const json& fleet, bool color) {
       for (const json& x : s["xids"]) xids += (xids.empty() ? "" : ",") + std::to_string(x.value("xid", 0));
       state_cell += Colored(" xid " + xids, kRed, color);
     }
-    table.AddRow({std::to_string(g.value("index", 0)), g.value("name", std::string("?")), Or(util), Or(mem),
-                  Or(temp), Or(power), Or(pcie), Or(fan), throttle, state_cell});
+    std::vector<std::string> row = {std::to_string(g.value("index", 0)), g.value("name", std::string("?")),
+                                    Or(util), Or(mem), Or(temp), Or(power), Or(pcie), Or(fan), throttle};
+    if (risk_shown) {
+      auto risk = Field<double>(g, "failure_risk");
+      std::string cell = risk ? fmt::format("{:.2f}", *risk) : "-";
+      if (risk && *risk >= 0.5) cell = Colored(cell, kRed, color);
+      row.push_back(cell);
+    }
+    row.push_back(state_cell);
+    table.AddRow(std::move(row));
   }
+  if (risk_shown) return out + table.Render({0, 2, 3, 4, 5, 7, 9});
   return out + table.Render({0, 2, 3, 4, 5, 7});
 }
 

@@ -1,5 +1,11 @@
 // gpuherd: keeps a lab's GPUs healthy and busy. See README.md.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -8,7 +14,46 @@
 #include "core/version.h"
 #include "exec/launcher.h"
 
+namespace {
+
+#ifdef GPUHERD_CLIENT
+// The command a command line runs: the first word that is not an option (or
+// the value of --home); nullptr when there is none.
+const char* CommandOf(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--home") == 0) {
+      ++i;
+      continue;
+    }
+    if (argv[i][0] != '-') return argv[i];
+  }
+  return nullptr;
+}
+
+// `daemon` and `predict` continue in gpuherd-daemon, installed beside this
+// binary: only they need the libraries behind webhooks (TLS) and the failure
+// model (XGBoost), whose loading would otherwise double the start-up cost of
+// every short command (`gpuherd submit` runs once per job).
+int RunInDaemonBinary(char** argv) {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::string full = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "gpuherd-daemon";
+  ::execv(full.c_str(), argv);
+  std::fprintf(stderr, "gpuherd: cannot run %s: %s (it is installed beside gpuherd and runs the daemon and the "
+                       "predict commands)\n",
+               full.c_str(), std::strerror(errno));
+  return 1;
+}
+#endif
+
+}  // namespace
+
 int main(int argc, char** argv) {
+#ifdef GPUHERD_CLIENT
+  if (const char* command = CommandOf(argc, argv)) {
+    if (std::strcmp(command, "daemon") == 0 || std::strcmp(command, "predict") == 0) return RunInDaemonBinary(argv);
+  }
+#endif
   // The daemon's job launcher is this same binary started with a hidden
   // argument; it must not parse the command line or touch logging.
   if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
@@ -22,7 +67,13 @@ int main(int argc, char** argv) {
   CommandContext ctx;
   app.add_option("--home", ctx.home, "State directory (default: $GPUHERD_HOME, /var/lib/gpuherd for root, "
                                      "else ~/.local/share/gpuherd)");
+#ifdef GPUHERD_CLIENT
+  // Listed for --help; a command line naming them never gets here.
+  app.add_subcommand("daemon", "Run the gpuherd daemon (in gpuherd-daemon)");
+  app.add_subcommand("predict", "Train and evaluate the failure-risk model (in gpuherd-daemon)");
+#else
   AddDaemonCommand(app, &ctx);
+#endif
   AddGpusCommand(app, &ctx);
   AddTopCommand(app, &ctx);
   AddEventsCommand(app, &ctx);
@@ -38,12 +89,17 @@ int main(int argc, char** argv) {
   AddAlertsCommand(app, &ctx);
   AddBurnInCommand(app, &ctx);
   AddHealthCommand(app, &ctx);
+  AddHealthcheckCommand(app, &ctx);
   AddDoctorCommand(app, &ctx);
   AddSlurmCommands(app, &ctx);
   AddK8sCommands(app, &ctx);
   AddRunCommand(app, &ctx);
   AddPipelineCommands(app, &ctx);
   AddReportCommand(app, &ctx);
+#ifndef GPUHERD_CLIENT
+  AddPredictCommands(app, &ctx);
+#endif
+  AddDashboardCommand(app, &ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

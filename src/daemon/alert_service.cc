@@ -1,6 +1,7 @@
 #include "daemon/alert_service.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <fmt/format.h>
@@ -30,7 +31,7 @@ store::AlertRecord ToRecord(const alerts::Alert& a) {
   r.pending_since = a.pending_since;
   r.fired_at = a.fired_at;
   r.resolved_at = a.resolved_at;
-  r.value = a.value;
+  r.value = std::isfinite(a.value) ? a.value : 0;  // SQLite would store NaN as NULL and refuse the row
   r.severity = a.severity;
   r.action = alerts::ActionName(a.action);
   r.summary = a.summary;
@@ -54,20 +55,6 @@ alerts::Alert FromRecord(const store::AlertRecord& r) {
 }
 
 }  // namespace
-
-json AlertJson(const store::AlertRecord& r) {
-  return {{"rule", r.rule},
-          {"subject", r.subject},
-          {"gpu", r.gpu_index >= 0 ? json(r.gpu_index) : json(nullptr)},
-          {"state", r.state},
-          {"pending_since", r.pending_since},
-          {"fired_at", r.fired_at},
-          {"resolved_at", r.resolved_at},
-          {"value", r.value},
-          {"severity", store::SeverityName(r.severity)},
-          {"action", r.action},
-          {"summary", r.summary}};
-}
 
 AlertService::AlertService(DaemonState* state, JobService* jobs, AlertServiceOptions options)
     : state_(state), jobs_(jobs), options_(std::move(options)), engine_(options_.rules) {
@@ -186,6 +173,19 @@ void AlertService::AfterRound(TimeMs now) {
   for (json& payload : alerts::PayloadsFor(transitions, options_.payload)) unsent_.push_back(std::move(payload));
 }
 
+void AlertService::RaiseExternal(const alerts::AlertTransition& t) {
+  const auto key = std::make_pair(t.alert.rule, t.alert.subject);
+  external_rules_[t.alert.rule] = t.alert.severity;
+  if (t.to == alerts::AlertState::kFiring || t.to == alerts::AlertState::kPending) {
+    external_[key] = t.alert;
+  } else {
+    external_.erase(key);
+  }
+  Record(t);
+  if (t.to == alerts::AlertState::kFiring) Act(t);
+  for (json& payload : alerts::PayloadsFor({t}, options_.payload)) unsent_.push_back(std::move(payload));
+}
+
 void AlertService::AfterCommit(bool committed) {
   std::vector<json> payloads = std::move(unsent_);
   unsent_.clear();
@@ -207,7 +207,9 @@ void AlertService::Record(const alerts::AlertTransition& t) {
     case alerts::AlertState::kResolved: kind = "alert.resolved"; break;
     case alerts::AlertState::kInactive: return;  // a pending alert that never fired: no news
   }
-  std::string where = a.gpu_index >= 0 ? fmt::format("GPU {}", a.gpu_index) : "InfiniBand port " + a.subject;
+  std::string where = a.gpu_index >= 0                      ? fmt::format("GPU {}", a.gpu_index)
+                      : a.rule.rfind("pipeline_", 0) == 0 ? a.subject
+                                                          : "InfiniBand port " + a.subject;
   std::string message = fmt::format("{} {} on {}: {} (value {:g})", a.rule, alerts::AlertStateName(t.to), where,
                                     a.summary, a.value);
   json data = {{"rule", a.rule},
@@ -251,6 +253,7 @@ void AlertService::Act(const alerts::AlertTransition& t) {
 Result<json> AlertService::ListJson(bool all) {
   json list = json::array();
   for (const alerts::Alert& a : engine_.Active()) list.push_back(AlertJson(ToRecord(a)));
+  for (const auto& [key, a] : external_) list.push_back(AlertJson(ToRecord(a)));
   if (all) {
     auto resolved = state_->store->ListResolvedAlerts(state_->clock->Now() - kRecentlyResolved, kMaxResolvedListed);
     if (!resolved.ok()) return resolved.status();
@@ -264,7 +267,11 @@ std::vector<telemetry::AlertsFiring> AlertService::Firing() const {
   // Every rule is listed, firing or not, so that a series drops to 0 rather
   // than vanishing when its alert resolves.
   for (const alerts::Rule& r : engine_.rules()) by_rule[r.name] = {r.name, store::SeverityName(r.severity), 0};
+  for (const auto& [name, severity] : external_rules_) by_rule[name] = {name, store::SeverityName(severity), 0};
   for (const alerts::Alert& a : engine_.Active()) {
+    if (a.state == alerts::AlertState::kFiring) ++by_rule[a.rule].count;
+  }
+  for (const auto& [key, a] : external_) {
     if (a.state == alerts::AlertState::kFiring) ++by_rule[a.rule].count;
   }
   std::vector<telemetry::AlertsFiring> out;

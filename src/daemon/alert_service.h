@@ -20,6 +20,7 @@
 #include "alerts/rules.h"
 #include "core/status.h"
 #include "daemon/daemon_state.h"
+#include "daemon/record_json.h"  // AlertJson
 #include "daemon/job_service.h"
 #include "host/host.h"
 #include "telemetry/prometheus.h"
@@ -42,11 +43,6 @@ struct GpuHealthSummary {
   std::string verdict;
 };
 
-// An alert as the API serves it: {rule, subject, gpu (index or null),
-// state, pending_since, fired_at, resolved_at, value, severity, action,
-// summary}. Shared with the CLI's reading of the store without a daemon.
-nlohmann::json AlertJson(const store::AlertRecord& alert);
-
 class AlertService {
  public:
   // `state` and `jobs` must outlive the service. Starts the notifier's
@@ -68,6 +64,10 @@ class AlertService {
   // A burn-in was recorded in this turn: health history is reloaded before
   // the next evaluation.
   void OnBurnInsRecorded() { health_stale_ = true; }
+  // An alert decided outside the rule engine (the failure-risk model):
+  // recorded, acted on when firing and notified like the rules' own; listed
+  // by ListJson and counted by Firing while it fires.
+  void RaiseExternal(const alerts::AlertTransition& t);
 
   // GET /v1/alerts?all=1: {"alerts": [...], "now"}; `all` adds the alerts
   // resolved in the last day.
@@ -108,6 +108,10 @@ class AlertService {
   bool ib_warned_ = false;
   // Payloads of this turn's transitions, sent after its commit.
   std::vector<nlohmann::json> unsent_;
+  // Alerts raised from outside the engine and firing now, by (rule, subject);
+  // the severity of each such rule ever raised, so that its series stays.
+  std::map<std::pair<std::string, std::string>, alerts::Alert> external_;
+  std::map<std::string, store::Severity> external_rules_;
 };
 
 }  // namespace gpuherd::daemon

@@ -80,7 +80,7 @@ HttpResponse ListBurnInRuns(DaemonState& state, const HttpRequest& request,
 
 // POST /v1/burnin/runs {"runs": [...]}: runs made outside the daemon (the
 // CLI's --direct mode) recorded in the daemon's store, with their events.
-HttpResponse RecordBurnInRuns(DaemonState& state, const HttpRequest& request, const Caller& caller) {
+HttpResponse RecordBurnInRuns(DaemonState& state, JobService* jobs, const HttpRequest& request, const Caller& caller) {
   // A verdict keeps a GPU away from work, so only an admin may record one.
   if (!caller.admin) {
     return HttpErrorResponse(403, "only an admin (root, the daemon's user or the admin group) may record "
@@ -103,7 +103,11 @@ HttpResponse RecordBurnInRuns(DaemonState& state, const HttpRequest& request, co
     state.batch.events.push_back(BurnInEvent(run));
     state.batch.burnin_runs.push_back(ToBurnInRecord(run));
   }
-  return JsonResponse({{"recorded", runs.size()}}, 201);
+  json returned = json::array();
+  if (jobs) {
+    for (int pos : ReturnPassedGpus(runs, state.fleet, jobs)) returned.push_back(state.fleet.gpus[pos].index);
+  }
+  return JsonResponse({{"recorded", runs.size()}, {"returned_to_work", returned}}, 201);
 }
 
 }  // namespace
@@ -125,6 +129,7 @@ HttpResponse StatusResponse(const Status& s) {
     case Code::kNotFound: return HttpErrorResponse(404, s.message());
     case Code::kAlreadyExists: return HttpErrorResponse(409, s.message());
     case Code::kFailedPrecondition: return HttpErrorResponse(412, s.message());
+    case Code::kResourceExhausted: return HttpErrorResponse(429, s.message());
     case Code::kUnavailable: return HttpErrorResponse(503, s.message());
     default: return HttpErrorResponse(500, s.message());
   }
@@ -184,12 +189,32 @@ HttpResponse Api::Handle(const HttpRequest& request, const Caller& caller) {
     auto list = alerts_->ListJson(all != request.query.end() && (all->second == "1" || all->second == "true"));
     return list.ok() ? JsonResponse(*list) : StatusResponse(list.status());
   }
+  if (route(2, "burnin") && burnin_launcher_) {
+    return method == "POST" ? StartBurnIn(request, caller) : HttpErrorResponse(405, "use POST to start a burn-in");
+  }
   if (route(3, "burnin") && parts[2] == "runs") {
     if (get) return ListBurnInRuns(*state_, request, [this](const std::string& id) { return FindGpu(id); });
-    if (method == "POST") return RecordBurnInRuns(*state_, request, caller);
+    if (method == "POST") return RecordBurnInRuns(*state_, jobs_, request, caller);
     return HttpErrorResponse(405, "use GET or POST for /v1/burnin/runs");
   }
   return HttpErrorResponse(404, "no such endpoint " + request.path);
+}
+
+HttpResponse Api::StartBurnIn(const HttpRequest& request, const Caller& caller) {
+  // It takes GPUs away from everyone's work for its duration.
+  if (!caller.admin) {
+    return HttpErrorResponse(403, "only an admin (root, the daemon's user or the admin group) may start a burn-in: "
+                                  "it takes the GPUs from everyone's jobs while it runs");
+  }
+  json body = json::parse(request.body.empty() ? "{}" : request.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return HttpErrorResponse(400, "the body must be JSON, like {\"level\": 1, \"gpus\": \"all\"}");
+  auto job = PlanBurnInJob(body, state_->fleet, *burnin_launcher_);
+  if (!job.ok()) return StatusResponse(job.status());
+  auto id = jobs_->Submit(job->spec, caller, job->extras);
+  if (!id.ok()) return StatusResponse(id.status());
+  json gpus = json::array();
+  for (int p : job->positions) gpus.push_back({{"index", state_->fleet.gpus[p].index}, {"uuid", state_->fleet.gpus[p].uuid}});
+  return JsonResponse({{"id", *id}, {"gpus", gpus}, {"name", job->spec["name"]}}, 201);
 }
 
 HttpResponse Api::Health() {
@@ -218,8 +243,16 @@ HttpResponse Api::Version() {
 
 HttpResponse Api::Gpus() {
   json fleet = FleetJson(state_->Fleet());
-  for (auto& g : fleet["gpus"]) MarkDrained(g);
+  for (auto& g : fleet["gpus"]) {
+    MarkDrained(g);
+    MarkRisk(g);
+  }
   return JsonResponse(fleet);
+}
+
+void Api::MarkRisk(json& gpu) const {
+  auto it = state_->failure_risk.find(gpu.value("uuid", std::string()));
+  if (it != state_->failure_risk.end()) gpu["failure_risk"] = it->second;
 }
 
 void Api::MarkDrained(json& gpu) const {
@@ -243,6 +276,7 @@ HttpResponse Api::Gpu(const std::string& id) {
   if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "' (give an index or a UUID; GET /v1/gpus lists them)");
   json gpu = GpuJson(state_->fleet.gpus[i], state_->View(i));
   MarkDrained(gpu);
+  MarkRisk(gpu);
   return JsonResponse(gpu);
 }
 

@@ -26,11 +26,16 @@
 //   GET  /v1/alerts?all=1               pending and firing alerts (all: and resolved in the last day)
 //   GET  /metrics                       Prometheus exposition; open without a token, as a
 //                                       scrape target (a read, like every GET)
+//   GET  /v1/gpus/history, /v1/jobs/{id}/metrics, /v1/pipelines/{id}/report
+//                                       the dashboard's reads (dashboard_api.h, routed first)
+//   GET  /, /assets/*                   the web dashboard's files (dashboard.h)
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "daemon/alert_service.h"
+#include "daemon/burnin_jobs.h"
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
 #include "daemon/http_server.h"
@@ -55,6 +60,8 @@ class Api {
   // Serves /v1/pipelines with `pipelines` (must outlive the Api); without
   // it those routes answer 404.
   void SetPipelines(PipelineService* pipelines) { pipelines_ = pipelines; }
+  // Enables POST /v1/burnin: burn-ins as maintenance jobs of the queue.
+  void SetBurnInLauncher(BurnInLauncher launcher) { burnin_launcher_ = std::move(launcher); }
   // Enables GET /v1/alerts and GET /metrics; both must outlive the Api.
   void SetMonitoring(AlertService* alerts, MetricsService* metrics) {
     alerts_ = alerts;
@@ -73,9 +80,12 @@ class Api {
   HttpResponse Shutdown(const Caller& caller);
   HttpResponse Jobs(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller);
   HttpResponse Pipelines(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller);
+  HttpResponse StartBurnIn(const HttpRequest& request, const Caller& caller);
   HttpResponse DrainGpu(const std::string& id, bool drain, const HttpRequest& request, const Caller& caller);
   // Adds "drained" and "drain_reason" to a GPU's JSON; state "drained" when ok.
   void MarkDrained(nlohmann::json& gpu) const;
+  // Adds "failure_risk" where the risk model has scored the GPU.
+  void MarkRisk(nlohmann::json& gpu) const;
   // Index of the GPU named by an index or UUID, or -1.
   int FindGpu(const std::string& id) const;
 
@@ -83,6 +93,7 @@ class Api {
   JobService* jobs_;
   PipelineService* pipelines_ = nullptr;
   std::function<void()> request_stop_;
+  std::optional<BurnInLauncher> burnin_launcher_;
   AlertService* alerts_ = nullptr;
   MetricsService* metrics_ = nullptr;
 };

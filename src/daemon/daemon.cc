@@ -18,10 +18,14 @@
 #include "alerts/rules.h"
 #include "daemon/alert_service.h"
 #include "daemon/api.h"
+#include "daemon/burnin_jobs.h"
+#include "daemon/dashboard.h"
+#include "daemon/dashboard_api.h"
 #include "daemon/auth.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_loop.h"
 #include "daemon/pipeline_service.h"
+#include "daemon/risk_service.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics_service.h"
 #include "exec/executor.h"
@@ -98,10 +102,15 @@ struct Daemon::Impl {
   std::unique_ptr<EventLoop> loop;
   std::unique_ptr<exec::Executor> executor;
   std::unique_ptr<JobService> jobs;
-  std::unique_ptr<PipelineService> pipelines;  // uses jobs: declared after, destroyed first
+  std::unique_ptr<LocalBackend> local_backend;
+  std::unique_ptr<exec::CommandRunner> slurm_runner;
+  std::unique_ptr<SlurmBackend> slurm_backend;
+  std::unique_ptr<PipelineService> pipelines;  // uses jobs and the backends: declared after, destroyed first
   std::unique_ptr<Api> api;
+  std::unique_ptr<DashboardApi> dashboard;  // the web dashboard's extra reads
   std::unique_ptr<AlertService> alerts;
   std::unique_ptr<MetricsService> metrics;
+  std::unique_ptr<RiskService> risk;
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<HttpServer> metrics_server;  // --metrics-port: /metrics only
 
@@ -169,6 +178,7 @@ struct Daemon::Impl {
     }
     if (pipelines) pipelines->OnRound();
     if (alerts) alerts->AfterRound(round.time);
+    if (risk) risk->OnRollups(result.rollups, round.time);
     if (metrics) metrics->AfterRound();
     for (auto& e : result.events) {
       spdlog::log(e.severity == store::Severity::kCritical ? spdlog::level::err : spdlog::level::warn,
@@ -182,13 +192,19 @@ struct Daemon::Impl {
   }
 
   HttpResponse Serve(const HttpRequest& request) {
+    // The dashboard's page and scripts: fixed bytes, no state, no token.
+    if (auto page = ServeDashboard(request)) return std::move(*page);
     Caller caller = CallerOf(request);
     if (IsMutation(request) && !caller.authenticated) {
       return HttpErrorResponse(401, "this request changes state: over TCP it needs the API token, sent as "
                                     "\"Authorization: Bearer <token>\" with the token from " + dir.token_path() +
                                     " (or use the unix socket " + dir.socket_path() + ")");
     }
-    return loop->CallOr<HttpResponse>([&] { return api->Handle(request, caller); },
+    return loop->CallOr<HttpResponse>(
+        [&] {
+          if (auto extra = dashboard->Handle(request, caller)) return std::move(*extra);
+          return api->Handle(request, caller);
+        },
                                       HttpErrorResponse(503, "the daemon is stopping or cannot write its state "
                                                          "directory; see its log in " + dir.log_dir()));
   }
@@ -327,13 +343,33 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
   // After the queue's reload is committed, so that the runs see their jobs'
   // final states; only then does the queue report changes to them.
-  impl->pipelines = std::make_unique<PipelineService>(&impl->state, impl->jobs.get(), dir);
+  impl->local_backend = std::make_unique<LocalBackend>(impl->jobs.get(), &impl->state, dir);
+  std::vector<JobBackend*> backends = {impl->local_backend.get()};
+  if (!options.slurm.site.shared_dir.empty()) {
+    impl->slurm_runner = exec::NewProcessRunner();
+    auto slurm = SlurmBackend::Create(&impl->state, impl->slurm_runner.get(), options.slurm,
+                                      [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
+    if (!slurm.ok()) return slurm.status();
+    impl->slurm_backend = std::move(slurm).value();
+    backends.push_back(impl->slurm_backend.get());
+  } else if (options.pipeline_backend == "slurm") {
+    return InvalidArgument("pipelines on Slurm need a shared folder for the jobs' files: --slurm-shared-dir DIR");
+  }
+  impl->pipelines = std::make_unique<PipelineService>(&impl->state, backends, options.pipeline_backend, dir);
   GPUHERD_RETURN_IF_ERROR(impl->pipelines->Load());
-  impl->jobs->SetStateListener([raw](const sched::Job& job) { raw->pipelines->OnJobChanged(job); });
+  for (JobBackend* b : backends) {
+    b->SetStateListener([raw](const sched::Job& job) { raw->pipelines->OnJobChanged(job); });
+  }
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
   impl->api = std::make_unique<Api>(&impl->state, impl->jobs.get(), [raw] { raw->loop->Stop(); });
   impl->api->SetPipelines(impl->pipelines.get());
+  impl->api->SetBurnInLauncher(
+      MakeBurnInLauncher(options.driver, impl->state.sim_reason, impl->state.fleet.gpus.size(), options.home));
+  impl->dashboard = std::make_unique<DashboardApi>(&impl->state, impl->jobs.get(), impl->pipelines.get());
   GPUHERD_RETURN_IF_ERROR(impl->StartAlerts());
+  impl->pipelines->SetAlertSink(
+      [raw](const alerts::AlertTransition& t) { raw->alerts->RaiseExternal(t); });
+  impl->risk = RiskService::Create(&impl->state, impl->alerts.get(), predict::ModelPath(impl->dir));
   impl->metrics = std::make_unique<MetricsService>(&impl->state, impl->jobs.get(), impl->alerts.get());
   impl->api->SetMonitoring(impl->alerts.get(), impl->metrics.get());
 

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "daemon/job_service.h"
+#include "daemon/slurm_backend.h"
 #include "gpu/open.h"
 #include "host/clock.h"
 
@@ -32,6 +33,10 @@ struct DaemonOptions {
   std::string metrics_host = "0.0.0.0";  // where Prometheus on another host can reach it
   // Where /sys/class/infiniband is read; empty: "/". Tests point it at a fixture tree.
   std::string ib_sysfs_root;
+  // Pipelines: "local" or "slurm" for runs whose file names no backend. The
+  // Slurm backend exists when slurm.site.shared_dir is set.
+  std::string pipeline_backend = "local";
+  SlurmBackendOptions slurm;
 };
 
 class Daemon {

@@ -2,6 +2,7 @@
 // Only code running on that thread may touch it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct DaemonState {
   store::WriteBatch batch;
   uint64_t rounds = 0, skipped_ticks = 0;
   DurationMs last_round_took = 0;
+  // GPU UUID → failure risk (0..1) from the risk model; absent without a
+  // model or before a GPU has enough minutes of history (risk_service.h).
+  std::map<std::string, double> failure_risk;
 
   GpuView View(int index) const { return ViewOf(*telemetry, index); }
   FleetView Fleet() const { return ViewOf(fleet, *telemetry, sim_reason, hostname); }

@@ -106,6 +106,8 @@ Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
   if (stored.is_object()) {
     e->extras.checkpoint_dir = stored.value("checkpoint_dir", std::string());
     e->extras.prior_attempts = stored.value("prior_attempts", 0);
+    e->extras.pinned_gpus = stored.value("pinned_gpus", std::vector<std::string>());
+    job.spec.pinned_gpus = e->extras.pinned_gpus;
   }
   job.state = sched::ParseJobState(r.state).value_or(JobState::kFailed);
   job.submitted = r.submitted;
@@ -220,6 +222,7 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
   spec.user = caller.user;
   spec.uid = caller.uid;
   spec.gid = caller.gid;
+  spec.pinned_gpus = extras.pinned_gpus;
   if (spec.name.empty()) spec.name = fs::path(spec.argv.empty() ? "job" : spec.argv[0]).filename().string();
   // Whether the job could ever fit depends only on the fleet's fixed facts.
   GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, static_fleet_));
@@ -234,6 +237,7 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
   json stored_spec = {{"spec", e.spec_body}, {"gid", spec.gid}, {"gpu_tenths", spec.gpu_tenths}};
   if (!extras.checkpoint_dir.empty()) stored_spec["checkpoint_dir"] = extras.checkpoint_dir;
   if (extras.prior_attempts > 0) stored_spec["prior_attempts"] = extras.prior_attempts;
+  if (!extras.pinned_gpus.empty()) stored_spec["pinned_gpus"] = extras.pinned_gpus;
   e.stored_spec = stored_spec.dump();
   e.extras = extras;
   e.job.id = next_id_++;

@@ -44,6 +44,9 @@ struct SubmitExtras {
   std::string checkpoint_dir;
   // Runs of the node before this job; GPUHERD_RESTART_COUNT counts them too.
   int prior_attempts = 0;
+  // A maintenance job (a burn-in) on exactly these GPUs (UUIDs): see
+  // sched::JobSpec::pinned_gpus.
+  std::vector<std::string> pinned_gpus;
 };
 
 class JobService {

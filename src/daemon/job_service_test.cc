@@ -175,16 +175,16 @@ TEST_F(JobServiceTest, QueueLimitCountsOnlyUnfinishedJobs) {
   ASSERT_GT(a, 0);
   ASSERT_GT(b, 0);
   auto refused = Call("POST", "/v1/jobs", json{{"command", {"true"}}}.dump());
-  EXPECT_EQ(refused.status, 412) << refused.body;
+  EXPECT_EQ(refused.status, 429) << refused.body;
   EXPECT_NE(refused.body.find("limit is 2"), std::string::npos) << refused.body;
   ASSERT_EQ(Call("POST", "/v1/jobs/" + std::to_string(a) + "/cancel").status, 200);
   ASSERT_TRUE(WaitFor([&] { return StateOf(a) == "cancelled"; }));
   // The cancelled job no longer counts, also after a restart.
   EXPECT_GT(Submit("sleep 30"), 0);
-  EXPECT_EQ(Call("POST", "/v1/jobs", json{{"command", {"true"}}}.dump()).status, 412);
+  EXPECT_EQ(Call("POST", "/v1/jobs", json{{"command", {"true"}}}.dump()).status, 429);
   StopDaemon();
   StartDaemon(2);
-  EXPECT_EQ(Call("POST", "/v1/jobs", json{{"command", {"true"}}}.dump()).status, 412);
+  EXPECT_EQ(Call("POST", "/v1/jobs", json{{"command", {"true"}}}.dump()).status, 429);
   ASSERT_EQ(Call("POST", "/v1/jobs/" + std::to_string(b) + "/cancel").status, 200);
   ASSERT_TRUE(WaitFor([&] { return StateOf(b) == "cancelled"; }));
   EXPECT_GT(Submit("true"), 0);

@@ -440,6 +440,16 @@ void PipelineService::OnJobChanged(const sched::Job& job) {
     if (sched::IsFinal(job.state)) intake_.Forget(job.id);
   }
 
+  if (job.state != sched::JobState::kRunning && job.state != sched::JobState::kStopping) {
+    auto [from, to] = anomaly_alerts_.equal_range(job.id);
+    for (auto it = from; it != to; ++it) {
+      alerts::Alert a = it->second;
+      a.state = alerts::AlertState::kResolved;
+      a.resolved_at = now;
+      if (alert_sink_) alert_sink_({alerts::AlertState::kFiring, alerts::AlertState::kResolved, now, a});
+    }
+    anomaly_alerts_.erase(from, to);
+  }
   if (waiting_for_room_ && sched::IsFinal(job.state)) {
     // Any job's end may make room in its owner's queue: every run tries again.
     waiting_for_room_ = false;
@@ -455,7 +465,16 @@ void PipelineService::OnJobChanged(const sched::Job& job) {
   }
   const int node = mapped->second.second;
   store::PipelineNodeRecord& row = run->second.nodes[node];
+  if (job.state != sched::JobState::kRunning && job.state != sched::JobState::kStopping) {
+    // An attempt is over (requeued or finished): its GPU time counts.
+    if (auto attempt = running_attempts_.find(job.id); attempt != running_attempts_.end()) {
+      const TimeMs end = job.ended > attempt->second.started ? job.ended : now;
+      row.gpu_seconds += attempt->second.gpus * static_cast<double>(end - attempt->second.started) / kSecondMs;
+      running_attempts_.erase(attempt);
+    }
+  }
   if (job.state == sched::JobState::kRunning) {
+    running_attempts_[job.id] = {job.started, static_cast<double>(job.spec.gpu_tenths) / sched::kTenthsPerGpu};
     row.started = job.started;
     row.reason.clear();
     SaveNode(run->second, node);
@@ -483,6 +502,19 @@ void PipelineService::ActOnAnomaly(const MetricsIntake::Found& found, bool may_a
          {"threshold", a.threshold},
          {"action", action}});
   if (!may_act) return;
+  if (alert_sink_) {
+    alerts::Alert alert;
+    alert.rule = std::string("pipeline_") + pipeline::AnomalyKindName(a.kind);
+    alert.subject = fmt::format("pipeline {} node {} (job {})", found.run_id, found.node_id, found.job_id);
+    alert.state = alerts::AlertState::kFiring;
+    alert.pending_since = alert.fired_at = state_->clock->Now();
+    alert.value = a.value;
+    alert.severity = store::Severity::kWarning;
+    alert.action = alerts::Action::kNotify;  // the anomaly's own action is taken below
+    alert.summary = fmt::format("{}; action: {}", a.message, action);
+    alert_sink_({alerts::AlertState::kInactive, alerts::AlertState::kFiring, alert.fired_at, alert});
+    anomaly_alerts_.emplace(found.job_id, alert);
+  }
   auto mapped = job_nodes_.find(found.job_id);
   if (mapped == job_nodes_.end()) return;  // no longer the node's job
   const Caller owner = Owner(run->second.record);
@@ -612,6 +644,12 @@ json PipelineService::Detail(const Run& run) {
         }
       }
     }
+    double gpu_seconds = row.gpu_seconds;
+    if (auto attempt = running_attempts_.find(row.job_id); attempt != running_attempts_.end()) {
+      gpu_seconds += attempt->second.gpus *
+                     static_cast<double>(std::max<TimeMs>(state_->clock->Now() - attempt->second.started, 0)) /
+                     kSecondMs;
+    }
     nodes.push_back({{"id", row.node_id},
                      {"key", row.key},
                      {"step", row.step},
@@ -624,6 +662,7 @@ json PipelineService::Detail(const Run& run) {
                      {"gpus", gpus},
                      {"started", row.started},
                      {"ended", row.ended},
+                     {"gpu_seconds", gpu_seconds},
                      {"reason", row.reason},
                      {"needs", plan_node.needs},
                      {"latest_metrics", latest.count(row.node_id) ? latest[row.node_id] : json::object()},

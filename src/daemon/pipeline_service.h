@@ -11,12 +11,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "alerts/engine.h"
 #include "core/state_dir.h"
 #include "core/status.h"
 #include "daemon/caller.h"
@@ -57,6 +59,11 @@ class PipelineService {
   // so each gets one new attempt, resuming from its checkpoint): the run's
   // new state.
   Result<std::string> Retry(int64_t id, const Caller& caller);
+
+  // Where anomalies become alerts (AlertService::RaiseExternal): each one
+  // fires as `pipeline_<kind>` on its node and resolves when the job's
+  // attempt ends. Without it, anomalies are events only.
+  void SetAlertSink(std::function<void(const alerts::AlertTransition&)> sink) { alert_sink_ = std::move(sink); }
 
   // JobService's state listener: a job started, was requeued or finished.
   void OnJobChanged(const sched::Job& job);
@@ -111,7 +118,16 @@ class PipelineService {
   std::map<sched::JobId, std::pair<int64_t, int>> job_nodes_;
   MetricsIntake intake_;
   bool dirty_ = false;  // some run needs driving
-  bool waiting_for_room_ = false;  // a node waits for its owner's queue to have room
+  bool waiting_for_room_ = false;
+  // The running attempts of pipeline jobs: since when, on how many GPUs.
+  struct Attempt {
+    TimeMs started = 0;
+    double gpus = 0;
+  };
+  std::map<sched::JobId, Attempt> running_attempts_;
+  std::function<void(const alerts::AlertTransition&)> alert_sink_;
+  // Firing anomaly alerts by job: resolved when the job's attempt ends.
+  std::multimap<sched::JobId, alerts::Alert> anomaly_alerts_;  // a node waits for its owner's queue to have room
 };
 
 }  // namespace gpuherd::daemon

@@ -235,6 +235,28 @@ steps:
   }
 }
 
+// GPU time counts every attempt: a retried node on half a GPU whose two
+// attempts each last at least 0.4 s holds at least 0.4 GPU-seconds.
+TEST_F(PipelineServiceTest, GpuTimeCountsEveryAttemptOfANode) {
+  StartDaemon();
+  const std::string yaml = R"(name: gpu-time
+steps:
+  train:
+    gpus: 0.5
+    gpu_mem: 1GiB
+    retries: 1
+    run: ["sh", "-c", "sleep 0.4; if [ ! -e $GPUHERD_CHECKPOINT_DIR/ckpt ]; then touch $GPUHERD_CHECKPOINT_DIR/ckpt; exit 3; fi"]
+)";
+  int64_t id = Run(yaml);
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitFor([&] { return Show(id)["state"] != "running"; })) << Show(id).dump(2);
+  json node = Node(Show(id), "train");
+  EXPECT_EQ(node["attempts"], 2) << node.dump();
+  const double last = 0.5 * (node["ended"].get<double>() - node["started"].get<double>()) / 1000;
+  EXPECT_GE(node["gpu_seconds"].get<double>(), 0.4) << node.dump();
+  EXPECT_GT(node["gpu_seconds"].get<double>(), last + 0.19) << "only the last attempt counted: " << node.dump();
+}
+
 TEST_F(PipelineServiceTest, AFailureSkipsWhatNeedsItAndRetryFinishesTheRun) {
   StartDaemon();
   const std::string marker = (home_ / "files" / "fixed").string();
@@ -324,6 +346,17 @@ steps:
   json events = Get("/v1/events?kind=pipeline.anomaly")["events"];
   ASSERT_EQ(events.size(), 1u) << events.dump(2);
   EXPECT_NE(events[0]["message"].get<std::string>().find("action: stop"), std::string::npos) << events[0];
+
+  // The anomaly was an alert too, resolved once its job had stopped.
+  json alerts = Get("/v1/alerts?all=1")["alerts"];
+  const json* nan_alert = nullptr;
+  for (const json& a : alerts) {
+    if (a["rule"] == "pipeline_nan") nan_alert = &a;
+  }
+  ASSERT_NE(nan_alert, nullptr) << alerts.dump(2);
+  EXPECT_EQ((*nan_alert)["state"], "resolved");
+  EXPECT_NE((*nan_alert)["subject"].get<std::string>().find("node train"), std::string::npos) << *nan_alert;
+  EXPECT_EQ(Get("/v1/events?kind=alert.firing")["events"].size(), 1u);
 }
 
 TEST_F(PipelineServiceTest, ARestartedDaemonCarriesOnWithTheRun) {

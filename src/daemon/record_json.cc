@@ -33,4 +33,18 @@ json RollupJson(const store::RollupRecord& r) {
   return j;
 }
 
+json AlertJson(const store::AlertRecord& r) {
+  return {{"rule", r.rule},
+          {"subject", r.subject},
+          {"gpu", r.gpu_index >= 0 ? json(r.gpu_index) : json(nullptr)},
+          {"state", r.state},
+          {"pending_since", r.pending_since},
+          {"fired_at", r.fired_at},
+          {"resolved_at", r.resolved_at},
+          {"value", r.value},
+          {"severity", store::SeverityName(r.severity)},
+          {"action", r.action},
+          {"summary", r.summary}};
+}
+
 }  // namespace gpuherd::daemon

@@ -11,5 +11,9 @@ namespace gpuherd::daemon {
 nlohmann::json EventJson(const store::EventRecord& event);
 // {"minute", "samples", "failures", "stats": {metric: {min, mean, max}}, ...}
 nlohmann::json RollupJson(const store::RollupRecord& rollup);
+// An alert: {rule, subject, gpu (index or null), state, pending_since,
+// fired_at, resolved_at, value, severity, action, summary}. Shared with the
+// CLI's reading of the store without a daemon.
+nlohmann::json AlertJson(const store::AlertRecord& alert);
 
 }  // namespace gpuherd::daemon

@@ -75,6 +75,34 @@ TEST(RiskServiceTest, WearingFanIsFlaggedBeforeItFails) {
   EXPECT_LE(*first_alarm, kStart + 210 * kMinuteMs);  // 30 minutes or more ahead
 }
 
+// A daemon that has just started (no stored history) scores a GPU only once
+// it has seen a whole window: a cut-short window raised false alarms.
+TEST(RiskServiceTest, FirstScoredAfterAWholeWindow) {
+  const gpu::sim::GpuModel* rtx = gpu::sim::FindModel("rtx3090");
+  DaemonState state;
+  gpu::GpuInfo info;
+  info.uuid = "GPU-new";
+  info.temp_slowdown_c = rtx->temp_slowdown_c;
+  state.fleet.gpus.push_back(info);
+  RiskService service(&state, nullptr, SmallModel());
+  gpu::sim::CardSetup setup;
+  setup.model = rtx;
+  setup.label = "GPU 0";
+  gpu::sim::Card card(setup);
+  card.Start(kStart);
+  card.SetLoad({1.0, 0, {}});
+  telemetry::Rollup rollup(info.uuid);
+  std::optional<TimeMs> first_scored;
+  for (TimeMs t = kStart; t < kStart + 90 * kMinuteMs && !first_scored; t += 20 * kSecondMs) {
+    auto closed = rollup.AddSample(*card.Sample(t));
+    if (!closed) continue;
+    service.OnRollups({*closed}, t);
+    if (state.failure_risk.count(info.uuid)) first_scored = closed->minute;
+  }
+  ASSERT_TRUE(first_scored);
+  EXPECT_EQ(*first_scored, kStart + 59 * kMinuteMs);
+}
+
 TEST(RiskServiceTest, NoModelNoRisk) {
   DaemonState state;
   gpu::GpuInfo info;

@@ -169,7 +169,10 @@ Result<Report> Summarize(const ReportData& data) {
       TimeMs end = ended > 0 ? ended : data.now;
       node.elapsed_seconds = end > started ? static_cast<double>(end - started) / 1000.0 : 0.0;
     }
-    node.gpu_hours = node.gpus * node.elapsed_seconds / 3600.0;
+    // Every attempt's GPU time where the daemon kept it; else the last one's.
+    node.gpu_hours = n.contains("gpu_seconds") && n["gpu_seconds"].is_number()
+                         ? n["gpu_seconds"].get<double>() / 3600.0
+                         : node.gpus * node.elapsed_seconds / 3600.0;
     report.gpu_hours += node.gpu_hours;
     report.failed_attempts += std::max(0, node.attempts - 1);
     const size_t position = report.nodes.size();

@@ -134,6 +134,16 @@ TEST(ReportTest, GpuCountFallsBackToAssignedGpus) {
   EXPECT_DOUBLE_EQ(Node(*report, "train/0").gpu_hours, 2 * 720.0 / 3600);
 }
 
+TEST(ReportTest, GpuTimeOfEveryAttemptWinsOverTheLastAttemptsSpan) {
+  // Two attempts: 900 s on half a GPU, then the last one's 720 s.
+  ReportData data = SweepData();
+  data.pipeline["nodes"][0]["attempts"] = 2;
+  data.pipeline["nodes"][0]["gpu_seconds"] = 0.5 * 900 + 0.5 * 720;
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  EXPECT_DOUBLE_EQ(Node(*report, "train/0").gpu_hours, 0.5 * 1620 / 3600);
+}
+
 TEST(ReportTest, SkipsValuesThatAreNotFiniteNumbers) {
   ReportData data = SweepData();
   std::string id = data.pipeline["nodes"][2]["id"];

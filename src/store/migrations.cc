@@ -185,12 +185,17 @@ CREATE INDEX metrics_by_job ON metrics (job_id, step);
 )sql";
 }
 
+std::string SchemaVersion6() {
+  return "ALTER TABLE pipeline_nodes ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0 CHECK (gpu_seconds >= 0);";
+}
+
 constexpr Migration kMigrations[] = {
     {1, "GPUs, rollups and events", &SchemaVersion1},
     {2, "jobs and drained GPUs", &SchemaVersion2},
     {3, "burn-in runs", &SchemaVersion3},
     {4, "alerts", &SchemaVersion4},
     {5, "pipeline runs, nodes and metrics", &SchemaVersion5},
+    {6, "GPU time of every pipeline node's attempts", &SchemaVersion6},
 };
 
 std::string HintFor(int primary_code) {

@@ -12,7 +12,8 @@ namespace {
 constexpr const char* kRunColumns =
     "id, name, source_path, base_dir, yaml, overrides_json, run_dir, state, outcome, created, finished, user, "
     "uid, gid";
-constexpr const char* kNodeColumns = "run_id, node_id, key, step, state, attempts, job_id, started, ended, reason";
+constexpr const char* kNodeColumns =
+    "run_id, node_id, key, step, state, attempts, job_id, started, ended, reason, gpu_seconds";
 constexpr const char* kMetricColumns = "job_id, run_id, node_id, attempt, step, time, line_json";
 
 PipelineRunRecord ReadRun(SQLite::Statement& q) {
@@ -46,6 +47,7 @@ PipelineNodeRecord ReadNode(SQLite::Statement& q) {
   n.started = q.getColumn(7).getInt64();
   n.ended = q.getColumn(8).getInt64();
   n.reason = q.getColumn(9).getString();
+  n.gpu_seconds = q.getColumn(10).getDouble();
   return n;
 }
 
@@ -94,10 +96,10 @@ void Store::WritePipelines(const WriteBatch& batch, std::string* doing) {
   if (!batch.pipeline_nodes.empty()) {
     SQLite::Statement q(*db_,
                         "INSERT INTO pipeline_nodes (run_id, node_id, key, step, state, attempts, job_id, started, "
-                        "ended, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                        "ended, reason, gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                         "ON CONFLICT (run_id, node_id) DO UPDATE SET state = excluded.state, "
                         "attempts = excluded.attempts, job_id = excluded.job_id, started = excluded.started, "
-                        "ended = excluded.ended, reason = excluded.reason");
+                        "ended = excluded.ended, reason = excluded.reason, gpu_seconds = excluded.gpu_seconds");
     for (const PipelineNodeRecord& n : batch.pipeline_nodes) {
       *doing = "storing node " + n.node_id + " of pipeline run " + std::to_string(n.run_id);
       q.reset();
@@ -111,6 +113,7 @@ void Store::WritePipelines(const WriteBatch& batch, std::string* doing) {
       q.bind(8, n.started);
       q.bind(9, n.ended);
       q.bind(10, n.reason);
+      q.bind(11, n.gpu_seconds);
       q.exec();
     }
   }

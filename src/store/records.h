@@ -181,6 +181,9 @@ struct PipelineNodeRecord {
   int64_t job_id = 0;          // its latest job; 0 before the first
   TimeMs started = 0, ended = 0;
   std::string reason;
+  // GPU time of the node's attempts that have ended, every retry and requeue
+  // included (a fraction of a GPU counts its share).
+  double gpu_seconds = 0;
 };
 
 // One line of a job's metrics file. A pipeline job's lines carry its run and

@@ -283,6 +283,11 @@ void RenderGpuherd(const MetricsInput& in, const std::vector<GpuLabels>& labels,
     for (size_t i = 0; i < in.gpus.size(); ++i) score.Add(labels[i].herd, AsDouble(in.gpus[i].health_score));
   }
   {
+    Family risk(out, "gpuherd_gpu_failure_risk", "gauge",
+                "Probability of a hardware fault within the model's horizon, from the failure-risk model.");
+    for (size_t i = 0; i < in.gpus.size(); ++i) risk.Add(labels[i].herd, in.gpus[i].failure_risk);
+  }
+  {
     Family verdict(out, "gpuherd_gpu_verdict", "gauge",
                    "The verdict of the GPU's last burn-in: 1 for the current verdict, 0 for the others.");
     for (size_t i = 0; i < in.gpus.size(); ++i) {

@@ -29,6 +29,7 @@ struct GpuMetrics {
   std::optional<int> jobs;                    // jobs holding the GPU now
   std::optional<int> health_score;            // 0-100, from the last burn-in
   std::string verdict;                        // "healthy", ...; empty when never screened
+  std::optional<double> failure_risk;         // 0..1 from the risk model; nullopt: none
 };
 
 // One InfiniBand port's error counters ("port_rcv_errors" -> value), as read

@@ -55,6 +55,30 @@ uint64_t CountSoFar(const Fault& fault, TimeMs begin, TimeMs end, TimeMs now) {
   return 1 + static_cast<uint64_t>(std::floor(fault.rate_per_min * minutes));
 }
 
+// Events so far of an accelerating rate: `rate_per_min` at the start,
+// doubling every `doubling`, capped at kMaxAcceleratingRate. It stops at the
+// end, or with `fades` recedes linearly to nothing over the same time.
+constexpr double kMaxAcceleratingRate = 1000;  // per minute
+uint64_t AcceleratingCount(const Fault& fault, TimeMs begin, TimeMs end, TimeMs now) {
+  if (now < begin) return 0;
+  const double d = static_cast<double>(fault.doubling) / kMinuteMs;
+  const double r0 = fault.rate_per_min;
+  const double x_cap = r0 >= kMaxAcceleratingRate ? 0 : d * std::log2(kMaxAcceleratingRate / r0);
+  auto rising = [&](double x) {  // events in the first x minutes
+    const double xc = std::min(x, x_cap);
+    return r0 * d / std::log(2.0) * (std::exp2(xc / d) - 1) + kMaxAcceleratingRate * (x - xc);
+  };
+  auto rate_at = [&](double x) { return std::min(kMaxAcceleratingRate, r0 * std::exp2(x / d)); };
+  const double span = static_cast<double>(end - begin) / kMinuteMs;
+  const double x = static_cast<double>(now - begin) / kMinuteMs;
+  double count = rising(std::min(x, span));
+  if (x > span && fault.fades) {
+    const double y = std::min(x - span, span);
+    count += rate_at(span) * (y - y * y / (2 * span));
+  }
+  return static_cast<uint64_t>(std::floor(count));
+}
+
 }  // namespace
 
 Card::Card(CardSetup setup)
@@ -139,6 +163,18 @@ Card::Effects Card::ApplyFaults(TimeMs now) {
       case FaultKind::kUnresponsive:
         fx.unresponsive = fx.unresponsive || active;
         break;
+      case FaultKind::kSbeAccelerating:
+        fx.sbe += AcceleratingCount(fault, f.begin, f.end, now);
+        break;
+      case FaultKind::kReplayAccelerating:
+        fx.replays += AcceleratingCount(fault, f.begin, f.end, now);
+        break;
+      case FaultKind::kFanWear:
+        fx.fan_wear = std::max(fx.fan_wear, fault.peak * Envelope(f, now));
+        break;
+      case FaultKind::kClockUnstable:
+        fx.clock_swing = std::max(fx.clock_swing, fault.amount * Envelope(f, now));
+        break;
       case FaultKind::kStuckBits:
       case FaultKind::kComputeErrors:
       case FaultKind::kNan:
@@ -147,6 +183,14 @@ Card::Effects Card::ApplyFaults(TimeMs now) {
     }
   }
   return fx;
+}
+
+double Card::Envelope(const ScheduledFault& f, TimeMs now) {
+  if (now < f.begin) return 0;
+  const double span = static_cast<double>(f.end - f.begin);
+  if (now < f.end) return static_cast<double>(now - f.begin) / span;
+  if (!f.fault.fades) return 1;
+  return std::max(0.0, 1.0 - static_cast<double>(now - f.end) / span);
 }
 
 double Card::ThermalFactor(double temp_c, uint64_t* reasons) const {
@@ -182,8 +226,11 @@ Result<GpuSample> Card::Sample(TimeMs now) {
   const double drive_factor =
       std::min(ThermalFactor(reported_temp_c_, &ignored), fx.forced_factor);
   const double drive_w = model_.idle_power_w + dynamic_w * drive_factor;
+  // A worn fan cools less, up to a failed fan's loss at full wear.
   const double resistance =
-      resistance_c_per_w_ * (fx.fan_failed ? kFanFailureResistanceScale : 1.0);
+      resistance_c_per_w_ *
+      (fx.fan_failed ? kFanFailureResistanceScale
+                     : 1.0 + (kFanFailureResistanceScale - 1.0) * fx.fan_wear);
   const double steady_c = ambient_c_ + drive_w * resistance;
   temp_c_ = steady_c + (temp_c_ - steady_c) *
                            std::exp(-dt_s / model_.thermal_time_constant_s);
@@ -209,8 +256,15 @@ Result<GpuSample> Card::Sample(TimeMs now) {
   uint64_t reasons = fx.forced_reasons;
   const double thermal = ThermalFactor(temp_c, &reasons);
   const double perf = std::min(thermal, fx.forced_factor);
-  const double power_w = model_.idle_power_w + dynamic_w * perf;
+  double power_w = model_.idle_power_w + dynamic_w * perf;
   double clock_factor = perf;
+  // Unstable clocks: under load the SM clock dips by up to the swing and the
+  // power follows it. Drawn only then, so other cards' noise is unchanged.
+  double clock_dip = 0;
+  if (fx.clock_swing > 0 && util > 0) {
+    clock_dip = fx.clock_swing * 0.5 * (1 + rng_.Symmetric());
+    power_w = model_.idle_power_w + dynamic_w * perf * (1 - clock_dip);
+  }
   if (util > 0 && power_w >= kPowerCapOnset * limit) {
     reasons |= throttle::kSwPowerCap;
     const double depth = std::min(1.0, (power_w / limit - kPowerCapOnset) / (1 - kPowerCapOnset));
@@ -239,16 +293,22 @@ Result<GpuSample> Card::Sample(TimeMs now) {
     s.sm_clock_mhz = model_.idle_sm_clock_mhz;
     s.mem_clock_mhz = model_.idle_mem_clock_mhz;
   } else {
-    s.sm_clock_mhz = std::max(model_.idle_sm_clock_mhz,
-                              static_cast<int>(std::lround(model_.max_sm_clock_mhz * clock_factor)));
+    s.sm_clock_mhz = std::max(
+        model_.idle_sm_clock_mhz,
+        static_cast<int>(std::lround(model_.max_sm_clock_mhz * clock_factor * (1 - clock_dip))));
     s.mem_clock_mhz = model_.max_mem_clock_mhz;
   }
   s.throttle_reasons = reasons;
   if (model_.has_fan) {
     const double full_c = model_.temp_slowdown_c - kFanFullBelowSlowdownC;
     const double ramp = (temp_c - kFanRampStartC) / (full_c - kFanRampStartC);
-    s.fan_pct = fx.fan_failed ? 0.0 : std::clamp(kFanMinPct + (100 - kFanMinPct) * ramp,
-                                                 kFanMinPct, 100.0);
+    double fan = std::clamp(kFanMinPct + (100 - kFanMinPct) * ramp, kFanMinPct, 100.0);
+    // A worn bearing: the fan falls short of its target and wobbles.
+    if (fx.fan_wear > 0) {
+      fan = std::clamp(fan * (1 - 0.5 * fx.fan_wear) + 10 * fx.fan_wear * rng_.Symmetric(), 0.0,
+                       100.0);
+    }
+    s.fan_pct = fx.fan_failed ? 0.0 : fan;
   }
   const int gen = fx.pcie_gen.value_or(model_.max_pcie_gen);
   const int width = fx.pcie_width.value_or(model_.max_pcie_width);

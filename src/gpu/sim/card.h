@@ -72,9 +72,14 @@ class Card {
     double forced_factor = 1;
     bool unresponsive = false;
     bool falls_off_bus = false;
+    double fan_wear = 0;     // 0..1
+    double clock_swing = 0;  // share of the clock
   };
 
   Effects ApplyFaults(TimeMs now);
+  // A precursor's strength (0..1): rises over its duration, then stays, or
+  // with `fades` recedes over the same time.
+  static double Envelope(const ScheduledFault& f, TimeMs now);
   void Post(TimeMs time, int xid);
   // Clock factor (1 = full boost) from heat, setting the thermal reason bits.
   double ThermalFactor(double temp_c, uint64_t* reasons) const;

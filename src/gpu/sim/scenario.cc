@@ -41,6 +41,11 @@ const std::vector<KindInfo>& Kinds() {
       {FaultKind::kComputeErrors, "compute_errors", {"count", "rate", "duration"}},
       {FaultKind::kNan, "nan", {"count", "rate", "duration"}},
       {FaultKind::kSlow, "slow", {"factor", "duration"}},
+      {FaultKind::kFanWear, "fan_wear", {"peak", "duration", "fades"}},
+      {FaultKind::kSbeAccelerating, "sbe_accelerating", {"rate", "doubling", "duration", "fades"}},
+      {FaultKind::kReplayAccelerating, "replay_accelerating",
+       {"rate", "doubling", "duration", "fades"}},
+      {FaultKind::kClockUnstable, "clock_unstable", {"amount", "duration", "fades"}},
   };
   return kKinds;
 }
@@ -467,10 +472,61 @@ class Parser {
         fault.factor = *factor;
         break;
       }
+      case FaultKind::kFanWear:
+      case FaultKind::kClockUnstable: {
+        const bool wear = fault.kind == FaultKind::kFanWear;
+        const char* key = wear ? "peak" : "amount";
+        if (!fault.duration) {
+          return Error(entry, where + " needs duration: (how long the sign takes to build up, "
+                                      "e.g. 2h)");
+        }
+        if (entry[key]) {
+          auto value = DoubleOf(entry[key], key);
+          if (!value.ok()) return value.status();
+          const double high = wear ? 1.0 : 0.5;
+          if (*value <= 0 || *value > high) {
+            return Error(entry[key], std::string(key) + " must be above 0 and at most " +
+                                         (wear ? "1 (a fan worn out)" : "0.5 (half the clock)"));
+          }
+          (wear ? fault.peak : fault.amount) = *value;
+        }
+        break;
+      }
+      case FaultKind::kSbeAccelerating:
+      case FaultKind::kReplayAccelerating: {
+        if (!entry["rate"]) {
+          return Error(entry, where + " needs rate: (errors per minute at the start, e.g. 0.2/min)");
+        }
+        auto rate = RatePerMinOf(entry["rate"], "rate");
+        if (!rate.ok()) return rate.status();
+        fault.rate_per_min = *rate;
+        if (entry["doubling"]) {
+          auto doubling = DurationOf(entry["doubling"], "doubling");
+          if (!doubling.ok()) return doubling.status();
+          if (*doubling < kMinuteMs) {
+            return Error(entry["doubling"], "doubling (the time the rate takes to double) must "
+                                            "be at least 1m");
+          }
+          fault.doubling = *doubling;
+        }
+        break;
+      }
       case FaultKind::kEccDbe:
       case FaultKind::kFanFailure:
       case FaultKind::kUnresponsive:
         break;
+    }
+    if (entry["fades"]) {
+      auto fades = ScalarOf(entry["fades"], "fades");
+      if (!fades.ok()) return fades.status();
+      if (*fades != "true" && *fades != "false") {
+        return Error(entry["fades"], "fades must be true or false");
+      }
+      fault.fades = *fades == "true";
+      if (fault.fades && !fault.duration) {
+        return Error(entry["fades"], "fades: true needs duration: (how long the sign builds up "
+                                     "before it recedes)");
+      }
     }
     return fault;
   }
@@ -520,7 +576,9 @@ Status CheckFaultsFitFleet(const Scenario& scenario, std::span<const GpuModel* c
     }
     const GpuModel& model = *fleet[fault.gpu];
     const std::string card = "GPU " + std::to_string(fault.gpu) + " (" + std::string(model.key) + ")";
-    if ((fault.kind == FaultKind::kEccSbe || fault.kind == FaultKind::kEccDbe) && !model.ecc) {
+    if ((fault.kind == FaultKind::kEccSbe || fault.kind == FaultKind::kEccDbe ||
+         fault.kind == FaultKind::kSbeAccelerating) &&
+        !model.ecc) {
       return InvalidArgument(where + card + " has no ECC memory, so it cannot report " +
                              FaultKindName(fault.kind) +
                              " errors; use a datacenter model or an xid fault (e.g. 31 or 13)");

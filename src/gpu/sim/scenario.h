@@ -33,6 +33,12 @@ enum class FaultKind {
   kComputeErrors,  // matrix results that differ from run to run
   kNan,            // NaN elements in matrix results
   kSlow,           // the card reaches only a share of its normal rates
+  // Precursors: signs that come before a hardware fault (or fade without one,
+  // `fades`), as failure prediction (src/predict) learns them.
+  kFanWear,             // the fan falls short of its target speed and wobbles; cooling degrades
+  kSbeAccelerating,     // single-bit ECC errors at a rate that doubles every `doubling`
+  kReplayAccelerating,  // PCIe replays at a rate that doubles every `doubling`
+  kClockUnstable,       // the SM clock and power swing under load by up to `amount`
 };
 
 // "overheat", "temp_slope", "ecc_sbe", ... as written in scenario files.
@@ -58,6 +64,16 @@ struct Fault {
   uint64_t address = 0;
   uint32_t mask = 0, value = 0;
   double factor = 1;                   // kSlow: share of the normal rates, < 1
+  // Precursors. kFanWear: the wear (0..1) reached after `duration`; 1 cools
+  // like a failed fan. kClockUnstable: `amount` is the largest swing (share
+  // of the clock) reached after `duration`. kSbeAccelerating and
+  // kReplayAccelerating: `rate_per_min` at `at`, doubling every `doubling`.
+  double peak = 1;
+  double amount = 0.15;
+  DurationMs doubling = 15 * kMinuteMs;
+  // A false alarm: after `duration` the sign recedes over the same time
+  // instead of staying (fan wear, clock swings) or stopping (error rates).
+  bool fades = false;
   int line = 0;                        // 1-based line in the scenario source
 };
 
