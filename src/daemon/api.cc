@@ -13,31 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string> SplitPath(const std::string& path) {
-  std::vector<std::string> parts;
-  size_t start = 1;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (end > start) parts.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
-}
-
-// Parses an integer query parameter; false (and `error`) when malformed.
-bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out, std::string* error) {
-  auto it = request.query.find(name);
-  if (it == request.query.end()) return true;
-  const std::string& text = it->second;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  if (ec != std::errc() || ptr != text.data() + text.size()) {
-    *error = "query parameter '" + name + "' must be an integer, got '" + text + "'";
-    return false;
-  }
-  return true;
-}
-
 // GET /v1/burnin/runs?gpu=&model=&limit=&latest=1. `find_gpu` gives the
 // fleet index of an index or UUID (-1 when not in the fleet); GPUs tested
 // outside the fleet (a simulated one) are found among the stored runs.
@@ -111,6 +86,31 @@ HttpResponse RecordBurnInRuns(DaemonState& state, JobService* jobs, const HttpRe
 }
 
 }  // namespace
+
+std::vector<std::string> SplitPath(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    if (end > start) parts.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+// Parses an integer query parameter; false (and `error`) when malformed.
+bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out, std::string* error) {
+  auto it = request.query.find(name);
+  if (it == request.query.end()) return true;
+  const std::string& text = it->second;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    *error = "query parameter '" + name + "' must be an integer, got '" + text + "'";
+    return false;
+  }
+  return true;
+}
 
 HttpResponse JsonResponse(const json& body, int status) {
   HttpResponse response;

@@ -99,6 +99,11 @@ class Api {
 };
 
 HttpResponse JsonResponse(const nlohmann::json& body, int status = 200);
+// "/v1/jobs/7/logs" → {"v1", "jobs", "7", "logs"}.
+std::vector<std::string> SplitPath(const std::string& path);
+// An integer query parameter: true and `out` untouched when absent; false
+// with `error` naming the parameter when malformed.
+bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out, std::string* error);
 // The HTTP status for a Status (400 invalid, 404 not found, 403 denied, ...).
 HttpResponse StatusResponse(const Status& status);
 

@@ -18,35 +18,11 @@ using nlohmann::json;
 
 constexpr int64_t kMaxHistorySeconds = 24 * 3600;
 
-std::vector<std::string> SplitPath(const std::string& path) {
-  std::vector<std::string> parts;
-  size_t start = 1;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (end > start) parts.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
-}
-
 // A positive integer id from a path part; 0 when it is not one.
 int64_t ParseId(const std::string& text) {
   int64_t id = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
   return ec == std::errc() && ptr == text.data() + text.size() && id > 0 ? id : 0;
-}
-
-bool QueryInt(const HttpRequest& request, const char* name, int64_t* out, std::string* error) {
-  auto it = request.query.find(name);
-  if (it == request.query.end()) return true;
-  const std::string& text = it->second;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  if (ec != std::errc() || ptr != text.data() + text.size()) {
-    *error = std::string("query parameter '") + name + "' must be an integer, got '" + text + "'";
-    return false;
-  }
-  return true;
 }
 
 // One decimal is all a chart shows; it keeps an hour of 8 GPUs near 200 KB.
