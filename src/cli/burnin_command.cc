@@ -154,6 +154,14 @@ Result<burnin::BurnInOptions> OptionsFromFlags(const BurnInFlags& flags) {
 
 std::string Label(const gpu::GpuInfo& gpu) { return fmt::format("GPU {} ({})", gpu.index, gpu.name); }
 
+// Writes --report's HTML, if asked for: `code`, or could-not-run when the
+// file cannot be written.
+int WriteReport(const BurnInFlags& flags, const std::vector<burnin::BurnInRun>& ranked, int code) {
+  if (flags.report.empty()) return code;
+  Status written = WriteFileAtomically(flags.report, burnin::RenderHtmlReport(ranked), 0644, /*sync=*/false);
+  return written.ok() ? code : Error(kBurnInExitCouldNotRun, "cannot write the report: " + written.message());
+}
+
 // The daemon's GPUs are tested by a maintenance job of its queue: it starts
 // once no job holds them and keeps new work off them meanwhile. Its stderr
 // (the progress) is relayed; its stdout is the runs as JSON, which the job
@@ -259,10 +267,7 @@ int RunThroughDaemon(const CommandContext& ctx, const BurnInFlags& flags, Daemon
   }
   std::fflush(stdout);
   int code = cancel_sent ? kBurnInExitAborted : BurnInExitCode(runs);
-  if (!flags.report.empty()) {
-    Status written = WriteFileAtomically(flags.report, burnin::RenderHtmlReport(ranked), 0644, /*sync=*/false);
-    if (!written.ok()) code = Error(kBurnInExitCouldNotRun, "cannot write the report: " + written.message());
-  }
+  code = WriteReport(flags, ranked, code);
   return code;
 }
 
@@ -377,10 +382,7 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
   std::fflush(stdout);
 
   int code = stop.signal() != 0 ? kBurnInExitAborted : BurnInExitCode(*runs);
-  if (!flags.report.empty()) {
-    Status written = WriteFileAtomically(flags.report, burnin::RenderHtmlReport(ranked), 0644, /*sync=*/false);
-    if (!written.ok()) code = Error(kBurnInExitCouldNotRun, "cannot write the report: " + written.message());
-  }
+  code = WriteReport(flags, ranked, code);
   if (!recorded.ok()) {
     code = Error(kBurnInExitCouldNotRun, "the results were not recorded in " + history->where() + ": " +
                                               recorded.message() + " (keep the --json output)");

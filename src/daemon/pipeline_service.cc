@@ -468,8 +468,7 @@ void PipelineService::OnJobChanged(const sched::Job& job) {
   if (job.state != sched::JobState::kRunning && job.state != sched::JobState::kStopping) {
     // An attempt is over (requeued or finished): its GPU time counts.
     if (auto attempt = running_attempts_.find(job.id); attempt != running_attempts_.end()) {
-      const TimeMs end = job.ended > attempt->second.started ? job.ended : now;
-      row.gpu_seconds += attempt->second.gpus * static_cast<double>(end - attempt->second.started) / kSecondMs;
+      row.gpu_seconds += attempt->second.GpuSecondsUntil(job.ended > attempt->second.started ? job.ended : now);
       running_attempts_.erase(attempt);
     }
   }
@@ -646,9 +645,7 @@ json PipelineService::Detail(const Run& run) {
     }
     double gpu_seconds = row.gpu_seconds;
     if (auto attempt = running_attempts_.find(row.job_id); attempt != running_attempts_.end()) {
-      gpu_seconds += attempt->second.gpus *
-                     static_cast<double>(std::max<TimeMs>(state_->clock->Now() - attempt->second.started, 0)) /
-                     kSecondMs;
+      gpu_seconds += attempt->second.GpuSecondsUntil(state_->clock->Now());
     }
     nodes.push_back({{"id", row.node_id},
                      {"key", row.key},

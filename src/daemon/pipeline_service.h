@@ -10,6 +10,7 @@
 // and carries on from the stored node states.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -123,6 +124,9 @@ class PipelineService {
   struct Attempt {
     TimeMs started = 0;
     double gpus = 0;
+    double GpuSecondsUntil(TimeMs end) const {
+      return gpus * static_cast<double>(std::max<TimeMs>(end - started, 0)) / kSecondMs;
+    }
   };
   std::map<sched::JobId, Attempt> running_attempts_;
   std::function<void(const alerts::AlertTransition&)> alert_sink_;
