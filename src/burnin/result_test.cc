@@ -36,6 +36,7 @@ BurnInRun FullRun() {
   run.compute_errors = 2;
   run.nan_count = 1;
   run.rates.fp32_tflops = 15.2;
+  run.rates.bf16_tflops = 250.5;
   run.rates.mem_bandwidth_gbs = 1320;
   run.rates.h2d_gbs = 25.1;
   run.thermal.idle_temp_c = 35;
@@ -79,6 +80,7 @@ TEST(ResultTest, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(j["memory_error_samples"][0]["address"], "0x7f4a40000000");
   EXPECT_EQ(j["memory_error_samples"][0]["xor"], "0x00000010");
   EXPECT_FALSE(j["rates"].contains("fp16_tflops"));  // absent, never 0
+  EXPECT_EQ(j["rates"]["bf16_tflops"], 250.5);
 
   auto back = BurnInRunFromJson(nlohmann::json::parse(j.dump()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -89,6 +91,7 @@ TEST(ResultTest, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back->outcome, RunOutcome::kFaultsFound);
   EXPECT_EQ(back->health.verdict, Verdict::kUnhealthy);
   EXPECT_EQ(back->health.ratio_to_fleet, 0.97);
+  EXPECT_EQ(back->rates.bf16_tflops, 250.5);
   EXPECT_FALSE(back->health.ratio_to_nominal.has_value());
   EXPECT_EQ(back->curve[0].sm_clock_mhz, 210);
   EXPECT_FALSE(back->curve[1].power_w.has_value());

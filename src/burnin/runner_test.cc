@@ -7,9 +7,12 @@
 #include <chrono>
 #include <functional>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "burnin/report.h"
+#include "gpu/sim/catalog.h"
 #include "gpu/sim/sim_compute.h"
 #include "gpu/sim/sim_driver.h"
 #include "host/virtual_clock.h"
@@ -120,6 +123,11 @@ TEST(BurnInTest, CleanCardsOfEveryModelPassEveryCheckAndScoreHealthy) {
     EXPECT_LT(*run.thermal.time_to_steady_s, 10 * 60);
     EXPECT_GT(run.curve.size(), 15u * 60);  // about a point a second
     EXPECT_EQ(run.memory_errors + run.compute_errors + run.nan_count, 0u);
+    // BF16 stress exactly where the card has it (Ampere and later).
+    const gpu::sim::GpuModel* model = gpu::sim::FindModel(run.gpu_name);
+    ASSERT_TRUE(model);
+    EXPECT_EQ(run.rates.bf16_tflops.has_value(), model->cc_major >= 8);
+    EXPECT_EQ(Find(run, "stress.bf16") != nullptr, model->cc_major >= 8);
   }
 }
 
@@ -171,6 +179,91 @@ faults: [{at: 0s, gpu: 0, kind: compute_errors, rate: 2/min}])",
   EXPECT_TRUE(run.health.disqualified);
   EXPECT_EQ(run.health.score, 0);
   EXPECT_EQ(run.health.verdict, Verdict::kUnhealthy);
+  EXPECT_EQ(run.outcome, RunOutcome::kFaultsFound);
+}
+
+TEST(BurnInTest, Level3StressesBf16WhereTheCardHasItAndReportsItsRate) {
+  Outcome out = Burn("gpus: [{model: a100-40gb}, {model: h100-sxm}, {model: gtx1070ti}, "
+                     "{model: t4}]",
+                     Level(3, 2 * kMinuteMs));
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  ASSERT_EQ(out.runs.size(), 4u);
+  const std::string html = RenderHtmlReport(out.runs);
+  for (const BurnInRun& run : out.runs) {
+    SCOPED_TRACE(run.gpu_name + "\n" + Describe(run));
+    EXPECT_EQ(run.outcome, RunOutcome::kPassed);
+    const gpu::sim::GpuModel* model = gpu::sim::FindModel(run.gpu_name);
+    ASSERT_TRUE(model);
+    const nlohmann::json rates = ToJson(run)["rates"];
+    const Check* bf16 = Find(run, "stress.bf16");
+    if (model->cc_major < 8) {
+      // Pascal and Turing have no BF16: no phase, no rate, absent from the JSON.
+      EXPECT_FALSE(bf16);
+      EXPECT_FALSE(run.rates.bf16_tflops);
+      EXPECT_FALSE(rates.contains("bf16_tflops"));
+      EXPECT_EQ(run.rates.fp16_tflops.has_value(), model->cc_major >= 7);
+      continue;
+    }
+    ASSERT_TRUE(bf16);
+    EXPECT_EQ(bf16->outcome, CheckOutcome::kPass);
+    EXPECT_GE(bf16->values.at("batches"), 1);
+    EXPECT_EQ(bf16->values.at("mismatches"), 0);
+    ASSERT_TRUE(run.rates.bf16_tflops && run.rates.fp16_tflops && run.rates.fp32_tflops);
+    // The tensor-core rate, under the power cap's clock.
+    EXPECT_GT(*run.rates.bf16_tflops, 0.5 * model->bf16_tflops);
+    EXPECT_LT(*run.rates.bf16_tflops, 0.9 * model->bf16_tflops);
+    EXPECT_GT(*run.rates.bf16_tflops, 5 * *run.rates.fp32_tflops);
+    EXPECT_EQ(rates.at("bf16_tflops").get<double>(), *run.rates.bf16_tflops);
+    // The report's rates row: FP32, FP16, BF16.
+    EXPECT_THAT(html, HasSubstr(fmt::format("<td>{:.1f} TFLOPS</td><td>{:.1f} TFLOPS</td>"
+                                            "<td>{:.1f} TFLOPS</td>",
+                                            *run.rates.fp32_tflops, *run.rates.fp16_tflops,
+                                            *run.rates.bf16_tflops)));
+  }
+}
+
+TEST(BurnInTest, ComputeErrorsDuringTheBf16PhaseFailThatPhase) {
+  // Where the BF16 phase begins, from a clean run's progress (one report per
+  // sample interval): the same fleet runs the same timeline again.
+  BurnInOptions options = Level(3, 4 * kMinuteMs);
+  options.sample_interval = 500;
+  int reports = 0, bf16_report = -1;
+  Outcome clean = Burn("gpus: [{model: a100-40gb}]", options, {}, {},
+                       [&](const std::vector<Progress>& p) {
+                         if (bf16_report < 0 && p[0].phase == "stress.bf16") bf16_report = reports;
+                         ++reports;
+                       });
+  ASSERT_TRUE(clean.status.ok()) << clean.status.ToString();
+  ASSERT_GT(bf16_report, 0);
+  ASSERT_TRUE(Find(clean.runs[0], "stress.bf16"));
+  EXPECT_EQ(clean.runs[0].compute_errors, 0u);
+
+  // Three wrong elements, 5 s into the 36 s BF16 phase.
+  gpu::sim::Fault fault;
+  fault.kind = gpu::sim::FaultKind::kComputeErrors;
+  fault.gpu = 0;
+  fault.at = bf16_report * options.sample_interval + 5'000;
+  fault.count = 3;
+  Outcome out = Burn("gpus: [{model: a100-40gb}]", options, [&](gpu::sim::SimComputeBackend& sim) {
+    ASSERT_TRUE(sim.AddFault(fault).ok());
+  });
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  const BurnInRun& run = out.runs[0];
+  SCOPED_TRACE(Describe(run));
+  for (const char* passed : {"stress.fp32", "stress.fp16"}) {
+    const Check* check = Find(run, passed);
+    ASSERT_TRUE(check) << passed;
+    EXPECT_EQ(check->outcome, CheckOutcome::kPass) << passed;
+  }
+  const Check* bf16 = Find(run, "stress.bf16");
+  ASSERT_TRUE(bf16);
+  EXPECT_EQ(bf16->outcome, CheckOutcome::kFail);
+  EXPECT_EQ(bf16->reason, "compute_mismatch");
+  EXPECT_EQ(bf16->values.at("mismatches"), 3);
+  EXPECT_EQ(run.compute_errors, 3u);
+  EXPECT_TRUE(run.rates.bf16_tflops.has_value());
+  EXPECT_TRUE(run.health.disqualified);
+  EXPECT_EQ(run.health.score, 0);
   EXPECT_EQ(run.outcome, RunOutcome::kFaultsFound);
 }
 

@@ -251,7 +251,9 @@ bool CudaComputeDevice::Supports(Precision precision) const {
     case Precision::kFp32: return true;
     // fma.rn.f16x2 needs sm_53; the module's oldest target is sm_60.
     case Precision::kFp16: return cc_major_ >= 6;
-    case Precision::kBf16:
+    // BF16 WMMA needs sm_80, and only nvcc's code has it: the sm_60 PTX holds
+    // a stub (kernels.cu), so a build without nvcc stresses no BF16.
+    case Precision::kBf16: return cc_major_ >= 8 && module_image_ == "fatbin";
     case Precision::kFp64: return false;
   }
   return false;
@@ -509,10 +511,34 @@ Result<GemmCheck> CudaComputeDevice::CheckedGemm(int n) {
   return check;
 }
 
+Status CudaComputeDevice::LaunchStressProduct(uint64_t c) {
+  uint64_t a = stress_->a.get();
+  uint64_t b = stress_->b.get();
+  void* params[] = {&a, &b, &c, &stress_n_};
+  const unsigned tiles = static_cast<unsigned>(stress_n_ / kGemmTile);
+  switch (stress_->precision) {
+    case Precision::kFp32:
+      return Launch("sgemm_128x128x8", tiles, tiles, kBlockThreads, 1, params);
+    case Precision::kBf16:
+      return Launch("bgemm_bf16_wmma", tiles, tiles, kBlockThreads, 1, params);
+    case Precision::kFp16:
+      return Launch("hgemm_f16x2", static_cast<unsigned>(stress_n_ / 32),
+                    static_cast<unsigned>(stress_n_ / 16), 16, 16, params);
+    case Precision::kFp64: break;
+  }
+  return Internal(std::string("no stress kernel for ") + PrecisionName(stress_->precision));
+}
+
 Status CudaComputeDevice::PrepareStress(Precision precision, int n) {
   if (!Supports(precision)) {
+    std::string why;
+    if (precision == Precision::kBf16) {
+      why = "; BF16 needs compute capability 8.0 or newer (this GPU has " +
+            std::to_string(cc_major_) + "." + std::to_string(cc_minor_) +
+            ") and kernels built with nvcc (loaded: " + module_image_ + ")";
+    }
     return InvalidArgument(std::string("this GPU's stress kernels do not support ") +
-                           PrecisionName(precision) + " (fp32 always works)");
+                           PrecisionName(precision) + why + " (fp32 always works)");
   }
   if (n < 1 || n > kMaxStressN) {
     return InvalidArgument("stress size " + std::to_string(n) + ": give 1.." +
@@ -524,14 +550,16 @@ Status CudaComputeDevice::PrepareStress(Precision precision, int n) {
   stress_.reset();
   stress_n_ = 0;
   const uint64_t elements = static_cast<uint64_t>(size) * size;
+  // BF16 products accumulate and land in FP32.
   const uint64_t bytes = elements * (precision == Precision::kFp32 ? 4 : 2);
+  const uint64_t result_bytes = elements * (precision == Precision::kFp16 ? 2 : 4);
   auto a = Allocate(bytes, "stress matrix A");
   if (!a.ok()) return a.status();
   auto b = Allocate(bytes, "stress matrix B");
   if (!b.ok()) return b.status();
-  auto reference = Allocate(bytes, "the stress reference result");
+  auto reference = Allocate(result_bytes, "the stress reference result");
   if (!reference.ok()) return reference.status();
-  auto work = Allocate(bytes, "the stress result");
+  auto work = Allocate(result_bytes, "the stress result");
   if (!work.ok()) return work.status();
   auto counters = Allocate(2 * sizeof(unsigned long long), "stress counters");
   if (!counters.ok()) return counters.status();
@@ -539,31 +567,25 @@ Status CudaComputeDevice::PrepareStress(Precision precision, int n) {
       precision, std::move(a).value(), std::move(b).value(), std::move(reference).value(),
       std::move(work).value(), std::move(counters).value()});
 
-  // Inputs are made on the device; B is scaled so FP16 sums stay far from overflow.
+  // Inputs are made on the device; B is scaled so FP16 sums stay far from
+  // overflow (BF16 sums in FP32 and has FP32's range).
   const bool fp32 = precision == Precision::kFp32;
-  const char* fill = fp32 ? "fill_uniform_f32" : "fill_uniform_f16x2";
+  const bool fp16 = precision == Precision::kFp16;
+  const char* fill = fp32   ? "fill_uniform_f32"
+                     : fp16 ? "fill_uniform_f16x2"
+                            : "fill_uniform_bf16x2";
   uint64_t count = fp32 ? elements : elements / 2;
   for (uint32_t seed : {1u, 2u}) {
     uint64_t pointer = seed == 1 ? state->a.get() : state->b.get();
-    float scale = (fp32 || seed == 1) ? 1.0f : 1.0f / 16.0f;
+    float scale = (fp16 && seed == 2) ? 1.0f / 16.0f : 1.0f;
     uint32_t seed_value = seed;
     void* params[] = {&pointer, &count, &seed_value, &scale};
     GPUHERD_RETURN_IF_ERROR(Launch(fill, GridFor(count), 1, kBlockThreads, 1, params));
   }
   stress_ = std::move(state);
   stress_n_ = size;
-  uint64_t pa = stress_->a.get();
-  uint64_t pb = stress_->b.get();
-  uint64_t pc = stress_->reference.get();
-  void* params[] = {&pa, &pb, &pc, &stress_n_};
-  if (fp32) {
-    const unsigned tiles = static_cast<unsigned>(size / kGemmTile);
-    GPUHERD_RETURN_IF_ERROR(Launch("sgemm_128x128x8", tiles, tiles, kBlockThreads, 1, params));
-  } else {
-    GPUHERD_RETURN_IF_ERROR(Launch("hgemm_f16x2", static_cast<unsigned>(size / 32),
-                                   static_cast<unsigned>(size / 16), 16, 16, params));
-  }
-  Status status = Check(api_.ctx_synchronize(), "stress reference product");
+  Status status = LaunchStressProduct(stress_->reference.get());
+  if (status.ok()) status = Check(api_.ctx_synchronize(), "stress reference product");
   if (!status.ok()) {
     stress_.reset();
     stress_n_ = 0;
@@ -582,16 +604,14 @@ Result<StressBatch> CudaComputeDevice::Stress(Precision precision, int iteration
   GPUHERD_RETURN_IF_ERROR(scope.status());
   GPUHERD_RETURN_IF_ERROR(Check(
       api_.memset_d8(stress_->counters.get(), 0, 2 * sizeof(unsigned long long)), "cuMemsetD8"));
-  const bool fp32 = precision == Precision::kFp32;
+  // FP32 and BF16 results are FP32 words; FP16 results are half2 words.
+  const bool fp16 = precision == Precision::kFp16;
   const uint64_t elements = static_cast<uint64_t>(stress_n_) * stress_n_;
-  uint64_t pa = stress_->a.get();
-  uint64_t pb = stress_->b.get();
   uint64_t pwork = stress_->work.get();
   uint64_t preference = stress_->reference.get();
   uint64_t pcounters = stress_->counters.get();
-  uint64_t words = fp32 ? elements : elements / 2;
-  uint32_t kind = fp32 ? kCompareFp32 : kCompareFp16;
-  void* gemm_params[] = {&pa, &pb, &pwork, &stress_n_};
+  uint64_t words = fp16 ? elements / 2 : elements;
+  uint32_t kind = fp16 ? kCompareFp16 : kCompareFp32;
   void* compare_params[] = {&pwork, &preference, &words, &kind, &pcounters};
 
   EventTimer timer(api_);
@@ -599,14 +619,7 @@ Result<StressBatch> CudaComputeDevice::Stress(Precision precision, int iteration
   GPUHERD_RETURN_IF_ERROR(Check(timer.Start(), "cuEventRecord"));
   for (int i = 0; i < iterations; ++i) {
     if (stop.stop_requested()) return Aborted(label_ + ": stress stopped on request");
-    if (fp32) {
-      const unsigned tiles = static_cast<unsigned>(stress_n_ / kGemmTile);
-      GPUHERD_RETURN_IF_ERROR(
-          Launch("sgemm_128x128x8", tiles, tiles, kBlockThreads, 1, gemm_params));
-    } else {
-      GPUHERD_RETURN_IF_ERROR(Launch("hgemm_f16x2", static_cast<unsigned>(stress_n_ / 32),
-                                     static_cast<unsigned>(stress_n_ / 16), 16, 16, gemm_params));
-    }
+    GPUHERD_RETURN_IF_ERROR(LaunchStressProduct(pwork));
     GPUHERD_RETURN_IF_ERROR(
         Launch("compare_words", GridFor(words), 1, kBlockThreads, 1, compare_params));
     GPUHERD_RETURN_IF_ERROR(Check(api_.ctx_synchronize(), "stress batch"));

@@ -49,7 +49,9 @@ class CudaComputeDevice : public gpu::ComputeDevice {
   // |gpu - cpu| > 1e-4 * sum_k |a_ik * b_kj|; max_rel_error uses that sum too.
   Result<GemmCheck> CheckedGemm(int n) override;
   // n is rounded up to a multiple of 128 (128..32768); four n x n matrices
-  // stay allocated until the next PrepareStress or the device's end.
+  // stay allocated until the next PrepareStress or the device's end. BF16
+  // (compute capability 8.0 and newer, with the nvcc-built module) multiplies
+  // on the tensor cores and keeps its results in FP32.
   Status PrepareStress(Precision precision, int n) override;
   Result<StressBatch> Stress(Precision precision, int iterations, std::stop_token stop) override;
 
@@ -75,6 +77,8 @@ class CudaComputeDevice : public gpu::ComputeDevice {
   Status Launch(const std::string& name, unsigned grid_x, unsigned grid_y, unsigned block_x,
                 unsigned block_y, void** params);
   Result<DeviceBuffer> Allocate(uint64_t bytes, const char* what);
+  // One stress product of the prepared precision into device memory at `c`.
+  Status LaunchStressProduct(uint64_t c);
 
   std::shared_ptr<const CudaLibrary> library_;
   const CudaApi& api_;

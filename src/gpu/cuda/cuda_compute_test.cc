@@ -6,6 +6,8 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -39,13 +41,13 @@ class CudaComputeTest : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<ComputeBackend> MustOpenFake() {
+  std::unique_ptr<ComputeBackend> MustOpenFake(const char* path = FAKE_CUDA_PATH) {
     if (!KernelsBuilt()) return nullptr;
-    UseLibrary(FAKE_CUDA_PATH);
+    UseLibrary(path);
     auto backend = OpenCudaComputeBackend();
     EXPECT_TRUE(backend.ok()) << backend.status().ToString();
     if (!backend.ok()) return nullptr;
-    fake_ = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
+    fake_ = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
     EXPECT_NE(fake_, nullptr);
     return std::move(backend).value();
   }
@@ -56,6 +58,24 @@ class CudaComputeTest : public ::testing::Test {
   int Launches() {
     auto fn = reinterpret_cast<int (*)()>(dlsym(fake_, "FakeCudaLaunches"));
     return fn();
+  }
+  std::string LaunchName(int i) {
+    auto fn = reinterpret_cast<const char* (*)(int)>(dlsym(fake_, "FakeCudaLaunchName"));
+    const char* name = fn(i);
+    return name != nullptr ? name : "(none)";
+  }
+  std::vector<unsigned> LaunchShape(int i) {
+    auto fn = reinterpret_cast<void (*)(int, unsigned*)>(dlsym(fake_, "FakeCudaLaunchShape"));
+    std::vector<unsigned> shape(4);
+    fn(i, shape.data());
+    return shape;
+  }
+  std::pair<unsigned long long, unsigned> LastCompare() {
+    auto fn = reinterpret_cast<void (*)(unsigned long long*, unsigned*)>(
+        dlsym(fake_, "FakeCudaLastCompare"));
+    std::pair<unsigned long long, unsigned> last;
+    fn(&last.first, &last.second);
+    return last;
   }
   void SetLaunchResult(int result) {
     auto fn = reinterpret_cast<void (*)(int)>(dlsym(fake_, "FakeCudaSetLaunchResult"));
@@ -190,9 +210,89 @@ TEST_F(CudaComputeTest, BadSizesAreRejectedWithWhatToFix) {
   EXPECT_EQ((*device)->MemTest(MemPattern::kOwnAddress, 8, 1, 1, {}).status().code(),
             Code::kInvalidArgument);
   EXPECT_THAT((*device)->CheckedGemm(5000).status().message(), HasSubstr("1..1024"));
-  EXPECT_EQ((*device)->PrepareStress(Precision::kBf16, 256).code(), Code::kInvalidArgument);
+  const Status bf16 = (*device)->PrepareStress(Precision::kBf16, 256);
+  EXPECT_EQ(bf16.code(), Code::kInvalidArgument);
+  EXPECT_THAT(bf16.message(), HasSubstr("compute capability 8.0 or newer (this GPU has 6.1)"));
   EXPECT_EQ((*device)->CopyBandwidth(CopyKind::kHostToDevice, 0, 1).status().code(),
             Code::kInvalidArgument);
+}
+
+TEST_F(CudaComputeTest, EachPrecisionLaunchesItsProductAndComparesItsResultWords) {
+  auto backend = MustOpenFake();
+  if (backend == nullptr) GTEST_SKIP() << "the kernels were not built";
+  auto device = backend->Open(FakeGpu());
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  struct Case {
+    Precision precision;
+    const char* fill;
+    const char* gemm;
+    std::vector<unsigned> shape;  // grid x, y, block x, y for n = 256
+    unsigned long long words;
+    unsigned kind;
+  };
+  for (const Case& c : {Case{Precision::kFp32, "fill_uniform_f32", "sgemm_128x128x8",
+                             {2, 2, 256, 1}, 256 * 256, 0},
+                        Case{Precision::kFp16, "fill_uniform_f16x2", "hgemm_f16x2",
+                             {8, 16, 16, 16}, 256 * 256 / 2, 1}}) {
+    SCOPED_TRACE(PrecisionName(c.precision));
+    const int before = Launches();
+    ASSERT_TRUE((*device)->PrepareStress(c.precision, 256).ok());
+    EXPECT_EQ(LaunchName(before), c.fill);
+    EXPECT_EQ(LaunchName(before + 1), c.fill);
+    EXPECT_EQ(LaunchName(before + 2), c.gemm);
+    EXPECT_EQ(LaunchShape(before + 2), c.shape);
+    auto batch = (*device)->Stress(c.precision, 2, {});
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    EXPECT_EQ(Launches(), before + 3 + 4);  // a product and a comparison per iteration
+    EXPECT_EQ(LaunchName(before + 5), c.gemm);
+    EXPECT_EQ(LaunchName(before + 6), "compare_words");
+    EXPECT_EQ(LastCompare(), std::make_pair(c.words, c.kind));
+  }
+}
+
+TEST_F(CudaComputeTest, AmpereStressesBf16OnTheTensorCoreKernelWithFp32Results) {
+  auto backend = MustOpenFake(FAKE_CUDA_AMPERE_PATH);
+  if (backend == nullptr) GTEST_SKIP() << "the kernels were not built";
+  auto device = backend->Open(FakeGpu());
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  auto* cuda = dynamic_cast<CudaComputeDevice*>(device->get());
+  ASSERT_NE(cuda, nullptr);
+  if (GPUHERD_TEST_HAVE_FATBIN == 0) {
+    // The sm_60 PTX has only the stub: no BF16 without nvcc's code.
+    EXPECT_EQ(cuda->module_image(), "ptx sm_60");
+    EXPECT_FALSE((*device)->Supports(Precision::kBf16));
+    EXPECT_THAT((*device)->PrepareStress(Precision::kBf16, 256).message(),
+                HasSubstr("kernels built with nvcc (loaded: ptx sm_60)"));
+    return;
+  }
+  EXPECT_EQ(cuda->module_image(), "fatbin");
+  EXPECT_TRUE((*device)->Supports(Precision::kBf16));
+  EXPECT_TRUE((*device)->Supports(Precision::kFp16));
+  const int before = Launches();
+  ASSERT_TRUE((*device)->PrepareStress(Precision::kBf16, 200).ok());
+  EXPECT_EQ(cuda->stress_n(), 256);
+  ASSERT_EQ(Launches(), before + 3);
+  EXPECT_EQ(LaunchName(before), "fill_uniform_bf16x2");
+  EXPECT_EQ(LaunchName(before + 1), "fill_uniform_bf16x2");
+  EXPECT_EQ(LaunchName(before + 2), "bgemm_bf16_wmma");
+  EXPECT_EQ(LaunchShape(before + 2), (std::vector<unsigned>{2, 2, 256, 1}));
+
+  auto batch = (*device)->Stress(Precision::kBf16, 3, {});
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(batch->precision, Precision::kBf16);
+  EXPECT_EQ(batch->iterations, 3);
+  EXPECT_DOUBLE_EQ(batch->flops, 2.0 * 256 * 256 * 256 * 3);
+  EXPECT_EQ(batch->mismatches, 0u);
+  EXPECT_EQ(batch->nans, 0u);
+  ASSERT_EQ(Launches(), before + 3 + 6);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(LaunchName(before + 3 + 2 * i), "bgemm_bf16_wmma");
+    EXPECT_EQ(LaunchName(before + 4 + 2 * i), "compare_words");
+  }
+  // Every one of the n x n FP32 result words is compared, as FP32.
+  EXPECT_EQ(LastCompare(), std::make_pair(256ull * 256, 0u));
+  EXPECT_EQ((*device)->Stress(Precision::kFp16, 1, {}).status().code(),
+            Code::kFailedPrecondition);
 }
 
 }  // namespace

@@ -11,18 +11,30 @@
 // calling, via dlsym:
 //   void FakeCudaSetLaunchResult(int)   what every cuLaunchKernel returns;
 //   int FakeCudaLiveContexts()          contexts created and not destroyed;
-//   int FakeCudaLaunches()              cuLaunchKernel calls so far.
+//   int FakeCudaLaunches()              cuLaunchKernel calls so far;
+//   const char* FakeCudaLaunchName(int i)   the i-th launch's kernel (null
+//                                       past the end);
+//   void FakeCudaLaunchShape(int i, unsigned shape[4])   its grid x, y and
+//                                       block x, y;
+//   void FakeCudaLastCompare(unsigned long long* words, unsigned* kind)   the
+//                                       last compare_words launch's arguments.
 //
 // Variants (compile definitions):
+//   FAKE_CUDA_AMPERE      compute capability 8.0, like an A100: it takes the
+//                         fatbin (finding the entry names in its bytes) and
+//                         the PTX alike;
 //   FAKE_CUDA_NO_DEVICE   cuInit returns CUDA_ERROR_NO_DEVICE;
 //   FAKE_CUDA_NO_LAUNCH   lacks the required cuLaunchKernel;
 //   FAKE_CUDA_LEGACY      exports cuDeviceGetUuid and cuEventElapsedTime only
 //                         under their unversioned names.
 // Not thread-safe: one test thread drives it.
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
+#include <vector>
 
 #include "gpu/cuda/cuda_api.h"
 
@@ -34,10 +46,27 @@ constexpr unsigned char kFakeUuid[16] = {0x8c, 0x6b, 0x1f, 0x02, 0x3a, 0x44, 0x5
                                          0x71, 0x82, 0x93, 0xa4, 0xb5, 0xc6, 0xd7, 0xe8};
 constexpr unsigned kFatbinMagic = 0xba55ed50u;
 
+#ifdef FAKE_CUDA_AMPERE
+constexpr int kCcMajor = 8, kCcMinor = 0;
+constexpr char kName[] = "Fake A100";
+#else
+constexpr int kCcMajor = 6, kCcMinor = 1;
+constexpr char kName[] = "Fake GTX 1070 Ti";
+#endif
+
+struct LaunchRecord {
+  std::string name;
+  unsigned shape[4];
+};
+
 int launch_result = CUDA_SUCCESS;
 int live_contexts = 0;
 int launches = 0;
-std::string loaded_ptx;
+std::string loaded_image;  // the PTX text, or the fatbin's bytes
+std::deque<std::string> function_names;  // a CUfunction points at one
+std::vector<LaunchRecord> launch_records;
+unsigned long long compare_words = 0;
+unsigned compare_kind = 0;
 int context_tokens[64];
 int module_token;
 int event_tokens[2];
@@ -49,6 +78,17 @@ extern "C" {
 void FakeCudaSetLaunchResult(int result) { launch_result = result; }
 int FakeCudaLiveContexts() { return live_contexts; }
 int FakeCudaLaunches() { return launches; }
+const char* FakeCudaLaunchName(int i) {
+  if (i < 0 || i >= static_cast<int>(launch_records.size())) return nullptr;
+  return launch_records[i].name.c_str();
+}
+void FakeCudaLaunchShape(int i, unsigned shape[4]) {
+  std::memcpy(shape, launch_records.at(i).shape, sizeof(launch_records[i].shape));
+}
+void FakeCudaLastCompare(unsigned long long* words, unsigned* kind) {
+  *words = compare_words;
+  *kind = compare_kind;
+}
 
 CUresult cuInit(unsigned int) {
 #ifdef FAKE_CUDA_NO_DEVICE
@@ -96,7 +136,7 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal) {
 }
 
 CUresult cuDeviceGetName(char* name, int length, CUdevice) {
-  std::strncpy(name, "Fake GTX 1070 Ti", static_cast<size_t>(length));
+  std::strncpy(name, kName, static_cast<size_t>(length));
   return CUDA_SUCCESS;
 }
 
@@ -112,8 +152,8 @@ CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice) {
 CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 4; return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 6; return CUDA_SUCCESS;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 1; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = kCcMajor; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = kCcMinor; return CUDA_SUCCESS;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
@@ -142,18 +182,36 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) { return CUDA_SUCCESS; }
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   unsigned magic = 0;
   std::memcpy(&magic, image, sizeof(magic));
-  if (magic == kFatbinMagic) return CUDA_ERROR_NO_BINARY_FOR_GPU;
-  loaded_ptx = static_cast<const char*>(image);
-  if (loaded_ptx.find(".target sm_60") == std::string::npos) return CUDA_ERROR_INVALID_IMAGE;
+  if (magic == kFatbinMagic) {
+#ifdef FAKE_CUDA_AMPERE
+    // The container's header: magic, version (16 bits), header size (16
+    // bits), then the size of what follows it (64 bits).
+    uint16_t header_size = 0;
+    uint64_t body_size = 0;
+    std::memcpy(&header_size, static_cast<const char*>(image) + 6, sizeof(header_size));
+    std::memcpy(&body_size, static_cast<const char*>(image) + 8, sizeof(body_size));
+    loaded_image.assign(static_cast<const char*>(image), header_size + body_size);
+    *module = reinterpret_cast<CUmodule>(&module_token);
+    return CUDA_SUCCESS;
+#else
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+#endif
+  }
+  loaded_image = static_cast<const char*>(image);
+  if (loaded_image.find(".target sm_60") == std::string::npos) return CUDA_ERROR_INVALID_IMAGE;
   *module = reinterpret_cast<CUmodule>(&module_token);
   return CUDA_SUCCESS;
 }
 CUresult cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
 CUresult cuModuleGetFunction(CUfunction* function, CUmodule, const char* name) {
-  const std::string entry = std::string(".entry ") + name + "(";
-  const size_t at = loaded_ptx.find(entry);
-  if (at == std::string::npos) return CUDA_ERROR_NOT_FOUND;
-  *function = reinterpret_cast<CUfunction>(&loaded_ptx[at]);
+  // PTX declares `.entry name(`; a fatbin's cubins hold the name in their
+  // string tables, NUL-terminated.
+  const bool ptx = loaded_image.find(".target sm_60") != std::string::npos;
+  const std::string entry =
+      ptx ? std::string(".entry ") + name + "(" : std::string(name) + std::string(1, '\0');
+  if (loaded_image.find(entry) == std::string::npos) return CUDA_ERROR_NOT_FOUND;
+  function_names.emplace_back(name);
+  *function = reinterpret_cast<CUfunction>(&function_names.back());
   return CUDA_SUCCESS;
 }
 
@@ -198,9 +256,16 @@ CUresult cuMemsetD8_v2(CUdeviceptr destination, unsigned char value, size_t coun
 }
 
 #ifndef FAKE_CUDA_NO_LAUNCH
-CUresult cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
-                        unsigned int, unsigned int, unsigned int, CUstream, void**, void**) {
+CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y,
+                        unsigned int, unsigned int block_x, unsigned int block_y, unsigned int,
+                        unsigned int, CUstream, void** params, void**) {
   ++launches;
+  const std::string& name = *reinterpret_cast<const std::string*>(function);
+  launch_records.push_back({name, {grid_x, grid_y, block_x, block_y}});
+  if (name == "compare_words") {  // (result, reference, count, kind, counters)
+    compare_words = *static_cast<const uint64_t*>(params[2]);
+    compare_kind = *static_cast<const uint32_t*>(params[3]);
+  }
   return static_cast<CUresult>(launch_result);
 }
 #endif

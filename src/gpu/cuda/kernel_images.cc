@@ -22,6 +22,7 @@ constexpr const char* kEntryNames[] = {
     "copy_f4",                       "fill_uniform_f32",
     "fill_uniform_f16x2",            "sgemm_128x128x8",
     "hgemm_f16x2",                   "compare_words",
+    "fill_uniform_bf16x2",           "bgemm_bf16_wmma",
 };
 
 }  // namespace

@@ -56,6 +56,17 @@ TEST_F(KernelImagesTest, StressGemmKeepsItsVectorAccessesAndStaysOffTheStack) {
   EXPECT_EQ(body.find(".local"), std::string::npos);
 }
 
+TEST_F(KernelImagesTest, PtxHasOnlyTheNanStubOfTheBf16Gemm) {
+  // clang's sm_60 PTX cannot hold BF16 tensor-core code; its stand-in fills
+  // the result with NaNs (0x7fc00000) so that a launch by mistake fails loudly.
+  const std::string ptx(KernelPtx());
+  const size_t begin = ptx.find(".entry bgemm_bf16_wmma(");
+  ASSERT_NE(begin, std::string::npos);
+  const std::string body = ptx.substr(begin, ptx.find(".entry", begin + 1) - begin);
+  EXPECT_EQ(body.find("mma.sync"), std::string::npos);  // neither mma.sync nor wmma.mma.sync
+  EXPECT_THAT(body, HasSubstr("2143289344"));
+}
+
 TEST_F(KernelImagesTest, FatbinIsPresentWhenBuiltWithNvcc) {
   const auto fatbin = KernelFatbin();
   if (GPUHERD_TEST_HAVE_FATBIN == 0) {

@@ -8,6 +8,14 @@
 
 #if defined(__NVCC__)
 
+#include <mma.h>  // WMMA; its BF16 fragments exist from sm_80 on
+
+// BF16 tensor-core kernels: nvcc's sm_80 and newer code only. clang's sm_60
+// PTX and nvcc's sm_75 code get stubs in their place (see kernels.cu).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define GPUHERD_HAVE_BF16_MMA 1
+#endif
+
 #define GPUHERD_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 __device__ __forceinline__ unsigned long long AtomicAddU64(unsigned long long* counter,
                                                            unsigned long long value) {

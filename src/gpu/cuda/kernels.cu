@@ -5,7 +5,8 @@
 // by plain name; their parameter lists are mirrored in cuda_compute.cc.
 //
 // Launch shapes are fixed: 256 threads a block, grid-stride loops for the
-// memory kernels; the GEMMs need n to be a multiple of 128.
+// memory kernels; the GEMMs need n to be a multiple of 128. BF16 needs sm_80:
+// only nvcc's sm_80+ code has the real BF16 GEMM (kernel_prelude.h).
 
 #include "gpu/cuda/kernel_prelude.h"
 #include "gpu/cuda/memtest_words.h"
@@ -139,6 +140,25 @@ extern "C" __global__ void fill_uniform_f16x2(uint32_t* out, uint64_t pairs, uin
         : "=r"(packed)
         : "f"(low), "f"(high));
     out[i] = packed;
+  }
+}
+
+// Pairs of BF16 values packed in 32-bit words, rounded to nearest even in
+// integer arithmetic (cvt.rn.bf16x2.f32 needs sm_80; this runs everywhere).
+__device__ __forceinline__ uint32_t Bf16Bits(float value) {
+  union {
+    float f;
+    uint32_t u;
+  } pun;
+  pun.f = value;
+  return (pun.u + 0x7fffu + ((pun.u >> 16) & 1u)) >> 16;  // inputs are finite
+}
+
+extern "C" __global__ void fill_uniform_bf16x2(uint32_t* out, uint64_t pairs, uint32_t seed,
+                                               float scale) {
+  for (uint64_t i = GlobalThread(); i < pairs; i += GridThreads()) {
+    out[i] = Bf16Bits(UniformAt(2 * i, seed, scale)) |
+             (Bf16Bits(UniformAt(2 * i + 1, seed, scale)) << 16);
   }
 }
 
@@ -278,9 +298,128 @@ extern "C" __global__ void GPUHERD_LAUNCH_BOUNDS(256, 1)
   c[static_cast<uint64_t>(row) * pairs_per_row + pair_col] = sum;
 }
 
+// C = A * B for row-major n x n BF16 matrices A and B, accumulated and stored
+// in FP32 (C is n x n floats), n a multiple of 128: BF16 as training runs it,
+// on the tensor cores through WMMA. Block tile 128 x 128 x 32; eight warps of
+// 32 x 64 outputs (2 x 4 fragments of 16 x 16); both shared tiles padded
+// against bank conflicts and double-buffered with the next tile's 16-byte
+// global loads in flight; at most 128 registers (ptxas: 127, no spills on
+// sm_80), so two blocks share an SM. Grid: (n/128, n/128) of 256 threads, as
+// the SGEMM. BF16 WMMA exists from sm_80 on; other targets build the stub below.
+extern "C" __global__ void GPUHERD_LAUNCH_BOUNDS(256, 2)
+    bgemm_bf16_wmma(const uint16_t* a, const uint16_t* b, float* c, int n) {
+  const int block_row = blockIdx.y * 128;
+  const int block_col = blockIdx.x * 128;
+#if defined(GPUHERD_HAVE_BF16_MMA)
+  namespace wmma = nvcuda::wmma;
+  constexpr int kAStride = 40;   // 32 k values + 8 of padding (a multiple of 8, as WMMA needs)
+  constexpr int kBStride = 136;  // 128 columns + 8
+  // Every fragment pointer below is 32-byte aligned, as load_matrix_sync needs.
+  __shared__ __align__(128) uint16_t a_tile[2][128 * kAStride];
+  __shared__ __align__(128) uint16_t b_tile[2][32 * kBStride];
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int warp_row = (warp >> 1) * 32;
+  const int warp_col = (warp & 1) * 64;
+
+  // Each thread moves two 16-byte vectors of A (rows a_row and a_row + 64) and
+  // two of B (k rows b_k and b_k + 16) per tile.
+  const int a_row = tid >> 2;
+  const int a_k = (tid & 3) * 8;
+  const int b_k = tid >> 4;
+  const int b_col = (tid & 15) * 8;
+  uint64_t a_at = static_cast<uint64_t>(block_row + a_row) * n + a_k;
+  uint64_t b_at = static_cast<uint64_t>(b_k) * n + block_col + b_col;
+  const uint64_t a_far = static_cast<uint64_t>(64) * n;
+  const uint64_t b_far = static_cast<uint64_t>(16) * n;
+  const uint64_t b_step = static_cast<uint64_t>(32) * n;
+  Word4 a0 = *reinterpret_cast<const Word4*>(a + a_at);
+  Word4 a1 = *reinterpret_cast<const Word4*>(a + a_at + a_far);
+  Word4 b0 = *reinterpret_cast<const Word4*>(b + b_at);
+  Word4 b1 = *reinterpret_cast<const Word4*>(b + b_at + b_far);
+  auto store = [&](int buffer) {
+    *reinterpret_cast<Word4*>(&a_tile[buffer][a_row * kAStride + a_k]) = a0;
+    *reinterpret_cast<Word4*>(&a_tile[buffer][(a_row + 64) * kAStride + a_k]) = a1;
+    *reinterpret_cast<Word4*>(&b_tile[buffer][b_k * kBStride + b_col]) = b0;
+    *reinterpret_cast<Word4*>(&b_tile[buffer][(b_k + 16) * kBStride + b_col]) = b1;
+  };
+  store(0);
+  SyncThreads();
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  }
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a_frag[2];
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b_frag[4];
+
+  int buffer = 0;
+  for (int k0 = 0; k0 < n; k0 += 32) {
+    const bool has_next = k0 + 32 < n;
+    if (has_next) {
+      a_at += 32;
+      b_at += b_step;
+      a0 = *reinterpret_cast<const Word4*>(a + a_at);
+      a1 = *reinterpret_cast<const Word4*>(a + a_at + a_far);
+      b0 = *reinterpret_cast<const Word4*>(b + b_at);
+      b1 = *reinterpret_cast<const Word4*>(b + b_at + b_far);
+    }
+    const __nv_bfloat16* a_shared = reinterpret_cast<const __nv_bfloat16*>(a_tile[buffer]);
+    const __nv_bfloat16* b_shared = reinterpret_cast<const __nv_bfloat16*>(b_tile[buffer]);
+#pragma unroll
+    for (int k = 0; k < 32; k += 16) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        wmma::load_matrix_sync(a_frag[i], a_shared + (warp_row + i * 16) * kAStride + k, kAStride);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        wmma::load_matrix_sync(b_frag[j], b_shared + k * kBStride + warp_col + j * 16, kBStride);
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
+      }
+    }
+    if (has_next) {
+      // As in the SGEMM: the other buffer was last read before the previous
+      // barrier, so one barrier per tile is enough.
+      buffer ^= 1;
+      store(buffer);
+      SyncThreads();
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float* out = c + static_cast<uint64_t>(block_row + warp_row + i * 16) * n + block_col +
+                   warp_col + j * 16;
+      wmma::store_matrix_sync(out, acc[i][j], n, wmma::mem_row_major);
+    }
+  }
+#else
+  // No BF16 tensor cores in this image (clang's sm_60 PTX, nvcc's sm_75 code).
+  // The host never launches it here (CudaComputeDevice::Supports); were it
+  // launched anyway, every element is a NaN, which the comparison counts: a
+  // loud failure, never a silent pass.
+  (void)a;
+  (void)b;
+  for (int i = threadIdx.x; i < 128 * 128; i += blockDim.x) {
+    reinterpret_cast<uint32_t*>(c)[static_cast<uint64_t>(block_row + (i >> 7)) * n + block_col +
+                                   (i & 127)] = 0x7fc00000u;
+  }
+#endif
+}
+
 // Counts the 32-bit words of `result` that differ from `reference` bit for bit
 // (counters[0]) and, apart, the NaN/Inf values in `result` (counters[1]).
-// kind 0: FP32 words; 1: two FP16 halves a word.
+// kind 0: FP32 words (the SGEMM's and the BF16 GEMM's results); 1: two FP16
+// halves a word.
 extern "C" __global__ void compare_words(const uint32_t* result, const uint32_t* reference,
                                          uint64_t count, uint32_t kind,
                                          unsigned long long* counters) {

@@ -32,6 +32,9 @@ struct GpuModel {
   double mem_bandwidth_gbs;       // GB/s
   double fp32_tflops;
   double fp16_tflops;             // dense tensor-core rate where the card has them
+  // Dense BF16 tensor-core rate with FP32 accumulation; 0 before Ampere
+  // (compute capability 8.0), which has no BF16.
+  double bf16_tflops;
   // The simulation's thermal parameters: °C per W above ambient at steady
   // state, and the first-order time constant of the heatsink.
   double thermal_resistance_c_per_w;

@@ -64,6 +64,8 @@ TEST(CatalogTest, SpecsAreConsistent) {
     EXPECT_GT(full_c, 55);
     EXPECT_LT(full_c, m.temp_slowdown_c - 5);
     EXPECT_GT(m.fp32_tflops, 1);
+    // BF16 arrived with Ampere (compute capability 8.0).
+    EXPECT_EQ(m.bf16_tflops > 0, m.cc_major >= 8);
     EXPECT_GT(m.mem_bandwidth_gbs, 100);
     // Only SXM parts have NVLink, and they are all datacenter parts with ECC
     // and no fan of their own.

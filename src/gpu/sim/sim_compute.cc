@@ -81,7 +81,7 @@ class SimComputeDevice : public ComputeDevice {
       case Precision::kFp32: return true;
       // Tensor-core rates only: Pascal's 1/64-rate FP16 is not worth a stress.
       case Precision::kFp16: return model_.cc_major >= 7;
-      case Precision::kBf16: return model_.cc_major >= 8;
+      case Precision::kBf16: return model_.cc_major >= 8;  // Ampere brought BF16
       case Precision::kFp64: return false;  // the catalogue has no FP64 figure
     }
     return false;
@@ -313,7 +313,9 @@ class SimComputeDevice : public ComputeDevice {
   Result<double> StressRate(Precision precision) {
     auto sample = Read();
     if (!sample.ok()) return sample.status();
-    const double peak = precision == Precision::kFp32 ? model_.fp32_tflops : model_.fp16_tflops;
+    const double peak = precision == Precision::kBf16   ? model_.bf16_tflops
+                        : precision == Precision::kFp16 ? model_.fp16_tflops
+                                                        : model_.fp32_tflops;
     const double clock_share =
         static_cast<double>(sample->sm_clock_mhz.value_or(model_.max_sm_clock_mhz)) /
         model_.max_sm_clock_mhz;

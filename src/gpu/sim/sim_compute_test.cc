@@ -220,6 +220,39 @@ faults:
   }
 }
 
+TEST(SimComputeTest, Bf16StressRunsAtItsCatalogueRateAndTakesComputeErrors) {
+  Rig rig(R"(gpus: [{model: a100-40gb, count: 2}]
+faults: [{at: 0s, gpu: 1, kind: compute_errors, rate: 2/min}])");
+  const GpuModel& a100 = rig.driver->model(0);
+  for (int gpu = 0; gpu < 2; ++gpu) {
+    SCOPED_TRACE(gpu);
+    auto device = rig.Device(gpu);
+    ASSERT_TRUE(device);
+    ASSERT_TRUE(device->Supports(Precision::kBf16));
+    ASSERT_TRUE(device->PrepareStress(Precision::kBf16, 8192).ok());
+    double flops = 0, seconds = 0;
+    uint64_t mismatches = 0, nans = 0;
+    const TimeMs until = rig.clock.Now() + 5 * kMinuteMs;
+    while (rig.clock.Now() < until) {
+      auto batch = device->Stress(Precision::kBf16, 20, {});
+      ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+      EXPECT_EQ(batch->precision, Precision::kBf16);
+      flops += batch->flops;
+      seconds += batch->seconds;
+      mismatches += batch->mismatches;
+      nans += batch->nans;
+    }
+    EXPECT_EQ(mismatches, gpu == 1 ? 10u : 0u);  // 2 a minute for 5 minutes, as FP32
+    EXPECT_EQ(nans, 0u);
+    // The catalogue's BF16 figure at the clock the loaded card runs at.
+    auto sample = rig.driver->Sample(gpu, rig.clock.Now());
+    ASSERT_TRUE(sample.ok() && sample->sm_clock_mhz.has_value());
+    const double expected =
+        0.9 * a100.bf16_tflops * *sample->sm_clock_mhz / a100.max_sm_clock_mhz;
+    EXPECT_NEAR(flops / seconds / 1e12, expected, 0.03 * expected);
+  }
+}
+
 TEST(SimComputeTest, ASlowCardReachesItsShareOfEveryRateButTheLink) {
   Rig rig(R"(gpus: [{model: rtx3090, count: 2}]
 faults: [{at: 0s, gpu: 1, kind: slow, factor: 0.8}])");
@@ -332,7 +365,16 @@ TEST(SimComputeTest, PrecisionsFollowTheArchitecture) {
   EXPECT_FALSE(turing->Supports(Precision::kBf16));
   EXPECT_TRUE(ampere->Supports(Precision::kBf16));
   EXPECT_EQ(pascal->PrepareStress(Precision::kFp16, 4096).code(), Code::kFailedPrecondition);
+  const Status turing_bf16 = turing->PrepareStress(Precision::kBf16, 4096);
+  EXPECT_EQ(turing_bf16.code(), Code::kFailedPrecondition);
+  EXPECT_THAT(turing_bf16.message(), HasSubstr("bf16 is not supported on Tesla T4"));
+  EXPECT_EQ(turing->Stress(Precision::kBf16, 1, {}).status().code(), Code::kFailedPrecondition);
+  // Prepared first, BF16 runs on Ampere.
   EXPECT_EQ(ampere->Stress(Precision::kBf16, 1, {}).status().code(), Code::kFailedPrecondition);
+  ASSERT_TRUE(ampere->PrepareStress(Precision::kBf16, 4096).ok());
+  auto batch = ampere->Stress(Precision::kBf16, 1, {});
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(batch->precision, Precision::kBf16);
   EXPECT_EQ(pascal->MemTest(MemPattern::kWalkingOnes, 64ull << 30, 1, 8, {}).status().code(),
             Code::kInvalidArgument);
 }
