@@ -36,7 +36,8 @@ Status Validate(const LaunchSpec& spec) {
 Result<std::unique_ptr<Executor>> Executor::Start(ExecutorOptions options, ExitCallback on_exit) {
   auto watcher = ExitWatcher::Start(std::move(on_exit));
   if (!watcher.ok()) return watcher.status();
-  auto launcher = LauncherClient::Spawn(options.launcher_program);
+  if (options.shim_program.empty()) options.shim_program = DefaultShimProgram(options.launcher_program);
+  auto launcher = LauncherClient::Spawn(options.launcher_program, options.shim_program);
   if (!launcher.ok()) return launcher.status();
   return std::unique_ptr<Executor>(
       new Executor(std::move(options), std::move(launcher).value(), std::move(watcher).value()));
@@ -79,7 +80,7 @@ Result<int> Executor::Launch(const LaunchSpec& spec) {
 Status Executor::ReplaceDeadLauncher() {
   if (launcher_->alive()) return Status::Ok();
   launcher_->Close();  // reaps it
-  auto fresh = LauncherClient::Spawn(options_.launcher_program);
+  auto fresh = LauncherClient::Spawn(options_.launcher_program, options_.shim_program);
   if (!fresh.ok()) return fresh.status();
   launcher_ = std::move(fresh).value();
   ++launcher_restarts_;

@@ -20,6 +20,8 @@ namespace gpuherd::exec {
 struct ExecutorOptions {
   // The binary whose main() calls MaybeRunLauncher: the running gpuherd.
   std::string launcher_program = "/proc/self/exe";
+  // The job supervisor binary; empty: DefaultShimProgram(launcher_program).
+  std::string shim_program;
 };
 
 // Thread-safe: any thread may call any method.

@@ -158,7 +158,8 @@ class ExecutorTest : public testing::Test {
 };
 
 TEST_F(ExecutorTest, ExitCodeAndOutputAreRecorded) {
-  ASSERT_TRUE(executor_->Launch(Spec(1, {kTestdata + "/exit_with.sh", "3"})).ok());
+  auto launched = executor_->Launch(Spec(1, {kTestdata + "/exit_with.sh", "3"}));
+  ASSERT_TRUE(launched.ok()) << launched.status().ToString();
   auto r = records_.WaitFor(1);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->how, ExitRecord::How::kExited);

@@ -1,24 +1,29 @@
 #include "exec/launcher.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "exec/shim.h"
+#include "exec/shim_input.h"
 #include "exec/pidfd.h"
 
 extern char** environ;
@@ -30,16 +35,11 @@ using nlohmann::json;
 
 enum FrameType : uint8_t { kPing = 1, kLaunch = 2 };
 
-// A request larger than this is refused (argv and environment together; exec
-// itself refuses far less).
-constexpr uint32_t kMaxFrame = 16 << 20;
+// A request larger than this is refused.
+constexpr uint32_t kMaxFrame = kMaxSpecBytes + 1;
 // The launcher's end of the socketpair in its own process (the first after stdio).
 constexpr int kLauncherFd = 3;
 constexpr int kPingTimeoutMs = 10000;
-// The one byte that lets a forked shim start its job. Anything else, or
-// end-of-file (the launcher died before recording the shim), cancels it.
-constexpr char kGoByte = 'g';
-
 
 // The fixed part of a reply; `error_len` bytes of error text follow it.
 struct ReplyHeader {
@@ -62,6 +62,19 @@ bool WriteAll(int fd, const void* data, size_t size) {
   return true;
 }
 
+// For pipes, which send() refuses.
+bool WriteAllToPipe(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
 // False on end-of-file or error.
 bool ReadExact(int fd, void* data, size_t size) {
   char* p = static_cast<char*>(data);
@@ -75,36 +88,12 @@ bool ReadExact(int fd, void* data, size_t size) {
   return true;
 }
 
-json SpecToJson(const LaunchSpec& s) {
-  json j = {{"job_id", s.job_id}, {"attempt", s.attempt}, {"argv", s.argv}, {"cwd", s.cwd},
-            {"env", s.env},       {"dir", s.dir},         {"cpus", s.cpus}, {"time_limit", s.time_limit},
-            {"grace", s.grace}};
-  if (s.uid) j["uid"] = *s.uid;
-  if (s.gid) j["gid"] = *s.gid;
-  return j;
-}
-
-LaunchSpec SpecFromJson(const json& j) {
-  LaunchSpec s;
-  s.job_id = j.at("job_id").get<int64_t>();
-  s.attempt = j.at("attempt").get<int>();
-  s.argv = j.at("argv").get<std::vector<std::string>>();
-  s.cwd = j.at("cwd").get<std::string>();
-  s.env = j.at("env").get<std::map<std::string, std::string>>();
-  s.dir = j.at("dir").get<std::string>();
-  s.cpus = j.at("cpus").get<std::vector<int>>();
-  s.time_limit = j.at("time_limit").get<DurationMs>();
-  s.grace = j.at("grace").get<DurationMs>();
-  if (j.contains("uid")) s.uid = j.at("uid").get<uint32_t>();
-  if (j.contains("gid")) s.gid = j.at("gid").get<uint32_t>();
-  return s;
-}
-
 // ---- The launcher process ----
+
 
 class Launcher {
  public:
-  explicit Launcher(int fd) : fd_(fd) {}
+  Launcher(int fd, std::string shim) : fd_(fd), shim_(std::move(shim)) {}
 
   int Run() {
     sigset_t set;
@@ -170,45 +159,36 @@ class Launcher {
   }
 
   bool HandleLaunch(const std::string& payload) {
-    LaunchSpec spec;
-    try {
-      spec = SpecFromJson(json::parse(payload));
-    } catch (const json::exception& e) {
-      return Reply(0, 0, std::string("malformed launch request: ") + e.what(), -1);
+    json request = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+    auto parsed = LaunchSpecFromJson(request);
+    if (request.is_discarded() || !parsed.ok()) {
+      return Reply(0, 0, "malformed launch request: " + (parsed.ok() ? "not JSON" : parsed.status().message()), -1);
     }
+    const LaunchSpec& spec = *parsed;
     Status made = MakeDirs(spec.dir);
     if (!made.ok()) return Reply(0, 0, made.message(), -1);
-    // The shim waits on `go` until its `shim` file exists, so a daemon that
-    // recorded the launch always finds the shim at re-adoption, and a failed
-    // launch (or a launcher killed half-way) is cancelled before any job code
-    // runs: only an explicit go byte starts the job.
-    int go[2];
-    if (pipe2(go, O_CLOEXEC) != 0) return Reply(0, 0, "cannot create a pipe: " + Errno(errno), -1);
-    pid_t pid = fork();
+    std::string input = EncodeShimInput(spec, ResolveUser(spec));
+    // The shim waits for the go byte until its `shim` file exists, so a daemon
+    // that recorded the launch always finds the shim at re-adoption, and a
+    // failed launch (or a launcher killed half-way) is cancelled before any
+    // job code runs: only an explicit go byte starts the job.
+    int control[2];
+    if (pipe2(control, O_CLOEXEC) != 0) return Reply(0, 0, "cannot create a pipe: " + Errno(errno), -1);
+    pid_t pid = SpawnShim(control[0]);
+    int spawn_error = errno;
+    close(control[0]);
     if (pid < 0) {
-      int err = errno;
-      close(go[0]);
-      close(go[1]);
-      return Reply(0, 0, "cannot fork a supervisor: " + Errno(err), -1);
+      close(control[1]);
+      return Reply(0, 0, "cannot start the job's supervisor " + shim_ + ": " + Errno(spawn_error), -1);
     }
-    if (pid == 0) {
-      close(fd_);
-      close(child_fd_);
-      close(go[1]);
-      char byte;
-      ssize_t n;
-      do {
-        n = read(go[0], &byte, 1);
-      } while (n < 0 && errno == EINTR);
-      if (n != 1 || byte != kGoByte) _exit(1);
-      close(go[0]);
-      RunShim(spec);
-    }
-    close(go[0]);
     std::string error;
+    auto length = static_cast<uint32_t>(input.size());
     auto start_time = ProcessStartTime(pid);
     int pidfd = -1;
-    if (!start_time.ok()) {
+    if (!WriteAllToPipe(control[1], &length, sizeof(length)) ||
+        !WriteAllToPipe(control[1], input.data(), input.size())) {
+      error = "cannot hand the launch to the supervisor: " + Errno(errno);
+    } else if (!start_time.ok()) {
       error = "cannot read the supervisor's start time: " + start_time.status().message();
     } else if (Status written = WriteShimFile(spec.dir, {pid, *start_time}); !written.ok()) {
       error = written.message();
@@ -216,29 +196,99 @@ class Launcher {
       error = "cannot open a pidfd for the supervisor: " + Errno(errno);
     }
     if (!error.empty()) {
-      close(go[1]);  // end-of-file: the shim exits without running anything
+      close(control[1]);  // end-of-file: the shim exits without running anything
       return Reply(0, 0, error, -1);
     }
-    ssize_t written;
-    do {
-      written = write(go[1], &kGoByte, 1);
-    } while (written < 0 && errno == EINTR);
-    close(go[1]);
     // A pipe with room for the byte cannot refuse it; if it did, the shim
     // cancels itself and its missing exit record is reported as a lost shim.
+    WriteAllToPipe(control[1], &kShimGoByte, 1);
+    close(control[1]);
     bool sent = Reply(pid, *start_time, "", pidfd);
     close(pidfd);
     return sent;
   }
 
+  // Starts gpuherd-shim with `control` as its descriptor 3, an empty
+  // environment (the job's comes in the spec) and no blocked signals. vfork
+  // semantics (posix_spawn): no page tables are copied and no copy-on-write
+  // fault follows in the launcher. Returns -1 with errno set on failure.
+  pid_t SpawnShim(int control) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attributes);
+    posix_spawn_file_actions_adddup2(&actions, control, kShimControlFd);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    std::string fd = std::to_string(kShimControlFd);
+    char* argv[] = {const_cast<char*>(kShimBinary), fd.data(), nullptr};
+    char* envp[] = {nullptr};
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, shim_.c_str(), &actions, &attributes, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (rc != 0) {
+      errno = rc;
+      return -1;
+    }
+    return pid;
+  }
+
   int fd_;
+  std::string shim_;
   int child_fd_ = -1;
 };
 
 }  // namespace
 
+UserSwitch ResolveUser(const LaunchSpec& spec) {
+  UserSwitch user;
+  if (!spec.uid && !spec.gid) return user;
+  std::string who = "uid " + (spec.uid ? std::to_string(*spec.uid) : std::string("-")) + " gid " +
+                    (spec.gid ? std::to_string(*spec.gid) : std::string("-"));
+  if (geteuid() != 0) {
+    if ((spec.uid && *spec.uid != geteuid()) || (spec.gid && *spec.gid != getegid())) {
+      user.error = "cannot run as " + who + ": only a launcher running as root can switch users";
+    }
+    return user;
+  }
+  struct passwd* pw = spec.uid ? getpwuid(*spec.uid) : nullptr;
+  if (spec.gid) {
+    user.gid = *spec.gid;
+  } else if (pw != nullptr) {
+    user.gid = pw->pw_gid;
+  } else {
+    user.error = "cannot run as " + who + ": no group given and the uid has no passwd entry";
+    return user;
+  }
+  user.groups = {user.gid};
+  if (pw != nullptr) {
+    int count = 0;
+    getgrouplist(pw->pw_name, user.gid, nullptr, &count);
+    user.groups.resize(static_cast<size_t>(std::max(count, 1)));
+    if (getgrouplist(pw->pw_name, user.gid, user.groups.data(), &count) < 0) {
+      user.error = "cannot list the groups of " + std::string(pw->pw_name);
+      return user;
+    }
+    user.groups.resize(static_cast<size_t>(count));
+  }
+  user.needed = true;
+  user.uid = spec.uid;
+  return user;
+}
+
 int MaybeRunLauncher(int argc, char** argv) {
-  if (argc != 3 || std::strcmp(argv[1], kLauncherArgument) != 0) return -1;
+  if (argc < 2 || std::strcmp(argv[1], kLauncherArgument) != 0) return -1;
+  if (argc != 4) {
+    std::fprintf(stderr, "gpuherd: %s is internal: it takes the descriptor of the daemon's socket and the path "
+                         "of gpuherd-shim\n", kLauncherArgument);
+    return 2;
+  }
   char* end = nullptr;
   long fd = std::strtol(argv[2], &end, 10);
   if (end == argv[2] || *end != '\0' || fd < 0 || fcntl(static_cast<int>(fd), F_GETFD) < 0) {
@@ -250,12 +300,24 @@ int MaybeRunLauncher(int argc, char** argv) {
   if (fd > 3) close_range(3, static_cast<unsigned>(fd) - 1, 0);
   close_range(static_cast<unsigned>(fd) + 1, ~0U, 0);
   fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
-  return Launcher(static_cast<int>(fd)).Run();
+  return Launcher(static_cast<int>(fd), argv[3]).Run();
 }
 
 // ---- The daemon's end ----
 
-Result<std::unique_ptr<LauncherClient>> LauncherClient::Spawn(const std::string& program) {
+std::string DefaultShimProgram(const std::string& program) {
+  if (const char* env = std::getenv("GPUHERD_SHIM"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  std::filesystem::path resolved = std::filesystem::canonical(program, ec);
+  return ((ec ? std::filesystem::path(program) : resolved).parent_path() / kShimBinary).string();
+}
+
+Result<std::unique_ptr<LauncherClient>> LauncherClient::Spawn(const std::string& program,
+                                                             const std::string& shim) {
+  if (access(shim.c_str(), X_OK) != 0) {
+    return FailedPrecondition("cannot run the job supervisor " + shim + ": " + Errno(errno) + "; " + kShimBinary +
+                              " is built and installed beside gpuherd-daemon, or named by $GPUHERD_SHIM");
+  }
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return Internal("cannot create the launcher's socket: " + Errno(errno));
@@ -277,19 +339,10 @@ Result<std::unique_ptr<LauncherClient>> LauncherClient::Spawn(const std::string&
   std::string fd_arg = std::to_string(launcher_fd);
   std::string program_copy = program;
   std::string hidden = kLauncherArgument;
-  char* argv[] = {program_copy.data(), hidden.data(), fd_arg.data(), nullptr};
-  // LD_BIND_NOW: the launcher resolves its symbols once at start, not in
-  // every shim it forks (lazy binding would redo the lookups per job). Jobs
-  // never see it: a job's environment is exactly its spec's.
-  std::vector<char*> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "LD_BIND_NOW=", 12) != 0) env.push_back(*e);
-  }
-  std::string bind_now = "LD_BIND_NOW=1";
-  env.push_back(bind_now.data());
-  env.push_back(nullptr);
+  std::string shim_copy = shim;
+  char* argv[] = {program_copy.data(), hidden.data(), fd_arg.data(), shim_copy.data(), nullptr};
   pid_t pid = 0;
-  int err = posix_spawn(&pid, program.c_str(), &actions, &attr, argv, env.data());
+  int err = posix_spawn(&pid, program.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(fds[1]);
@@ -396,7 +449,7 @@ Status LauncherClient::Call(uint8_t type, const std::string& payload, int* pid, 
 }
 
 Result<LaunchedShim> LauncherClient::Launch(const LaunchSpec& spec) {
-  std::string payload = SpecToJson(spec).dump();
+  std::string payload = LaunchSpecToJson(spec).dump();
   std::lock_guard lock(mu_);
   LaunchedShim launched;
   int pid = 0;

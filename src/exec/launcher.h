@@ -1,7 +1,8 @@
 // The launcher: one small single-threaded process, spawned by the daemon from
-// its own binary, that forks a shim per job. Forking it rather than the daemon
-// keeps each launch cheap (a small address space, no threads) and keeps job
-// code out of the daemon's process tree. It never runs job code itself.
+// its own binary, that starts a shim (gpuherd-shim, see shim.h) per job.
+// Starting shims from it rather than from the daemon keeps job code out of the
+// daemon's process tree and the daemon's threads out of every spawn. It never
+// runs job code itself; it resolves each job's user (NSS) for the shim.
 //
 // The daemon and the launcher talk over a socketpair: length-prefixed frames,
 // a JSON launch request one way, the shim's pid and start time the other, with
@@ -20,6 +21,7 @@
 #include "core/status.h"
 #include "exec/job_files.h"
 #include "exec/launch_spec.h"
+#include "exec/shim_input.h"
 
 namespace gpuherd::exec {
 
@@ -27,9 +29,19 @@ namespace gpuherd::exec {
 inline constexpr char kLauncherArgument[] = "__gpuherd_launcher";
 
 // main() calls this before anything else: when argv is
-// "<program> __gpuherd_launcher <fd>" it runs the launcher and returns its
-// exit status; otherwise it returns -1 at once.
+// "<program> __gpuherd_launcher <fd> <shim>" it runs the launcher and returns
+// its exit status; otherwise it returns -1 at once.
 int MaybeRunLauncher(int argc, char** argv);
+
+// Where gpuherd-shim is for a launcher started from `program`: $GPUHERD_SHIM
+// when set (tests, unusual installs), else beside the binary `program` names
+// (symbolic links such as /proc/self/exe resolved).
+std::string DefaultShimProgram(const std::string& program);
+
+// The launcher's lookup of the user a job runs as (getpwuid, getgrouplist),
+// done there because the shim is static and has no NSS. Never fails: a user
+// that cannot be switched to comes back as UserSwitch::error.
+UserSwitch ResolveUser(const LaunchSpec& spec);
 
 struct LaunchedShim {
   ShimIdentity shim;
@@ -41,8 +53,10 @@ struct LaunchedShim {
 class LauncherClient {
  public:
   // Spawns `program` as the launcher (in a process group of its own, so a
-  // Ctrl-C meant for the daemon does not reach it) and checks that it answers.
-  static Result<std::unique_ptr<LauncherClient>> Spawn(const std::string& program);
+  // Ctrl-C meant for the daemon does not reach it) and checks that it
+  // answers. `shim` is the gpuherd-shim binary it starts jobs under;
+  // FailedPrecondition when it is not executable.
+  static Result<std::unique_ptr<LauncherClient>> Spawn(const std::string& program, const std::string& shim);
   ~LauncherClient();
   LauncherClient(const LauncherClient&) = delete;
   LauncherClient& operator=(const LauncherClient&) = delete;

@@ -43,11 +43,32 @@ class LauncherTest : public testing::Test {
     return false;
   }
 
+  // CTest names the built gpuherd-shim in $GPUHERD_SHIM.
+  static std::string Shim() { return DefaultShimProgram("/proc/self/exe"); }
+
   std::string dir_;
 };
 
+TEST_F(LauncherTest, MissingShimIsRefusedBeforeAnythingStarts) {
+  auto client = LauncherClient::Spawn("/proc/self/exe", dir_ + "/no-such-shim");
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(client.status().message().find("no-such-shim"), std::string::npos) << client.status().ToString();
+  EXPECT_NE(client.status().message().find("GPUHERD_SHIM"), std::string::npos) << client.status().ToString();
+}
+
+TEST_F(LauncherTest, DefaultShimIsBesideTheProgramUnlessOverridden) {
+  std::string saved = std::getenv("GPUHERD_SHIM") ? std::getenv("GPUHERD_SHIM") : "";
+  unsetenv("GPUHERD_SHIM");
+  EXPECT_EQ(DefaultShimProgram("/usr/local/bin/gpuherd-daemon"), "/usr/local/bin/gpuherd-shim");
+  setenv("GPUHERD_SHIM", "/opt/x/shim", 1);
+  EXPECT_EQ(DefaultShimProgram("/usr/local/bin/gpuherd-daemon"), "/opt/x/shim");
+  if (saved.empty()) unsetenv("GPUHERD_SHIM");
+  else setenv("GPUHERD_SHIM", saved.c_str(), 1);
+}
+
 TEST_F(LauncherTest, ProgramWithoutLauncherEntryIsRefused) {
-  auto client = LauncherClient::Spawn("/bin/true");
+  auto client = LauncherClient::Spawn("/bin/true", Shim());
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), Code::kUnavailable);
   EXPECT_NE(client.status().message().find("MaybeRunLauncher"), std::string::npos);
@@ -60,7 +81,7 @@ TEST_F(LauncherTest, MaybeRunLauncherIgnoresOrdinaryArguments) {
 }
 
 TEST_F(LauncherTest, LaunchWritesShimFileAndHandsOverPidfd) {
-  auto client = LauncherClient::Spawn("/proc/self/exe");
+  auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   std::string attempt_dir = dir_ + "/jobs/1/1";
   auto launched = (*client)->Launch(TrueSpec(attempt_dir));
@@ -80,7 +101,7 @@ TEST_F(LauncherTest, LaunchWritesShimFileAndHandsOverPidfd) {
 }
 
 TEST_F(LauncherTest, UncreatableDirectoryIsAnErrorAndNothingRuns) {
-  auto client = LauncherClient::Spawn("/proc/self/exe");
+  auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   std::string file = dir_ + "/plain-file";
   ASSERT_TRUE(WriteFileAtomically(file, "x", 0644).ok());
@@ -92,7 +113,7 @@ TEST_F(LauncherTest, UncreatableDirectoryIsAnErrorAndNothingRuns) {
 }
 
 TEST_F(LauncherTest, DeadLauncherIsNoticedBeforeLaunching) {
-  auto client = LauncherClient::Spawn("/proc/self/exe");
+  auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   EXPECT_TRUE((*client)->alive());
   ASSERT_EQ(kill((*client)->pid(), SIGKILL), 0);

@@ -1,9 +1,7 @@
 #include "exec/shim.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sched.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -12,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "exec/job_files.h"
+#include "exec/shim_input.h"
 #include "host/clock.h"
 
 namespace gpuherd::exec {
@@ -129,40 +129,6 @@ std::vector<std::string> ExecCandidates(const LaunchSpec& spec) {
   return candidates;
 }
 
-// Fills in the user to switch to; the error when that is not possible.
-std::optional<std::string> PrepareUser(const LaunchSpec& spec, JobStart* start) {
-  if (!spec.uid && !spec.gid) return std::nullopt;
-  std::string who = "uid " + (spec.uid ? std::to_string(*spec.uid) : std::string("-")) + " gid " +
-                    (spec.gid ? std::to_string(*spec.gid) : std::string("-"));
-  if (geteuid() != 0) {
-    if ((spec.uid && *spec.uid != geteuid()) || (spec.gid && *spec.gid != getegid())) {
-      return "cannot run as " + who + ": only a launcher running as root can switch users";
-    }
-    return std::nullopt;
-  }
-  struct passwd* pw = spec.uid ? getpwuid(*spec.uid) : nullptr;
-  if (spec.gid) {
-    start->gid = *spec.gid;
-  } else if (pw != nullptr) {
-    start->gid = pw->pw_gid;
-  } else {
-    return "cannot run as " + who + ": no group given and the uid has no passwd entry";
-  }
-  start->groups = {start->gid};
-  if (pw != nullptr) {
-    int count = 0;
-    getgrouplist(pw->pw_name, start->gid, nullptr, &count);
-    start->groups.resize(static_cast<size_t>(std::max(count, 1)));
-    if (getgrouplist(pw->pw_name, start->gid, start->groups.data(), &count) < 0) {
-      return "cannot list the groups of " + std::string(pw->pw_name);
-    }
-    start->groups.resize(static_cast<size_t>(count));
-  }
-  start->switch_user = true;
-  start->uid = spec.uid;
-  return std::nullopt;
-}
-
 std::string StageFailure(const LaunchSpec& spec, const JobStart& start) {
   std::string error = Errno(start.error);
   switch (start.failed) {
@@ -189,7 +155,7 @@ std::string DescribeEnd(int status) {
 
 class Shim {
  public:
-  explicit Shim(const LaunchSpec& spec) : spec_(spec), clock_(host::NewRealClock()) {
+  Shim(const LaunchSpec& spec, const UserSwitch& user) : spec_(spec), user_(user), clock_(host::NewRealClock()) {
     record_.job_id = spec.job_id;
     record_.attempt = spec.attempt;
   }
@@ -209,7 +175,13 @@ class Shim {
     start.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     start.out_fd = out_fd;
     start.err_fd = err_fd;
-    if (auto error = PrepareUser(spec_, &start)) return Finish(LaunchFailed(*error));
+    if (!user_.error.empty()) return Finish(LaunchFailed(user_.error));
+    if (user_.needed) {
+      start.switch_user = true;
+      start.gid = user_.gid;
+      start.uid = user_.uid;
+      start.groups = user_.groups;
+    }
     if (!spec_.cpus.empty()) {
       CPU_ZERO(&start.cpus);
       for (int cpu : spec_.cpus) {
@@ -379,6 +351,7 @@ class Shim {
   }
 
   const LaunchSpec& spec_;
+  const UserSwitch& user_;
   std::unique_ptr<host::Clock> clock_;
   ExitRecord record_;
   pid_t job_pid_ = -1;
@@ -389,11 +362,37 @@ class Shim {
 
 }  // namespace
 
-void RunShim(const LaunchSpec& spec) {
+int ShimMain(int argc, char** argv) {
+  if (argc != 2 || std::strcmp(argv[1], std::to_string(kShimControlFd).c_str()) != 0 ||
+      fcntl(kShimControlFd, F_GETFD) < 0) {
+    std::fprintf(stderr, "gpuherd-shim: an internal program of gpuherd: the launcher starts it, one per job, "
+                         "with its control pipe on descriptor %d\n", kShimControlFd);
+    return 2;
+  }
+  auto read_exact = [](void* data, size_t size) {
+    char* p = static_cast<char*>(data);
+    while (size > 0) {
+      ssize_t n = read(kShimControlFd, p, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      p += n;
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  };
+  uint32_t length = 0;
+  if (!read_exact(&length, sizeof(length)) || length == 0 || length > kMaxSpecBytes) return 1;
+  std::string text(length, '\0');
+  if (!read_exact(text.data(), text.size())) return 1;
+  auto input = DecodeShimInput(text);
+  // Without a spec there is no attempt directory to record a failure in; the
+  // daemon reports the attempt as a lost shim.
+  if (!input.ok()) return 1;
+  char go = 0;
+  if (!read_exact(&go, 1) || go != kShimGoByte) return 1;  // cancelled by the launcher
+  close(kShimControlFd);
   setsid();
-  int status = Shim(spec).Run();
-  // _exit: the static destructors belong to the launcher this process was copied from.
-  _exit(status);
+  return Shim(input->spec, input->user).Run();
 }
 
 }  // namespace gpuherd::exec

@@ -1,0 +1,66 @@
+#include "exec/shim_input.h"
+
+namespace gpuherd::exec {
+
+using nlohmann::json;
+
+json LaunchSpecToJson(const LaunchSpec& s) {
+  json j = {{"job_id", s.job_id}, {"attempt", s.attempt}, {"argv", s.argv}, {"cwd", s.cwd},
+            {"env", s.env},       {"dir", s.dir},         {"cpus", s.cpus}, {"time_limit", s.time_limit},
+            {"grace", s.grace}};
+  if (s.uid) j["uid"] = *s.uid;
+  if (s.gid) j["gid"] = *s.gid;
+  return j;
+}
+
+Result<LaunchSpec> LaunchSpecFromJson(const json& j) {
+  LaunchSpec s;
+  try {
+    s.job_id = j.at("job_id").get<int64_t>();
+    s.attempt = j.at("attempt").get<int>();
+    s.argv = j.at("argv").get<std::vector<std::string>>();
+    s.cwd = j.at("cwd").get<std::string>();
+    s.env = j.at("env").get<std::map<std::string, std::string>>();
+    s.dir = j.at("dir").get<std::string>();
+    s.cpus = j.at("cpus").get<std::vector<int>>();
+    s.time_limit = j.at("time_limit").get<DurationMs>();
+    s.grace = j.at("grace").get<DurationMs>();
+    if (j.contains("uid")) s.uid = j.at("uid").get<uint32_t>();
+    if (j.contains("gid")) s.gid = j.at("gid").get<uint32_t>();
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("malformed launch spec: ") + e.what());
+  }
+  return s;
+}
+
+std::string EncodeShimInput(const LaunchSpec& spec, const UserSwitch& user) {
+  json j = {{"spec", LaunchSpecToJson(spec)}};
+  json u = {{"needed", user.needed}, {"gid", user.gid}, {"groups", user.groups}};
+  if (user.uid) u["uid"] = *user.uid;
+  if (!user.error.empty()) u["error"] = user.error;
+  j["user"] = std::move(u);
+  return j.dump();
+}
+
+Result<ShimInput> DecodeShimInput(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("spec") || !j.contains("user")) {
+    return InvalidArgument("malformed shim input: not a JSON object with a spec and a user");
+  }
+  auto spec = LaunchSpecFromJson(j["spec"]);
+  if (!spec.ok()) return spec.status();
+  ShimInput input{std::move(spec).value(), {}};
+  try {
+    const json& u = j["user"];
+    input.user.needed = u.at("needed").get<bool>();
+    input.user.gid = u.at("gid").get<gid_t>();
+    input.user.groups = u.at("groups").get<std::vector<gid_t>>();
+    if (u.contains("uid")) input.user.uid = u.at("uid").get<uid_t>();
+    input.user.error = u.value("error", std::string());
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("malformed shim input: ") + e.what());
+  }
+  return input;
+}
+
+}  // namespace gpuherd::exec
