@@ -1,5 +1,5 @@
-// gpuherd submit [flags] -- CMD ARGS...: queues a job and prints its id once
-// the daemon has committed it.
+// gpuherd submit [flags] -- CMD ARGS...: queues a job (or, with --array N, N
+// tasks of it) and prints its id once the daemon has committed it.
 #include <unistd.h>
 
 #include <climits>
@@ -22,7 +22,7 @@ constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LOGNAME", "LAN
 void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
     std::string gpus = "0", gpu_mem, model, min_cc, mem, time_limit, grace, name, file;
-    int cpus = 0, priority = 0, max_restarts = 0;
+    int cpus = 0, priority = 0, max_restarts = 0, array = 0;
     bool preemptible = false, json = false;
     std::vector<std::string> env, labels, command;
     std::vector<int64_t> after;
@@ -46,6 +46,9 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--env", f->env, "KEY=VALUE added to the job's environment (repeatable)");
   cmd->add_option("--label", f->labels, "KEY=VALUE label (repeatable)");
   cmd->add_option("-f,--file", f->file, "A job spec in JSON or YAML (flags override it)")->check(CLI::ExistingFile);
+  cmd->add_option("--array", f->array,
+                  "Queue N tasks of this job at once (GPUHERD_ARRAY_INDEX=0..N-1); prints N ids")
+      ->check(CLI::Range(1, 100000));
   cmd->add_flag("--json", f->json, "Print {\"id\": N} instead of the bare id");
   cmd->add_option("command", f->command, "The command, after --")->expected(-1);
   cmd->callback([ctx, f] {
@@ -105,10 +108,18 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
       }
       spec["labels"][kv.substr(0, eq)] = kv.substr(eq + 1);
     }
+    if (f->array > 0) spec["array"] = f->array;
     auto reply = DaemonClient(ctx->dir()).Post("/v1/jobs", spec);
     if (!reply.ok()) return ctx->Fail(reply.status());
-    if (f->json) std::printf("%s\n", reply->dump().c_str());
-    else std::printf("%lld\n", static_cast<long long>(reply->value("id", int64_t{0})));
+    if (f->json) {
+      std::printf("%s\n", reply->dump().c_str());
+    } else if (auto ids = reply->find("ids"); ids != reply->end() && ids->is_array()) {
+      std::string out;
+      for (const auto& id : *ids) out += std::to_string(id.get<int64_t>()) + "\n";
+      std::fputs(out.c_str(), stdout);
+    } else {
+      std::printf("%lld\n", static_cast<long long>(reply->value("id", int64_t{0})));
+    }
   });
 }
 

@@ -1,5 +1,6 @@
 #include "daemon/api.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "burnin/result.h"
@@ -394,6 +395,17 @@ HttpResponse Api::Jobs(const std::vector<std::string>& parts, const HttpRequest&
     json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded() || !body.is_object()) {
       return HttpErrorResponse(400, "body must be a job spec, a JSON object like {\"command\": [\"python3\", \"train.py\"], \"gpus\": 1}");
+    }
+    if (auto array = body.find("array"); array != body.end()) {
+      // {"array": N, ...spec}: N tasks from one spec, in one commit.
+      if (!array->is_number_integer()) {
+        return HttpErrorResponse(400, "array must be a whole number of tasks, e.g. \"array\": 100");
+      }
+      int count = static_cast<int>(std::clamp<int64_t>(array->get<int64_t>(), -1, int64_t{kMaxArraySize} + 1));
+      body.erase(array);
+      auto ids = jobs_->SubmitArray(body, count, caller);
+      if (!ids.ok()) return StatusResponse(ids.status());
+      return JsonResponse({{"ids", *ids}}, 201);
     }
     auto id = jobs_->Submit(body, caller);
     if (!id.ok()) return StatusResponse(id.status());

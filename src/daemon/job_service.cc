@@ -252,6 +252,39 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
   return id;
 }
 
+Result<std::vector<sched::JobId>> JobService::SubmitArray(const json& body, int count, const Caller& caller) {
+  if (count < 1 || count > kMaxArraySize) {
+    return InvalidArgument(fmt::format("an array has 1 to {} tasks, got {}", kMaxArraySize, count));
+  }
+  if (!caller.authenticated) return Unauthenticated("submitting needs the unix socket or the API token");
+  // The checks Submit makes, once for the whole array, so that no task can be
+  // refused after the first was queued.
+  auto parsed = sched::ParseJobSpec(body);
+  if (!parsed.ok()) return parsed.status();
+  GPUHERD_RETURN_IF_ERROR(sched::CheckFits(*parsed, static_fleet_));
+  auto queued = unfinished_by_uid_.find(caller.uid);
+  GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(
+      caller.user, (queued == unfinished_by_uid_.end() ? 0 : queued->second) + count - 1, config_.scheduler));
+  std::string name = parsed->name.empty()
+                         ? fs::path(parsed->argv.empty() ? "job" : parsed->argv[0]).filename().string()
+                         : parsed->name;
+  std::vector<sched::JobId> ids;
+  ids.reserve(static_cast<size_t>(count));
+  json task = body;
+  for (int i = 0; i < count; ++i) {
+    task["name"] = fmt::format("{}[{}]", name, i);
+    task["env"]["GPUHERD_ARRAY_INDEX"] = std::to_string(i);
+    task["env"]["GPUHERD_ARRAY_SIZE"] = std::to_string(count);
+    auto id = Submit(task, caller);
+    // Cannot happen after the checks above; a failure here is a bug, and the
+    // tasks queued so far still commit with the turn.
+    if (!id.ok()) return Internal(fmt::format("array task {} refused after the checks passed: {}", i,
+                                              id.status().message()));
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
 Result<std::string> JobService::Act(sched::JobId id, const std::string& action, const Caller& caller) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {

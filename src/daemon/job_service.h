@@ -49,6 +49,9 @@ struct SubmitExtras {
   std::vector<std::string> pinned_gpus;
 };
 
+// The most tasks one array may have.
+inline constexpr int kMaxArraySize = 100000;
+
 class JobService {
  public:
   // Runs `task` on the event loop (thread-safe); how launch results come back.
@@ -67,6 +70,11 @@ class JobService {
 
   Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& caller,
                               const SubmitExtras& extras = {});
+  // A job array: `count` jobs from one spec, task i with GPUHERD_ARRAY_INDEX=i
+  // and GPUHERD_ARRAY_SIZE=count in its environment and "[i]" after its name.
+  // All or nothing: every check runs before the first job is queued, and the
+  // jobs are committed in the same turn. Ids are consecutive.
+  Result<std::vector<sched::JobId>> SubmitArray(const nlohmann::json& spec, int count, const Caller& caller);
   // Called on the loop when a job starts, is requeued or finishes (before the
   // turn's commit). The listener must not call back into the service; it
   // may note what to do and act later in the turn.

@@ -190,5 +190,47 @@ TEST_F(JobServiceTest, QueueLimitCountsOnlyUnfinishedJobs) {
   EXPECT_GT(Submit("true"), 0);
 }
 
+TEST_F(JobServiceTest, ArrayQueuesEveryTaskWithItsIndexOrNoneAtAll) {
+  StartDaemon(/*max_queued_per_user=*/5);
+  // Each task writes its index and the array's size to its own log.
+  json spec = {{"command", {"sh", "-c", "echo $GPUHERD_ARRAY_INDEX/$GPUHERD_ARRAY_SIZE"}},
+               {"gpus", 0.1},
+               {"gpu_mem", "1GiB"},
+               {"name", "sweep"},
+               {"array", 4}};
+  auto r = Call("POST", "/v1/jobs", spec.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  json ids = json::parse(r.body)["ids"];
+  ASSERT_EQ(ids.size(), 4u);
+  for (size_t i = 1; i < ids.size(); ++i) EXPECT_EQ(ids[i].get<int64_t>(), ids[0].get<int64_t>() + int64_t(i));
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& id : ids) {
+      if (StateOf(id) != "completed") return false;
+    }
+    return true;
+  }));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string id = std::to_string(ids[i].get<int64_t>());
+    auto shown = Call("GET", "/v1/jobs/" + id);
+    EXPECT_EQ(json::parse(shown.body)["name"], "sweep[" + std::to_string(i) + "]") << shown.body;
+    auto logs = Call("GET", "/v1/jobs/" + id + "/logs");
+    EXPECT_EQ(json::parse(logs.body)["data"], std::to_string(i) + "/4\n") << logs.body;
+  }
+  // Over the queue limit as a whole: refused, and not one task is queued.
+  ASSERT_GT(Submit("sleep 30"), 0);
+  size_t before = List()["jobs"].size();
+  spec["array"] = 5;
+  auto refused = Call("POST", "/v1/jobs", spec.dump());
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  spec["array"] = 0;
+  EXPECT_EQ(Call("POST", "/v1/jobs", spec.dump()).status, 400);
+  spec["array"] = "4";
+  EXPECT_EQ(Call("POST", "/v1/jobs", spec.dump()).status, 400);
+  spec["array"] = 2;
+  spec["gpus"] = 0.35;  // a bad spec refuses the whole array
+  EXPECT_EQ(Call("POST", "/v1/jobs", spec.dump()).status, 400);
+  EXPECT_EQ(List()["jobs"].size(), before);
+}
+
 }  // namespace
 }  // namespace gpuherd::daemon
