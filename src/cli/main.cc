@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -16,7 +17,6 @@
 
 namespace {
 
-#ifdef GPUHERD_CLIENT
 // The command a command line runs: the first word that is not an option (or
 // the value of --home); nullptr when there is none.
 const char* CommandOf(int argc, char** argv) {
@@ -30,6 +30,7 @@ const char* CommandOf(int argc, char** argv) {
   return nullptr;
 }
 
+#ifdef GPUHERD_CLIENT
 // `daemon` and `predict` continue in gpuherd-daemon, installed beside this
 // binary: only they need the libraries behind webhooks (TLS) and the failure
 // model (XGBoost), whose loading would otherwise double the start-up cost of
@@ -74,32 +75,53 @@ int main(int argc, char** argv) {
 #else
   AddDaemonCommand(app, &ctx);
 #endif
-  AddGpusCommand(app, &ctx);
-  AddTopCommand(app, &ctx);
-  AddEventsCommand(app, &ctx);
-  AddNoteCommand(app, &ctx);
-  AddStopCommand(app, &ctx);
-  AddStatusCommand(app, &ctx);
-  AddSubmitCommand(app, &ctx);
-  AddPsCommand(app, &ctx);
-  AddShowCommand(app, &ctx);
-  AddLogsCommand(app, &ctx);
-  AddJobActionCommands(app, &ctx);
-  AddDrainCommands(app, &ctx);
-  AddAlertsCommand(app, &ctx);
-  AddBurnInCommand(app, &ctx);
-  AddHealthCommand(app, &ctx);
-  AddHealthcheckCommand(app, &ctx);
-  AddDoctorCommand(app, &ctx);
-  AddSlurmCommands(app, &ctx);
-  AddK8sCommands(app, &ctx);
-  AddRunCommand(app, &ctx);
-  AddPipelineCommands(app, &ctx);
-  AddReportCommand(app, &ctx);
+  // Each command file registers its commands. A command line naming one
+  // registers only that file's (CLI11 builds every option of every command it
+  // is given, a few milliseconds that `gpuherd submit`, run once per job,
+  // would pay each time); help and unknown commands get them all.
+  struct Registration {
+    std::initializer_list<const char*> names;
+    void (*add)(CLI::App&, CommandContext*);
+  };
+  const Registration registrations[] = {
+      {{"gpus"}, AddGpusCommand},
+      {{"top"}, AddTopCommand},
+      {{"events"}, AddEventsCommand},
+      {{"note"}, AddNoteCommand},
+      {{"stop"}, AddStopCommand},
+      {{"status"}, AddStatusCommand},
+      {{"submit"}, AddSubmitCommand},
+      {{"ps"}, AddPsCommand},
+      {{"show"}, AddShowCommand},
+      {{"logs"}, AddLogsCommand},
+      {{"cancel", "hold", "release", "requeue"}, AddJobActionCommands},
+      {{"drain", "undrain"}, AddDrainCommands},
+      {{"alerts"}, AddAlertsCommand},
+      {{"burnin"}, AddBurnInCommand},
+      {{"health"}, AddHealthCommand},
+      {{"healthcheck"}, AddHealthcheckCommand},
+      {{"doctor"}, AddDoctorCommand},
+      {{"slurm"}, AddSlurmCommands},
+      {{"k8s"}, AddK8sCommands},
+      {{"run"}, AddRunCommand},
+      {{"pipelines", "pipeline"}, AddPipelineCommands},
+      {{"report"}, AddReportCommand},
 #ifndef GPUHERD_CLIENT
-  AddPredictCommands(app, &ctx);
+      {{"predict"}, AddPredictCommands},
 #endif
-  AddDashboardCommand(app, &ctx);
+      {{"dashboard"}, AddDashboardCommand},
+  };
+  const Registration* only = nullptr;
+  if (const char* command = CommandOf(argc, argv)) {
+    for (const Registration& r : registrations) {
+      for (const char* name : r.names) {
+        if (std::strcmp(command, name) == 0) only = &r;
+      }
+    }
+  }
+  for (const Registration& r : registrations) {
+    if (only == nullptr || only == &r) r.add(app, &ctx);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
