@@ -40,7 +40,7 @@ gpuherd_build() {
   # npm fetches the report's charting library; a Node.js installed by other means counts.
   command -v npm >/dev/null || gpuherd_install_packages npm
   if [ ! -f "$GPUHERD_BUILD/build.ninja" ]; then
-    cmake -S "$GPUHERD_ROOT" -B "$GPUHERD_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake -S "$GPUHERD_ROOT" -B "$GPUHERD_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   fi
   echo "==> building in $GPUHERD_BUILD"
   cmake --build "$GPUHERD_BUILD" -- -j"$(nproc)" "$@"

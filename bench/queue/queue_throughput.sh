@@ -8,7 +8,9 @@
 # Workloads: N x `true` needing 1 GPU each, and N x `true` needing 0.1 GPU each,
 # on 8 GPUs (gpuherd: --sim 8; Slurm: gres gpu:8 and shard:80; task-spooler has
 # no GPUs: the same `true` with 8 slots). Every queue gets its jobs one
-# submission per client process, 8 clients at a time (xargs -P 8). Wall time
+# submission per client process, 8 clients at a time (xargs -P 8); the
+# "gpuherd --array" rows submit all N in one `gpuherd submit --array N`, as
+# Slurm's high-throughput guide advises for many small jobs. Wall time
 # runs from the first submission to the last completion, which a poller sees
 # (every 50 ms; 250 ms for Slurm). Slurm gets --slurm-jobs jobs (default 200):
 # it starts about 2 a second here.
@@ -232,8 +234,13 @@ measure() {
   start="$(now)"
   # One timeout for all the submissions: one per job would add a process to
   # every submission and slow each queue down by more than task-spooler costs.
-  seq "$n" | timeout "$poll_timeout" xargs -P "$clients" -I{} "$@" \
-    >"$work/submit.out" 2>"$work/submit.err"
+  if [[ "$queue" == *--array* ]]; then
+    # A job array: one submission queues all N.
+    timeout "$poll_timeout" "$@" >"$work/submit.out" 2>"$work/submit.err"
+  else
+    seq "$n" | timeout "$poll_timeout" xargs -P "$clients" -I{} "$@" \
+      >"$work/submit.out" 2>"$work/submit.err"
+  fi
   local status=$?
   if [[ $status -ne 0 ]]; then
     kill "$poller" 2>/dev/null
@@ -317,24 +324,26 @@ gpuherd_warm_up() {  # home submit-args...
   fi
 }
 
-run_gpuherd() {  # workload submit-args...
-  local workload="$1" home="$work/gpuherd-$RANDOM" pid problem
-  shift
+run_gpuherd() {  # queue workload submit-args...
+  local queue="$1" workload="$2" home="$work/gpuherd-$RANDOM" pid problem
+  shift 2
+  local array=()
+  [[ "$queue" == *--array* ]] && array=(--array "$jobs")
   if [[ -n "$gpuherd_problem" ]]; then
-    skip_row gpuherd "$workload" "$gpuherd_problem"
+    skip_row "$queue" "$workload" "$gpuherd_problem"
     return
   fi
   if ! pid="$(start_gpuherd "$home")"; then
-    skip_row gpuherd "$workload" "$pid"
+    skip_row "$queue" "$workload" "$pid"
     return
   fi
   daemon_pids+=("$pid")
   if problem="$(gpuherd_warm_up "$home" "$@")"; then
-    measure gpuherd "$workload" "$jobs" gpuherd 600 0.05 0 \
+    measure "$queue" "$workload" "$jobs" gpuherd 600 0.05 0 \
       "$gpuherd --home $home ps --all --json" -- \
-      "$gpuherd" --home "$home" submit "$@" --name qbench -- true
+      "$gpuherd" --home "$home" submit "$@" "${array[@]}" --name qbench -- true
   else
-    skip_row gpuherd "$workload" "$problem"
+    skip_row "$queue" "$workload" "$problem"
   fi
   stop_gpuherd "$home" "$pid"
 }
@@ -536,8 +545,10 @@ durability_slurm() {
 # --- the runs ------------------------------------------------------------------
 bench_start="$(now)"
 log "work dir $work; gpuherd $gpuherd; $jobs jobs ($slurm_jobs for Slurm)"
-run_gpuherd "1 GPU" --gpus 1
-run_gpuherd "0.1 GPU" --gpus 0.1 --gpu-mem 1GiB
+run_gpuherd gpuherd "1 GPU" --gpus 1
+run_gpuherd gpuherd "0.1 GPU" --gpus 0.1 --gpu-mem 1GiB
+run_gpuherd "gpuherd --array" "1 GPU" --gpus 1
+run_gpuherd "gpuherd --array" "0.1 GPU" --gpus 0.1 --gpu-mem 1GiB
 run_tsp "1 GPU"
 run_tsp "0.1 GPU"
 if [[ $skip_slurm -eq 0 ]]; then
@@ -573,7 +584,7 @@ echo
 echo "| workload | queue | jobs | submitting s | wall s | jobs/s | failed |"
 echo "|---|---|---:|---:|---:|---:|---:|"
 for workload in "1 GPU" "0.1 GPU"; do
-  for queue in gpuherd task-spooler Slurm; do
+  for queue in gpuherd "gpuherd --array" task-spooler Slurm; do
     key="$queue|$workload"
     if [[ -n "${rate[$key]:-}" ]]; then
       echo "| $workload | $queue | ${count[$key]} | ${submit_s[$key]} | ${wall[$key]} |" \
@@ -584,10 +595,11 @@ for workload in "1 GPU" "0.1 GPU"; do
   done
 done
 echo
-echo "| workload | gpuherd / task-spooler | gpuherd / Slurm |"
-echo "|---|---:|---:|"
+echo "| workload | gpuherd / task-spooler | gpuherd --array / task-spooler | gpuherd / Slurm |"
+echo "|---|---:|---:|---:|"
 for workload in "1 GPU" "0.1 GPU"; do
   echo "| $workload | $(ratio "${rate[gpuherd|$workload]:-}" "${rate[task-spooler|$workload]:-}") |" \
+       "$(ratio "${rate[gpuherd --array|$workload]:-}" "${rate[task-spooler|$workload]:-}") |" \
        "$(ratio "${rate[gpuherd|$workload]:-}" "${rate[Slurm|$workload]:-}") |"
 done
 echo
