@@ -92,6 +92,21 @@ class QueueTest(unittest.TestCase):
         failed = self.wait_state(c, ["failed"])
         self.assertIn("no-such-command-xyz", failed["reason"])
 
+    def test_array_prints_every_id_and_each_task_sees_its_index(self):
+        self.home.start("--sim", "2", "--interval", "200ms")
+        out = self.gh("submit", "--array", "3", "--name", "sweep", "--", "sh", "-c",
+                      "echo $GPUHERD_ARRAY_INDEX of $GPUHERD_ARRAY_SIZE").stdout.split()
+        ids = [int(x) for x in out]
+        self.assertEqual(ids, [ids[0], ids[0] + 1, ids[0] + 2])
+        for i, jid in enumerate(ids):
+            j = self.wait_state(jid, ["completed", "failed"])
+            self.assertEqual(j["state"], "completed", j)
+            self.assertEqual(j["name"], f"sweep[{i}]")
+            self.assertEqual(self.gh("logs", str(jid)).stdout, f"{i} of 3\n")
+        refused = self.gh("submit", "--array", "0", "--", "true", check=False)
+        self.assertEqual(refused.returncode, 2, refused.stderr)  # a usage error
+        self.assertEqual(len(json.loads(self.gh("ps", "--all", "--json").stdout)), 3)
+
     def test_fractional_jobs_share_a_gpu(self):
         self.home.start("--sim", "1", "--interval", "200ms")
         ids = [self.submit("--gpus", "0.5", "--gpu-mem", "2GiB", "--", "sleep", "2") for _ in range(2)]
@@ -166,6 +181,34 @@ class QueueTest(unittest.TestCase):
         self.assertEqual(nobody("cancel", str(waiting)).returncode, 0)
         self.assertEqual(self.job(waiting)["state"], "cancelled")
         self.gh("cancel", str(root_job))  # an admin may
+
+    def test_admin_group_members_act_on_any_job(self):
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root and setpriv to act as another user")
+        # nobody's primary group is nogroup (65534); the daemon user's is daemon (1).
+        self.home.start("--sim", "2", "--interval", "200ms", "--admin-group", "nogroup")
+
+        def as_user(uid, gid, *args):
+            cmd = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", GPUHERD, "--home", self.home.dir]
+            return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=30, cwd="/tmp",
+                                  env=dict(os.environ, NO_COLOR="1"))
+
+        root_job = self.submit("--gpus", "1", "--", "sleep", "30")
+        self.wait_state(root_job, ["running"])
+        outsider = as_user(1, 1, "cancel", str(root_job))
+        self.assertNotEqual(outsider.returncode, 0)
+        self.assertIn("belongs to root", outsider.stderr)
+        self.assertNotEqual(as_user(1, 1, "drain", "1").returncode, 0)
+        member = as_user(65534, 65534, "cancel", str(root_job))
+        self.assertEqual(member.returncode, 0, member.stderr)
+        self.wait_state(root_job, ["cancelled"])
+        drained = as_user(65534, 65534, "drain", "1")
+        self.assertEqual(drained.returncode, 0, drained.stderr)
+        fleet = json.loads(self.gh("gpus", "--json").stdout)
+        self.assertTrue(fleet["gpus"][1]["drained"], fleet["gpus"][1])
+        self.assertEqual(as_user(65534, 65534, "undrain", "1").returncode, 0)
+        fleet = json.loads(self.gh("gpus", "--json").stdout)
+        self.assertFalse(fleet["gpus"][1].get("drained", False), fleet["gpus"][1])
 
     # --- checkpoint and resume ----------------------------------------------
 
