@@ -209,6 +209,19 @@ std::string RenderRunDetail(const BurnInRun& run, bool color) {
     against.push_back(Percent(run.health.ratio_to_nominal) + " of the specification");
   }
   if (!against.empty()) out += "  throughput: " + fmt::format("{}", fmt::join(against, ", ")) + "\n";
+  // Every rate the run measured; precisions the card lacks (or a level that
+  // does not stress) are left out rather than shown as zero.
+  std::vector<std::string> rates;
+  auto add_rate = [&rates](const char* name, const std::optional<double>& value, const char* unit) {
+    if (value) rates.push_back(fmt::format("{} {:.1f} {}", name, *value, unit));
+  };
+  add_rate("FP32", run.rates.fp32_tflops, "TFLOPS");
+  add_rate("FP16", run.rates.fp16_tflops, "TFLOPS");
+  add_rate("BF16", run.rates.bf16_tflops, "TFLOPS");
+  add_rate("FP64", run.rates.fp64_tflops, "TFLOPS");
+  add_rate("memory", run.rates.mem_bandwidth_gbs, "GB/s");
+  add_rate("memory test", run.rates.memtest_gbs, "GB/s");
+  if (!rates.empty()) out += "  rates: " + fmt::format("{}", fmt::join(rates, ", ")) + "\n";
   return out;
 }
 

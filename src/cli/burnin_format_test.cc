@@ -143,6 +143,14 @@ TEST(RenderHistoryTest, HistoryRowsAndTheLatestRunsChecksAndFactors) {
   EXPECT_NE(detail.find("throughput: 98% of the fleet median (3 earlier runs), 102% of the specification\n"),
             std::string::npos)
       << detail;
+  // Only the rates the run measured: no FP16/BF16 line items for a card without them.
+  EXPECT_NE(detail.find("  rates: FP32 30.0 TFLOPS"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("BF16"), std::string::npos) << detail;
+  latest.rates.fp16_tflops = 120;
+  latest.rates.bf16_tflops = 118.5;
+  EXPECT_NE(RenderRunDetail(latest, false).find("FP32 30.0 TFLOPS, FP16 120.0 TFLOPS, BF16 118.5 TFLOPS"),
+            std::string::npos)
+      << RenderRunDetail(latest, false);
 }
 
 TEST(RenderFleetHealthTest, LatestVerdictPerGpuThenTheUntestedOnes) {
