@@ -131,6 +131,7 @@ struct Daemon::Impl {
     if (jobs) jobs->EndOfTurn();
     if (state.batch.empty()) {
       if (jobs) jobs->AfterCommit();
+      if (slurm_backend) slurm_backend->AfterCommit(true);
       if (alerts) alerts->AfterCommit(true);
       return true;
     }
@@ -140,10 +141,12 @@ struct Daemon::Impl {
     if (!s.ok()) {
       // Nothing decided in this turn happens: no launch without its record.
       spdlog::error("cannot commit state: {}", s.ToString());
+      if (slurm_backend) slurm_backend->AfterCommit(false);
       if (alerts) alerts->AfterCommit(false);
       return false;
     }
     if (jobs) jobs->AfterCommit();
+    if (slurm_backend) slurm_backend->AfterCommit(true);
     if (alerts) {
       if (burnins_recorded) alerts->OnBurnInsRecorded();
       alerts->AfterCommit(true);

@@ -108,9 +108,12 @@ Result<sched::JobId> SlurmBackend::Submit(const nlohmann::json& spec_json, const
   request.checkpoint_grace = spec->checkpoint_grace;
   request.name = spec->name;
   std::string node = spec->labels.count("gpuherd/node") ? spec->labels.at("gpuherd/node") : spec->name;
-  request.comment = fmt::format("gpuherd pipeline={} node={} attempt={}",
+  const sched::JobId id = NextId();
+  // job=<id> finds the Slurm job again if the daemon stops between sbatch's
+  // answer and the id file (see Recover).
+  request.comment = fmt::format("gpuherd pipeline={} node={} attempt={} job={}",
                                 spec->labels.count("gpuherd/pipeline") ? spec->labels.at("gpuherd/pipeline") : "",
-                                node, extras.prior_attempts + 1);
+                                node, extras.prior_attempts + 1, id);
   request.checkpoint_dir = extras.checkpoint_dir;
   request.prior_attempts = extras.prior_attempts;
   if (request.checkpoint_dir.empty()) request.checkpoint_dir = options_.site.shared_dir + "/checkpoints/" + node;
@@ -130,14 +133,17 @@ Result<sched::JobId> SlurmBackend::Submit(const nlohmann::json& spec_json, const
     command.gid = owner.gid;
   }
   Tracked t;
-  t.job.id = NextId();
+  t.job.id = id;
   t.job.spec = *spec;
   t.job.state = JobState::kPending;
   t.job.submitted = state_->clock->Now();
   t.job.reason = "being submitted to Slurm";
-  const sched::JobId id = t.job.id;
   tracked_[id] = std::move(t);
-  actions_->Post([this, id, command = std::move(command)] {
+  // sbatch waits for the turn's commit (AfterCommit): a daemon that dies
+  // before it has not submitted anything, and once it runs, the job's id is
+  // already on record with whoever submitted it (a pipeline's node), so a
+  // restart cannot submit the node a second time.
+  unsent_.emplace_back(id, [this, id, command = std::move(command)] {
     Result<int64_t> slurm_id = Unavailable("");
     auto ran = runner_->Run(command);
     if (!ran.ok()) {
@@ -157,6 +163,23 @@ Result<sched::JobId> SlurmBackend::Submit(const nlohmann::json& spec_json, const
     post_([this, id, slurm_id] { OnSubmitted(id, slurm_id); });
   });
   return id;
+}
+
+void SlurmBackend::AfterCommit(bool committed) {
+  std::vector<std::pair<sched::JobId, std::function<void()>>> unsent;
+  unsent.swap(unsent_);
+  for (auto& [id, sbatch] : unsent) {
+    auto it = tracked_.find(id);
+    if (it == tracked_.end()) continue;
+    Tracked& t = it->second;
+    if (!committed || t.cancel_requested) {
+      t.reported_running = true;  // it never ran: no start to report
+      if (committed) Finish(t, JobState::kCancelled, "cancelled before it was submitted to Slurm", std::nullopt);
+      else Finish(t, JobState::kFailed, "not submitted to Slurm: the daemon could not record it", std::nullopt);
+      continue;
+    }
+    actions_->Post(std::move(sbatch));
+  }
 }
 
 void SlurmBackend::OnSubmitted(sched::JobId id, const Result<int64_t>& slurm_id) {
@@ -265,13 +288,34 @@ Result<std::optional<sched::Job>> SlurmBackend::Recover(sched::JobId id) {
   last_sequence_ = std::max(last_sequence_, id - kSlurmJobIdBase);
   const int64_t slurm_id = SlurmId(id);
   if (slurm_id == 0) {
-    // The daemon stopped while sbatch ran: whether Slurm took the job is not
-    // known, and the node goes on as after a failure.
-    sched::Job ended;
-    ended.id = id;
-    ended.state = JobState::kFailed;
-    ended.reason = "its submission to Slurm was cut short by a daemon restart";
-    return std::optional<sched::Job>(ended);
+    // The daemon stopped while sbatch ran, or before it wrote the id file:
+    // squeue finds the job by its comment if Slurm took it; if not, the node
+    // goes on as after a failure.
+    Tracked t;
+    t.job.id = id;
+    t.job.state = JobState::kPending;
+    t.job.reason = "looking for it in Slurm after a daemon restart";
+    tracked_.try_emplace(id, std::move(t));
+    actions_->Post([this, id] {
+      exec::CommandRequest command;
+      command.argv = slurm::CommentSqueueArgs();
+      command.timeout = options_.command_timeout;
+      auto ran = runner_->Run(command);
+      Result<int64_t> found = NotFound("its submission to Slurm was cut short by a daemon restart");
+      if (ran.ok() && ran->exit_code == 0) {
+        if (int64_t slurm_id = slurm::FindJobByComment(ran->out, fmt::format("job={}", id))) {
+          found = slurm_id;
+          Status saved = WriteFileAtomically(IdFile(id), std::to_string(slurm_id) + "\n", 0644);
+          if (!saved.ok()) spdlog::error("slurm: job {} (Slurm {}): {}", id, slurm_id, saved.message());
+        }
+      } else {
+        found = Unavailable("its submission to Slurm was cut short by a daemon restart, and squeue could not "
+                            "say whether Slurm has it: " +
+                            (ran.ok() ? FirstLine(ran->err) : ran.status().message()));
+      }
+      post_([this, id, found] { OnSubmitted(id, found); });
+    });
+    return std::optional<sched::Job>();
   }
   Tracked t;
   t.job.id = id;

@@ -9,8 +9,10 @@
 // No command runs on the loop: sbatch, squeue, scancel and scontrol run on
 // the backend's threads (sbatch took 10 to 75 ms a call here, so a sweep of
 // 1,000 points would otherwise hold the loop for over a minute). A job has
-// its gpuherd id at once; its Slurm id follows when sbatch answers and is
-// kept in <shared>/ids/<gpuherd id>, from which a restarted daemon finds it.
+// its gpuherd id at once; sbatch runs once the turn that gave it is
+// committed; its Slurm id follows when sbatch answers and is kept in
+// <shared>/ids/<gpuherd id>, from which a restarted daemon finds it (or, if
+// the daemon stopped before writing it, from the job's comment in squeue).
 #pragma once
 
 #include <map>
@@ -52,6 +54,9 @@ class SlurmBackend : public JobBackend {
   void SetStateListener(std::function<void(const sched::Job&)> listener) override { listener_ = std::move(listener); }
 
   size_t tracked() const { return tracked_.size(); }
+  // After each turn's commit: runs the sbatch of the jobs submitted in the
+  // turn (committed), or fails them without submitting (the commit failed).
+  void AfterCommit(bool committed);
 
   // What one poll learned: squeue's lines for the jobs asked about, and for
   // those squeue no longer lists, what their exit files (or sacct) say.
@@ -102,6 +107,8 @@ class SlurmBackend : public JobBackend {
   std::function<void(const sched::Job&)> listener_;
   std::map<sched::JobId, Tracked> tracked_;  // unfinished jobs
   std::map<int64_t, sched::JobId> by_slurm_id_;  // the tracked jobs sbatch answered for
+  // This turn's sbatch calls, run by AfterCommit.
+  std::vector<std::pair<sched::JobId, std::function<void()>>> unsent_;
   int64_t last_sequence_ = 0;
   bool poll_in_flight_ = false;
   TimeMs last_poll_ = 0;

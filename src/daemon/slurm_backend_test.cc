@@ -41,6 +41,7 @@ class FakeSlurm : public exec::CommandRunner {
       }
     } else if (program == "squeue") {
       r.out = squeue_;
+      if (request.argv.back() == "--format=%i|%k") r.out = comments_;
       if (std::find(request.argv.begin(), request.argv.end(), "--format=%T|%r") != request.argv.end()) {
         r.out = squeue_.substr(squeue_.find('|') + 1);  // the state and reason columns
       }
@@ -53,6 +54,10 @@ class FakeSlurm : public exec::CommandRunner {
   void SetSqueue(std::string out) {
     std::lock_guard<std::mutex> lock(mu_);
     squeue_ = std::move(out);
+  }
+  void SetComments(std::string out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    comments_ = std::move(out);
   }
   void SetSbatchError(std::string err) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -70,7 +75,7 @@ class FakeSlurm : public exec::CommandRunner {
  private:
   std::mutex mu_;
   std::vector<exec::CommandRequest> calls_;
-  std::string squeue_, sbatch_error_;
+  std::string squeue_, comments_, sbatch_error_;
   int64_t next_id_ = 500;
 };
 
@@ -135,6 +140,7 @@ class SlurmBackendTest : public ::testing::Test {
     owner.uid = 0;
     auto id = backend_->Submit(spec, owner, extras, BackendOptions{});
     EXPECT_TRUE(id.ok()) << id.status().ToString();
+    backend_->AfterCommit(true);  // the daemon's turn committed
     return id.ok() ? *id : 0;
   }
 
@@ -163,7 +169,8 @@ TEST_F(SlurmBackendTest, AJobRunsIsRequeuedBySlurmRunsAgainAndCompletes) {
   ASSERT_EQ(sbatch.size(), 1u);
   EXPECT_THAT(sbatch[0].argv, Contains("--gres=gpu:1"));
   EXPECT_THAT(sbatch[0].argv, Contains("--partition=gpu"));
-  EXPECT_THAT(sbatch[0].argv, Contains("--comment=gpuherd pipeline=sweep node=train[lr=0.1] attempt=1"));
+  EXPECT_THAT(sbatch[0].argv, Contains("--comment=gpuherd pipeline=sweep node=train[lr=0.1] attempt=1 job=" +
+                                       std::to_string(id)));
   EXPECT_THAT(sbatch[0].stdin_text, HasSubstr("'python3 train.py'"));
   EXPECT_EQ(backend_->MetricsPath(id), shared_.string() + "/job-500.metrics.jsonl");
   std::ifstream id_file(shared_ / "ids" / std::to_string(id));
@@ -262,6 +269,7 @@ TEST_F(SlurmBackendTest, ARefusedSubmissionSaysWhy) {
   nlohmann::json spec = {{"command", {"true"}}, {"name", "p/n"}};
   auto id = backend_->Submit(spec, Caller{}, SubmitExtras{}, BackendOptions{});
   ASSERT_TRUE(id.ok());
+  backend_->AfterCommit(true);
   RunPosted();
   ASSERT_EQ(reports_.size(), 1u);  // no start: it never ran
   EXPECT_EQ(reports_[0].state, sched::JobState::kFailed);
@@ -284,13 +292,74 @@ TEST_F(SlurmBackendTest, ARecoveredJobIsPolledUntilItEnds) {
   EXPECT_EQ(reports_.back().state, sched::JobState::kFailed);
   EXPECT_EQ(reports_.back().reason, "exited with code 1");
   EXPECT_FALSE(backend_->Recover(5).ok());  // a local job's id
-  // Stopped while sbatch ran: nothing says whether Slurm has it.
+  // Stopped while sbatch ran, and squeue does not know the job either: failed.
+  reports_.clear();
   auto cut = backend_->Recover(id + 1);
   ASSERT_TRUE(cut.ok());
-  ASSERT_TRUE(cut->has_value());
-  EXPECT_EQ((*cut)->state, sched::JobState::kFailed);
+  EXPECT_FALSE(cut->has_value());  // reported once squeue answered
+  RunPosted();
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_EQ(reports_[0].state, sched::JobState::kFailed);
+  EXPECT_THAT(reports_[0].reason, HasSubstr("cut short by a daemon restart"));
   // New ids come after the recovered ones.
   EXPECT_GT(Submit("true"), id + 1);
+}
+
+TEST_F(SlurmBackendTest, SbatchWaitsForTheCommitAndAFailedCommitSubmitsNothing) {
+  nlohmann::json spec = {{"command", {"true"}}, {"name", "p/n"}};
+  auto first = backend_->Submit(spec, Caller{}, SubmitExtras{}, BackendOptions{});
+  ASSERT_TRUE(first.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(slurm_.Calls("sbatch").empty());  // not before the turn is on record
+  backend_->AfterCommit(true);
+  RunPosted();  // sbatch's answer
+  ASSERT_EQ(slurm_.Calls("sbatch").size(), 1u);
+  EXPECT_THAT(slurm_.Calls("sbatch")[0].argv, Contains(HasSubstr("job=" + std::to_string(*first))));
+
+  auto lost = backend_->Submit(spec, Caller{}, SubmitExtras{}, BackendOptions{});
+  ASSERT_TRUE(lost.ok());
+  auto cancelled = backend_->Submit(spec, Caller{}, SubmitExtras{}, BackendOptions{});
+  ASSERT_TRUE(cancelled.ok());
+  ASSERT_TRUE(backend_->Act(*cancelled, "cancel", Caller{}).ok());
+  reports_.clear();
+  backend_->AfterCommit(false);  // the commit failed: neither is submitted
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(slurm_.Calls("sbatch").size(), 1u);
+  ASSERT_EQ(reports_.size(), 2u);
+  EXPECT_EQ(reports_[0].state, sched::JobState::kFailed);
+  EXPECT_THAT(reports_[0].reason, HasSubstr("could not record it"));
+  // A job cancelled before its turn committed is never submitted.
+  auto again = backend_->Submit(spec, Caller{}, SubmitExtras{}, BackendOptions{});
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(backend_->Act(*again, "cancel", Caller{}).ok());
+  reports_.clear();
+  backend_->AfterCommit(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(slurm_.Calls("sbatch").size(), 1u);
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_EQ(reports_[0].state, sched::JobState::kCancelled);
+}
+
+TEST_F(SlurmBackendTest, AJobSubmittedJustBeforeARestartIsFoundByItsComment) {
+  // sbatch took the job but the daemon stopped before writing the id file.
+  const sched::JobId id = kSlurmJobIdBase + 2'000'000;
+  slurm_.SetComments("611|gpuherd pipeline=p node=a attempt=1 job=" + std::to_string(id + 1) + "\n" +
+                     "612|gpuherd pipeline=p node=b attempt=1 job=" + std::to_string(id) + "\n");
+  slurm_.SetSqueue("612|RUNNING|None|node1\n");
+  auto recovered = backend_->Recover(id);
+  ASSERT_TRUE(recovered.ok());
+  EXPECT_FALSE(recovered->has_value());
+  RunPosted();  // the lookup's answer
+  EXPECT_TRUE(reports_.empty());  // adopted, not failed
+  std::ifstream ids(shared_ / "ids" / std::to_string(id));
+  int64_t slurm_id = 0;
+  ids >> slurm_id;
+  EXPECT_EQ(slurm_id, 612);  // on record now for the next restart
+  EXPECT_EQ(slurm_.Calls("sbatch").size(), 0u);  // never submitted twice
+  // It is watched like any other: squeue says it runs.
+  RunPosted();
+  ASSERT_FALSE(reports_.empty());
+  EXPECT_EQ(reports_.back().state, sched::JobState::kRunning);
 }
 
 }  // namespace

@@ -132,6 +132,30 @@ Result<int64_t> ParseSbatchOutput(std::string_view out) {
   return *parsed;
 }
 
+std::vector<std::string> CommentSqueueArgs() {
+  return {"squeue", "--noheader", "--all", "--states=all", "--format=%i|%k"};
+}
+
+int64_t FindJobByComment(std::string_view out, std::string_view token) {
+  while (!out.empty()) {
+    size_t nl = out.find('\n');
+    std::string_view line = out.substr(0, nl);
+    out = nl == std::string_view::npos ? std::string_view() : out.substr(nl + 1);
+    size_t bar = line.find('|');
+    if (bar == std::string_view::npos) continue;
+    auto id = ParseId(Trim(line.substr(0, bar)));
+    if (!id) continue;
+    std::string_view comment = line.substr(bar + 1);
+    while (!comment.empty()) {
+      size_t space = comment.find(' ');
+      if (Trim(comment.substr(0, space)) == token) return *id;
+      if (space == std::string_view::npos) break;
+      comment = comment.substr(space + 1);
+    }
+  }
+  return 0;
+}
+
 std::vector<std::string> SqueueArgs(const std::vector<int64_t>& ids) {
   std::vector<std::string> a = {"squeue", "--noheader", "--all", "--states=all", "--format=%i|%T|%r|%N"};
   if (!ids.empty()) {

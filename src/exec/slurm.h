@@ -76,6 +76,13 @@ std::vector<std::string> SqueueArgs(const std::vector<int64_t>& ids);
 // Lines that are not ours (array tasks "12_3", stray text) are left out.
 std::vector<QueueEntry> ParseSqueue(std::string_view out);
 
+// `squeue --noheader --all --states=all --format=%i|%k` (id and comment):
+// the id of the job whose comment has `token` as one of its words (gpuherd
+// writes "job=<gpuherd id>" there); 0 when none has. Array tasks and
+// malformed lines are skipped.
+std::vector<std::string> CommentSqueueArgs();
+int64_t FindJobByComment(std::string_view out, std::string_view token);
+
 // What a Slurm state means for gpuherd.
 enum class StateClass {
   kWaiting,    // PENDING, REQUEUED, REQUEUE_HOLD, REQUEUE_FED, SUSPENDED, ...

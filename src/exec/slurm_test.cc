@@ -159,6 +159,20 @@ TEST(SlurmParseTest, SbatchAnswers) {
   EXPECT_EQ(*ParseSbatchOutput("123\n"), 123);
   EXPECT_EQ(*ParseSbatchOutput("sbatch: warning: x\n4567;cluster\n"), 4567);
   EXPECT_FALSE(ParseSbatchOutput("sbatch: error: Batch job submission failed").ok());
+}
+
+TEST(SlurmTest, FindsAJobByAWordOfItsComment) {
+  const std::string out =
+      "612|gpuherd pipeline=sweep node=train[lr=0.1] attempt=1 job=9000000000012\n"
+      "613_2|gpuherd pipeline=sweep node=x attempt=1 job=9000000000013\n"
+      "614|gpuherd pipeline=sweep node=y attempt=2 job=90000000000130\n"
+      "garbage\n"
+      "615|(null)\n";
+  EXPECT_EQ(FindJobByComment(out, "job=9000000000012"), 612);
+  EXPECT_EQ(FindJobByComment(out, "job=9000000000013"), 0);  // only an array task, and a longer id
+  EXPECT_EQ(FindJobByComment(out, "job=90000000000130"), 614);
+  EXPECT_EQ(FindJobByComment("", "job=1"), 0);
+  EXPECT_EQ(CommentSqueueArgs().back(), "--format=%i|%k");
   EXPECT_FALSE(ParseSbatchOutput("").ok());
 }
 
