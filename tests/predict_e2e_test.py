@@ -34,7 +34,7 @@ class PredictTest(unittest.TestCase):
         with open(path) as f:
             doc = json.load(f)
         self.assertEqual(doc["format"], "gpuherd-risk-model")
-        self.assertEqual(doc["version"], 1)
+        self.assertEqual(doc["version"], 2)
         self.assertIn("fan_wobble", doc["features"])
         self.assertEqual(doc["horizon_minutes"], 60)
         self.assertAlmostEqual(doc["threshold"], self.train["threshold"])

@@ -4,10 +4,12 @@
 // stops (the card overheats). The risk alert must drain GPU 0 before the fan
 // fails, and the job running there (a real process that follows the job
 // protocol) must checkpoint, be requeued and resume from that checkpoint on
-// GPU 1. Sampling rounds take milliseconds, so two simulated hours pass in
-// seconds; only the job's process runs in real time.
+// GPU 1, where the card, idle until then, warms up without a false alarm.
+// Sampling rounds take milliseconds, so two simulated hours pass in seconds;
+// only the job's process runs in real time.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -274,6 +276,37 @@ faults:
   EXPECT_NE(step_saved, "0");
   EXPECT_EQ(attempts[2], "resumed gpus=" + uuid1 + " restart=1 from=" + step_saved);
   ASSERT_TRUE(fs::exists(checkpoint)) << checkpoint;
+
+  // GPU 1 sat idle for the first hour and a half; warming up under the moved
+  // job it stays healthy in the model's eyes: its risk stays under the
+  // threshold for half an hour (the card reaches its loaded temperature), so
+  // the job is not moved again and GPU 1 is not drained.
+  auto model = predict::RiskModel::Load((root_ / "home" / "predict" / "risk-model.json").string());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const double threshold = model->info().threshold;
+  double highest = 0;
+  int scored = 0;
+  for (int minute = 0; minute < 30; ++minute) {
+    for (int i = 0; i < static_cast<int>(kMinuteMs / kStep); ++i) Step();
+    gpus = Get("/v1/gpus")["gpus"];
+    ASSERT_EQ(gpus.size(), 2u);
+    if (!gpus[1].contains("failure_risk")) continue;
+    const double risk = gpus[1]["failure_risk"].get<double>();
+    highest = std::max(highest, risk);
+    ++scored;
+    EXPECT_LT(risk, threshold) << "GPU 1 warming up after its idle hours, minute "
+                               << static_cast<double>(clock_->Now() - kT0) / kMinuteMs;
+  }
+  EXPECT_EQ(scored, 30) << "GPU 1 was not scored every minute";
+  std::printf("GPU 1 warming up: highest risk %.4f (threshold %.3f)\n", highest, threshold);
+  EXPECT_GT(gpus[1]["sample"].value("temp_c", 0.0), 60.0) << "GPU 1 did not warm up: " << gpus[1].dump();
+  EXPECT_FALSE(gpus[1].contains("drained")) << gpus[1].dump();
+  ASSERT_EQ(Events("gpu.drained").size(), 1u);
+  ASSERT_EQ(Events("job.requeued").size(), 1u);
+  job = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(job.value("state", ""), "running") << job.dump();
+  EXPECT_EQ(job["assigned_gpus"], json::array({1})) << job.dump();
+  EXPECT_LT(clock_->Now(), kT0 + kFanFails);
 
   // The risk alert is listed as firing while it holds.
   json active = Get("/v1/alerts")["alerts"];

@@ -179,7 +179,11 @@ std::optional<FeatureRow> ExtractFeatures(std::span<const RollupRecord> minutes,
       const auto& s = r.stat(RollupMetric::kFanPct);
       if (in_last(i)) fan_spread15.push_back(s->max - s->min);
     }
-    if (util && *util > 5) {  // swings of an idle card's clocks mean nothing
+    // Swings of an idle card's clocks mean nothing, and neither do those of a
+    // minute in which a job started or stopped (idle and loaded readings in
+    // one minute): only minutes loaded throughout count.
+    const auto& util_stat = r.stat(RollupMetric::kGpuUtil);
+    if (util_stat && util_stat->min > 5) {
       if (auto s = Spread(r, RollupMetric::kPowerW)) power_spread.push_back(*s);
       if (auto s = Spread(r, RollupMetric::kSmClockMhz)) {
         clock_spread.push_back(*s);

@@ -35,7 +35,7 @@ enum class Feature {
   kReplayAccel,
   kThermalThrottleShare,  // share of minutes with a thermal throttle reason
   kPowerCapShare,         // share of minutes at the power cap
-  kPowerWobble,        // mean (max - min) / mean of the power within a loaded minute
+  kPowerWobble,        // mean (max - min) / mean of the power within a minute loaded throughout
   kClockWobble15,      // the same for the SM clock, last 15 minutes
   kClockWobble,        // ... over the window
   kClockWobbleChange,  // last 15 minutes minus the first 15

@@ -132,6 +132,32 @@ TEST(FeaturesTest, ClockAndFanWobble) {
   EXPECT_FLOAT_EQ(F(*row, Feature::kFanMean), 58);
 }
 
+TEST(FeaturesTest, MinutesWhenAJobStartsOrStopsAreNoWobble) {
+  // Idle for 50 minutes, a job starts halfway through minute 50 (idle and
+  // loaded readings in that minute), then a steady load.
+  std::vector<RollupRecord> m;
+  for (int i = 0; i < 60; ++i) {
+    RollupRecord r = i < 50 ? Minute(i, 33, 30, 0) : Minute(i, 60, 350, 100);
+    if (i < 50) r.stat(RollupMetric::kSmClockMhz) = store::RollupStat{210, 210, 210};
+    if (i == 50) {
+      r.stat(RollupMetric::kGpuUtil) = store::RollupStat{0, 50, 100};
+      r.stat(RollupMetric::kPowerW) = store::RollupStat{30, 190, 350};
+      r.stat(RollupMetric::kSmClockMhz) = store::RollupStat{210, 1000, 1800};
+    }
+    m.push_back(r);
+  }
+  auto row = ExtractFeatures(m, 59, {});
+  ASSERT_TRUE(row);
+  EXPECT_NEAR(F(*row, Feature::kPowerWobble), 0, 1e-6);
+  EXPECT_NEAR(F(*row, Feature::kClockWobble15), 0, 1e-6);
+  EXPECT_NEAR(F(*row, Feature::kClockWobble), 0, 1e-6);
+  // The same swings in a minute loaded throughout do count.
+  m[55].stat(RollupMetric::kSmClockMhz) = store::RollupStat{900, 1350, 1800};
+  row = ExtractFeatures(m, 59, {});
+  ASSERT_TRUE(row);
+  EXPECT_NEAR(F(*row, Feature::kClockWobble15), 900.0 / 1350 / 9, 1e-5);
+}
+
 TEST(FeaturesTest, NamesAreStable) {
   EXPECT_STREQ(FeatureName(Feature::kTempMean), "temp_mean");
   EXPECT_STREQ(FeatureName(Feature::kDbeWindow), "dbe_window");

@@ -207,24 +207,36 @@ std::vector<Life> PlanSlot(const HistoryOptions& o, const GpuModel& model, int g
   return lives;
 }
 
-// Jobs come and go: idle gaps, then a job at a steady load for hours.
+// Jobs come and go: idle gaps, then a job at a steady load for hours. A job
+// starts and stops at any reading, not on the minute, so some minutes hold
+// idle and loaded readings, as the daemon sees them. One idle gap in five
+// lasts hours: a card that cooled down then warms up under a job, healthy or
+// not, so that a warm-up is no sign of anything.
 class LoadPlan {
  public:
-  explicit LoadPlan(uint64_t seed) : rng_(seed) {}
-  double UtilAt(int minute) {
-    while (minute >= next_change_) {
+  LoadPlan(uint64_t seed, int samples_per_minute) : rng_(seed), per_minute_(samples_per_minute) {}
+  // The load at reading `sample` (samples_per_minute readings a minute).
+  double UtilAt(int64_t sample) {
+    while (sample >= next_change_) {
       busy_ = !busy_;
       util_ = busy_ ? rng_.Uniform(0.6, 1.0) : 0.0;
-      next_change_ += busy_ ? rng_.Int(60, 480) : rng_.Int(10, 120);
+      int lo = 60, hi = 480;
+      if (!busy_) {
+        const bool long_idle = rng_.Chance(0.2);
+        lo = long_idle ? 60 : 10;
+        hi = long_idle ? 240 : 120;
+      }
+      next_change_ += rng_.Int(lo * per_minute_, hi * per_minute_);
     }
     return util_;
   }
 
  private:
   Rng rng_;
-  bool busy_ = true;  // flipped at minute 0: starts idle
+  int per_minute_;
+  bool busy_ = true;  // flipped at the first reading: starts idle
   double util_ = 0;
-  int next_change_ = 0;
+  int64_t next_change_ = 0;
 };
 
 }  // namespace
@@ -251,7 +263,7 @@ Result<History> GenerateHistory(const HistoryOptions& o) {
     const GpuModel& model = *models[gpu % models.size()];
     Rng rng(o.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(gpu) + 1);
     std::vector<Life> lives = PlanSlot(o, model, gpu, rng, &history.faults, &history.false_alarms);
-    LoadPlan load(rng.Next());
+    LoadPlan load(rng.Next(), o.samples_per_minute);
     const double ambient = rng.Uniform(24, 32);
     const double thermal_scale = rng.Uniform(0.9, 1.2);
     for (size_t n = 0; n < lives.size(); ++n) {
@@ -280,10 +292,10 @@ Result<History> GenerateHistory(const HistoryOptions& o) {
       telemetry::Rollup rollup(series.uuid);
       series.minutes.reserve(life.end - life.begin);
       for (int m = life.begin; m < life.end; ++m) {
-        card.SetLoad({load.UtilAt(m), 0, {}});
         const TimeMs minute = o.start + static_cast<TimeMs>(m) * kMinuteMs;
         for (int k = 0; k < o.samples_per_minute; ++k) {
           const TimeMs t = minute + k * step;
+          card.SetLoad({load.UtilAt(static_cast<int64_t>(m) * o.samples_per_minute + k), 0, {}});
           auto sample = card.Sample(t);
           auto closed = sample.ok() ? rollup.AddSample(*sample) : rollup.AddFailure(t);
           if (closed) series.minutes.push_back(std::move(*closed));

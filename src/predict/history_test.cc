@@ -78,6 +78,47 @@ TEST(HistoryTest, SeriesEndAtTheirFaultAndSignsComeFirst) {
   EXPECT_GT(signed_faults, 0);
 }
 
+// Loaded minutes that follow at least `idle` idle minutes: warm-ups of a card
+// that cooled down.
+std::vector<size_t> WarmUps(const Series& s, int idle) {
+  std::vector<size_t> found;
+  int idle_run = 0;
+  for (size_t i = 0; i < s.minutes.size(); ++i) {
+    const auto& util = s.minutes[i].stat(store::RollupMetric::kGpuUtil);
+    if (!util) continue;
+    if (util->max < 5) {
+      ++idle_run;
+      continue;
+    }
+    if (idle_run >= idle) found.push_back(i);
+    idle_run = 0;
+  }
+  return found;
+}
+
+TEST(HistoryTest, CardsWarmUpAfterHoursIdleAndJobsStartWithinAMinute) {
+  auto h = GenerateHistory(Small(3));
+  ASSERT_TRUE(h.ok());
+  int healthy_warm_ups = 0, failing_warm_ups = 0, longest_idle_warm_ups = 0, mixed_minutes = 0;
+  for (const Series& s : h->series) {
+    const bool healthy = s.signs.empty() && !s.fault_time;
+    const int n = static_cast<int>(WarmUps(s, 60).size());
+    (healthy ? healthy_warm_ups : failing_warm_ups) += n;
+    longest_idle_warm_ups += static_cast<int>(WarmUps(s, 121).size());
+    for (const auto& r : s.minutes) {
+      const auto& util = r.stat(store::RollupMetric::kGpuUtil);
+      mixed_minutes += util && util->min < 5 && util->max > 50;
+    }
+  }
+  // Hour-long idles end in a job on healthy cards and on failing ones alike,
+  // some after more than two hours.
+  EXPECT_GE(healthy_warm_ups, 3);
+  EXPECT_GE(failing_warm_ups, 3);
+  EXPECT_GE(longest_idle_warm_ups, 1);
+  // Jobs start and stop between the readings of a minute.
+  EXPECT_GE(mixed_minutes, 20);
+}
+
 TEST(HistoryTest, RejectsBadOptions) {
   HistoryOptions o = Small(1);
   o.gpus = 0;

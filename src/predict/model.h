@@ -18,8 +18,9 @@
 
 namespace gpuherd::predict {
 
-// Bumped whenever the features or the file layout change.
-constexpr int kModelFormatVersion = 1;
+// Bumped whenever the features (their list or what they measure) or the file
+// layout change. 2: power and clock swings only over minutes loaded throughout.
+constexpr int kModelFormatVersion = 2;
 
 // <home>/predict/risk-model.json
 std::string ModelPath(const StateDir& home);

@@ -1,5 +1,6 @@
 #include "predict/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -77,6 +78,38 @@ TEST_F(ModelTest, TrainingAndEvaluationAreDeterministicForASeed) {
   // A model that learnt something ranks the minutes before faults higher.
   EXPECT_GT(ma.roc_auc, 0.8);
   EXPECT_GT(ma.faults, 0);
+}
+
+// A healthy card (no sign, no fault) that sat idle for an hour or more and
+// then gets a job warms up without an alarm.
+TEST_F(ModelTest, HealthyWarmUpAfterLongIdleStaysUnderTheThreshold) {
+  auto model = RiskModel::Train(BuildDataset(*train_, {}, 60 * kMinuteMs, 5), Quick(), {});
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto scores = ScoreHistory(*model, *test_, {});
+  ASSERT_TRUE(scores.ok()) << scores.status().ToString();
+  const double threshold = ChooseThreshold(*test_, *scores, 0.9);
+  int warm_ups = 0;
+  for (size_t k = 0; k < test_->series.size(); ++k) {
+    const Series& s = test_->series[k];
+    if (!s.signs.empty() || s.fault_time) continue;
+    int idle_run = 0;
+    for (size_t i = 0; i < s.minutes.size(); ++i) {
+      const auto& util = s.minutes[i].stat(store::RollupMetric::kGpuUtil);
+      if (!util) continue;
+      if (util->max < 5) {
+        ++idle_run;
+        continue;
+      }
+      if (idle_run >= 60) {
+        ++warm_ups;
+        for (size_t j = i; j < std::min(i + 30, s.minutes.size()); ++j) {
+          EXPECT_LT((*scores)[k][j], threshold) << s.uuid << " minute " << j << " of its warm-up at " << i;
+        }
+      }
+      idle_run = 0;
+    }
+  }
+  EXPECT_GE(warm_ups, 3);
 }
 
 TEST_F(ModelTest, SavedModelScoresTheSameAndCarriesItsHeader) {
