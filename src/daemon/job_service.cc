@@ -445,6 +445,8 @@ void JobService::Schedule() {
   sched::FleetState fleet = BuildFleetState(running);
   std::vector<sched::PendingJob> pending;
   std::map<std::string, double> hours;  // per user, computed once per pass
+  // Cancelled after the loop: Finish erases the job from jobs_.
+  std::vector<sched::JobId> dependency_failed;
   for (auto& [id, e] : jobs_) {
     const sched::Job& job = e.job;
     if (job.state != JobState::kPending) continue;
@@ -456,6 +458,7 @@ void JobService::Schedule() {
     if (h == hours.end()) h = hours.emplace(job.spec.user, RecentGpuHours(job.spec.user, now)).first;
     p.user_gpu_hours = h->second;
     p.deps = sched::Dependencies::kSatisfied;
+    bool unreadable = false;
     for (sched::JobId dep : job.spec.depends_on) {
       auto d = jobs_.find(dep);
       if (d != jobs_.end()) {
@@ -466,17 +469,33 @@ void JobService::Schedule() {
         }
         continue;
       }
-      auto stored = state_->store->GetJob(dep);
-      if (!stored.ok() || !stored->has_value() || (*stored)->state != "completed") {
+      auto known = finished_dep_completed_.find(dep);
+      if (known == finished_dep_completed_.end()) {
+        auto stored = state_->store->GetJob(dep);
+        // A store error is not an answer: the job waits for the next pass.
+        if (!stored.ok()) {
+          spdlog::warn("job {}: cannot read job {} it depends on: {}", id, dep, stored.status().message());
+          unreadable = true;
+          break;
+        }
+        known = finished_dep_completed_
+                    .emplace(dep, stored->has_value() && (*stored)->state == "completed")
+                    .first;
+      }
+      if (!known->second) {
         p.deps = sched::Dependencies::kFailed;
         break;
       }
     }
+    if (unreadable) continue;
     if (p.deps == sched::Dependencies::kFailed) {
-      Finish(e, JobState::kCancelled, "a job it depends on did not complete");
+      dependency_failed.push_back(id);
       continue;
     }
     pending.push_back(std::move(p));
+  }
+  for (sched::JobId id : dependency_failed) {
+    Finish(jobs_.at(id), JobState::kCancelled, "a job it depends on did not complete");
   }
   if (pending.empty()) return;
   sched::Decisions decisions = sched::Schedule(fleet, pending, running, now, config_.scheduler);

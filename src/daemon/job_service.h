@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -192,6 +193,10 @@ class JobService {
   sched::JobId next_id_ = 1;
   std::map<sched::JobId, Entry> jobs_;  // unfinished jobs; changed through Insert and Erase only
   std::map<uint32_t, int> unfinished_by_uid_;  // jobs_ counted per submitting uid
+  // Whether a finished job named in a depends_on completed, read from the
+  // store once: a final state never changes, and a job held back by busy GPUs
+  // would otherwise cost a query per dependency in every scheduling pass.
+  std::unordered_map<sched::JobId, bool> finished_dep_completed_;
   const sched::FleetState static_fleet_;      // the fleet's fixed facts: names, memory, topology
   std::map<sched::JobId, ListedJob> finished_listing_;
   bool finished_listing_loaded_ = false;

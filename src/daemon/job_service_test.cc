@@ -232,5 +232,34 @@ TEST_F(JobServiceTest, ArrayQueuesEveryTaskWithItsIndexOrNoneAtAll) {
   EXPECT_EQ(List()["jobs"].size(), before);
 }
 
+TEST_F(JobServiceTest, DependenciesWaitRunOrCancelByTheStateOfWhatTheyNeed) {
+  StartDaemon();
+  int64_t done = Submit("true");
+  int64_t failed = Submit("exit 3");
+  ASSERT_TRUE(WaitFor([&] { return StateOf(done) == "completed" && StateOf(failed) == "failed"; }));
+  int64_t blocker = Submit("sleep 30", 4);  // every GPU
+  ASSERT_TRUE(WaitFor([&] { return StateOf(blocker) == "running"; }));
+  auto submit_after = [&](int64_t dep) {
+    json spec = {{"command", {"true"}}, {"gpus", 1}, {"depends_on", {dep}}};
+    auto r = Call("POST", "/v1/jobs", spec.dump());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return json::parse(r.body).value("id", int64_t{0});
+  };
+  int64_t after_done = submit_after(done);      // finished long ago: read from the store
+  int64_t after_failed = submit_after(failed);  // can never run
+  int64_t after_blocker = submit_after(blocker);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(after_failed) == "cancelled"; }));
+  auto shown = json::parse(Call("GET", "/v1/jobs/" + std::to_string(after_failed)).body);
+  EXPECT_EQ(shown["reason"], "a job it depends on did not complete") << shown;
+  // Passes go by while the GPUs are busy: both wait, neither is cancelled.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(StateOf(after_done), "pending");
+  EXPECT_EQ(StateOf(after_blocker), "pending");
+  ASSERT_EQ(Call("POST", "/v1/jobs/" + std::to_string(blocker) + "/cancel").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(after_done) == "completed"; }));
+  // The blocker was cancelled, not completed: what waited on it never runs.
+  ASSERT_TRUE(WaitFor([&] { return StateOf(after_blocker) == "cancelled"; }));
+}
+
 }  // namespace
 }  // namespace gpuherd::daemon
