@@ -5,6 +5,7 @@
 #include "gpu/sim/card.h"
 #include "gpu/sim/catalog.h"
 #include "gpu/sim/scenario.h"
+#include "predict/warm_ups_for_test.h"
 
 namespace gpuherd::predict {
 namespace {
@@ -76,24 +77,6 @@ TEST(HistoryTest, SeriesEndAtTheirFaultAndSignsComeFirst) {
   }
   EXPECT_EQ(faults, h->faults);
   EXPECT_GT(signed_faults, 0);
-}
-
-// Loaded minutes that follow at least `idle` idle minutes: warm-ups of a card
-// that cooled down.
-std::vector<size_t> WarmUps(const Series& s, int idle) {
-  std::vector<size_t> found;
-  int idle_run = 0;
-  for (size_t i = 0; i < s.minutes.size(); ++i) {
-    const auto& util = s.minutes[i].stat(store::RollupMetric::kGpuUtil);
-    if (!util) continue;
-    if (util->max < 5) {
-      ++idle_run;
-      continue;
-    }
-    if (idle_run >= idle) found.push_back(i);
-    idle_run = 0;
-  }
-  return found;
 }
 
 TEST(HistoryTest, CardsWarmUpAfterHoursIdleAndJobsStartWithinAMinute) {

@@ -11,6 +11,7 @@
 
 #include "alerts/rules.h"
 #include "predict/evaluate.h"
+#include "predict/warm_ups_for_test.h"
 
 namespace gpuherd::predict {
 namespace {
@@ -92,21 +93,11 @@ TEST_F(ModelTest, HealthyWarmUpAfterLongIdleStaysUnderTheThreshold) {
   for (size_t k = 0; k < test_->series.size(); ++k) {
     const Series& s = test_->series[k];
     if (!s.signs.empty() || s.fault_time) continue;
-    int idle_run = 0;
-    for (size_t i = 0; i < s.minutes.size(); ++i) {
-      const auto& util = s.minutes[i].stat(store::RollupMetric::kGpuUtil);
-      if (!util) continue;
-      if (util->max < 5) {
-        ++idle_run;
-        continue;
+    for (size_t i : WarmUps(s, 60)) {
+      ++warm_ups;
+      for (size_t j = i; j < std::min(i + 30, s.minutes.size()); ++j) {
+        EXPECT_LT((*scores)[k][j], threshold) << s.uuid << " minute " << j << " of its warm-up at " << i;
       }
-      if (idle_run >= 60) {
-        ++warm_ups;
-        for (size_t j = i; j < std::min(i + 30, s.minutes.size()); ++j) {
-          EXPECT_LT((*scores)[k][j], threshold) << s.uuid << " minute " << j << " of its warm-up at " << i;
-        }
-      }
-      idle_run = 0;
     }
   }
   EXPECT_GE(warm_ups, 3);
