@@ -40,8 +40,20 @@ class MonitoringTest : public ::testing::Test {
     clock_ = std::make_unique<host::FakeClock>(kT0);
   }
   void TearDown() override {
+    CancelUnfinished();
     StopDaemon();
     fs::remove_all(root_);
+  }
+
+  // Jobs outlive the daemon by design: the test's own (sleep 3600) must not.
+  void CancelUnfinished() {
+    if (!daemon_) return;
+    json unfinished = Get("/v1/jobs?all=0")["jobs"];
+    for (const auto& j : unfinished) {
+      Call("POST", "/v1/jobs/" + std::to_string(j["id"].get<int64_t>()) + "/cancel");
+    }
+    for (int i = 0; i < 500 && !Get("/v1/jobs?all=0")["jobs"].empty(); ++i) ::usleep(20'000);
+    EXPECT_TRUE(Get("/v1/jobs?all=0")["jobs"].empty()) << "jobs left running after the test";
   }
 
   std::string WriteFile(const std::string& name, const std::string& text) {
