@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/spec_file.h"
+#include "sched/job_spec.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -48,7 +49,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("-f,--file", f->file, "A job spec in JSON or YAML (flags override it)")->check(CLI::ExistingFile);
   cmd->add_option("--array", f->array,
                   "Queue N tasks of this job at once (GPUHERD_ARRAY_INDEX=0..N-1); prints N ids")
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(1, sched::kMaxArraySize));
   cmd->add_flag("--json", f->json, "Print {\"id\": N} instead of the bare id");
   cmd->add_option("command", f->command, "The command, after --")->expected(-1);
   cmd->callback([ctx, f] {

@@ -8,6 +8,7 @@
 #include "daemon/burnin_records.h"
 #include "daemon/record_json.h"
 #include "gpu/json.h"
+#include "sched/job_spec.h"
 
 namespace gpuherd::daemon {
 namespace {
@@ -401,7 +402,7 @@ HttpResponse Api::Jobs(const std::vector<std::string>& parts, const HttpRequest&
       if (!array->is_number_integer()) {
         return HttpErrorResponse(400, "array must be a whole number of tasks, e.g. \"array\": 100");
       }
-      int count = static_cast<int>(std::clamp<int64_t>(array->get<int64_t>(), -1, int64_t{kMaxArraySize} + 1));
+      int count = static_cast<int>(std::clamp<int64_t>(array->get<int64_t>(), -1, int64_t{sched::kMaxArraySize} + 1));
       body.erase(array);
       auto ids = jobs_->SubmitArray(body, count, caller);
       if (!ids.ok()) return StatusResponse(ids.status());

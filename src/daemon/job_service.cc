@@ -214,6 +214,15 @@ void JobService::Event(const sched::Job& job, const std::string& kind, store::Se
   state_->batch.events.push_back(std::move(ev));
 }
 
+namespace {
+
+// A job without a name is called after its program: argv[0] without its directory.
+std::string DefaultJobName(const sched::JobSpec& spec) {
+  return fs::path(spec.argv.empty() ? "job" : spec.argv[0]).filename().string();
+}
+
+}  // namespace
+
 Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, const SubmitExtras& extras) {
   if (!caller.authenticated) return Unauthenticated("submitting needs the unix socket or the API token");
   auto parsed = sched::ParseJobSpec(body);
@@ -223,7 +232,7 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
   spec.uid = caller.uid;
   spec.gid = caller.gid;
   spec.pinned_gpus = extras.pinned_gpus;
-  if (spec.name.empty()) spec.name = fs::path(spec.argv.empty() ? "job" : spec.argv[0]).filename().string();
+  if (spec.name.empty()) spec.name = DefaultJobName(spec);
   // Whether the job could ever fit depends only on the fleet's fixed facts.
   GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, static_fleet_));
   for (sched::JobId dep : spec.depends_on) {
@@ -253,8 +262,8 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
 }
 
 Result<std::vector<sched::JobId>> JobService::SubmitArray(const json& body, int count, const Caller& caller) {
-  if (count < 1 || count > kMaxArraySize) {
-    return InvalidArgument(fmt::format("an array has 1 to {} tasks, got {}", kMaxArraySize, count));
+  if (count < 1 || count > sched::kMaxArraySize) {
+    return InvalidArgument(fmt::format("an array has 1 to {} tasks, got {}", sched::kMaxArraySize, count));
   }
   if (!caller.authenticated) return Unauthenticated("submitting needs the unix socket or the API token");
   // The checks Submit makes, once for the whole array, so that no task can be
@@ -265,9 +274,7 @@ Result<std::vector<sched::JobId>> JobService::SubmitArray(const json& body, int 
   auto queued = unfinished_by_uid_.find(caller.uid);
   GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(
       caller.user, (queued == unfinished_by_uid_.end() ? 0 : queued->second) + count - 1, config_.scheduler));
-  std::string name = parsed->name.empty()
-                         ? fs::path(parsed->argv.empty() ? "job" : parsed->argv[0]).filename().string()
-                         : parsed->name;
+  const std::string name = parsed->name.empty() ? DefaultJobName(*parsed) : parsed->name;
   std::vector<sched::JobId> ids;
   ids.reserve(static_cast<size_t>(count));
   json task = body;

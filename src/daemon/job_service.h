@@ -50,9 +50,6 @@ struct SubmitExtras {
   std::vector<std::string> pinned_gpus;
 };
 
-// The most tasks one array may have.
-inline constexpr int kMaxArraySize = 100000;
-
 class JobService {
  public:
   // Runs `task` on the event loop (thread-safe); how launch results come back.

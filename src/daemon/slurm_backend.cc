@@ -74,6 +74,11 @@ std::string SlurmBackend::IdFile(sched::JobId id) const {
   return fmt::format("{}/ids/{}", options_.site.shared_dir, id);
 }
 
+void SlurmBackend::SaveSlurmId(sched::JobId id, int64_t slurm_id) const {
+  Status saved = WriteFileAtomically(IdFile(id), std::to_string(slurm_id) + "\n", 0644);
+  if (!saved.ok()) spdlog::error("slurm: job {} (Slurm {}): {}", id, slurm_id, saved.message());
+}
+
 int64_t SlurmBackend::SlurmId(sched::JobId id) const {
   if (auto it = tracked_.find(id); it != tracked_.end()) return it->second.slurm_id;
   std::ifstream in(IdFile(id));
@@ -155,11 +160,8 @@ Result<sched::JobId> SlurmBackend::Submit(const nlohmann::json& spec_json, const
     } else {
       slurm_id = slurm::ParseSbatchOutput(ran->out);
     }
-    if (slurm_id.ok()) {
-      // Durable before the loop hears of it: a restarted daemon finds the job.
-      Status saved = WriteFileAtomically(IdFile(id), std::to_string(*slurm_id) + "\n", 0644);
-      if (!saved.ok()) spdlog::error("slurm: job {} (Slurm {}): {}", id, *slurm_id, saved.message());
-    }
+    // Durable before the loop hears of it: a restarted daemon finds the job.
+    if (slurm_id.ok()) SaveSlurmId(id, *slurm_id);
     post_([this, id, slurm_id] { OnSubmitted(id, slurm_id); });
   });
   return id;
@@ -305,8 +307,7 @@ Result<std::optional<sched::Job>> SlurmBackend::Recover(sched::JobId id) {
       if (ran.ok() && ran->exit_code == 0) {
         if (int64_t slurm_id = slurm::FindJobByComment(ran->out, fmt::format("job={}", id))) {
           found = slurm_id;
-          Status saved = WriteFileAtomically(IdFile(id), std::to_string(slurm_id) + "\n", 0644);
-          if (!saved.ok()) spdlog::error("slurm: job {} (Slurm {}): {}", id, slurm_id, saved.message());
+          SaveSlurmId(id, slurm_id);
         }
       } else {
         found = Unavailable("its submission to Slurm was cut short by a daemon restart, and squeue could not "

@@ -90,6 +90,9 @@ class SlurmBackend : public JobBackend {
   // The Slurm id of a job, watched or not (from its id file); 0 when unknown.
   int64_t SlurmId(sched::JobId id) const;
   std::string IdFile(sched::JobId id) const;
+  // Writes the id file (any thread); a failure is logged: the job runs, but a
+  // restart will look for it in squeue.
+  void SaveSlurmId(sched::JobId id, int64_t slurm_id) const;
   sched::JobId NextId();
   // On the loop, once sbatch answered for `id`.
   void OnSubmitted(sched::JobId id, const Result<int64_t>& slurm_id);

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/fd_io.h"
 #include "exec/shim.h"
 #include "exec/shim_input.h"
 #include "exec/pidfd.h"
@@ -49,44 +50,6 @@ struct ReplyHeader {
 };
 
 std::string Errno(int err) { return std::strerror(err); }
-
-bool WriteAll(int fd, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// For pipes, which send() refuses.
-bool WriteAllToPipe(int fd, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// False on end-of-file or error.
-bool ReadExact(int fd, void* data, size_t size) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    ssize_t n = read(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // ---- The launcher process ----
 
@@ -152,10 +115,10 @@ class Launcher {
     } while (n < 0 && errno == EINTR);
     if (n < 0) return false;
     if (static_cast<size_t>(n) < sizeof(header) &&
-        !WriteAll(fd_, reinterpret_cast<char*>(&header) + n, sizeof(header) - static_cast<size_t>(n))) {
+        !SendAll(fd_, reinterpret_cast<char*>(&header) + n, sizeof(header) - static_cast<size_t>(n))) {
       return false;
     }
-    return WriteAll(fd_, error.data(), error.size());
+    return SendAll(fd_, error.data(), error.size());
   }
 
   bool HandleLaunch(const std::string& payload) {
@@ -185,8 +148,8 @@ class Launcher {
     auto length = static_cast<uint32_t>(input.size());
     auto start_time = ProcessStartTime(pid);
     int pidfd = -1;
-    if (!WriteAllToPipe(control[1], &length, sizeof(length)) ||
-        !WriteAllToPipe(control[1], input.data(), input.size())) {
+    if (!WriteAll(control[1], &length, sizeof(length)) ||
+        !WriteAll(control[1], input.data(), input.size())) {
       error = "cannot hand the launch to the supervisor: " + Errno(errno);
     } else if (!start_time.ok()) {
       error = "cannot read the supervisor's start time: " + start_time.status().message();
@@ -201,7 +164,7 @@ class Launcher {
     }
     // A pipe with room for the byte cannot refuse it; if it did, the shim
     // cancels itself and its missing exit record is reported as a lost shim.
-    WriteAllToPipe(control[1], &kShimGoByte, 1);
+    WriteAll(control[1], &kShimGoByte, 1);
     close(control[1]);
     bool sent = Reply(pid, *start_time, "", pidfd);
     close(pidfd);
@@ -408,7 +371,7 @@ Status LauncherClient::Call(uint8_t type, const std::string& payload, int* pid, 
   std::memcpy(frame.data(), &length, sizeof(length));
   frame[sizeof(length)] = static_cast<char>(type);
   frame += payload;
-  if (!WriteAll(fd_, frame.data(), frame.size())) {
+  if (!SendAll(fd_, frame.data(), frame.size())) {
     broken_ = true;
     return Unavailable("the job launcher exited: " + Errno(errno));
   }

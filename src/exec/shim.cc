@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/fd_io.h"
 #include "exec/job_files.h"
 #include "exec/shim_input.h"
 #include "host/clock.h"
@@ -369,27 +370,16 @@ int ShimMain(int argc, char** argv) {
                          "with its control pipe on descriptor %d\n", kShimControlFd);
     return 2;
   }
-  auto read_exact = [](void* data, size_t size) {
-    char* p = static_cast<char*>(data);
-    while (size > 0) {
-      ssize_t n = read(kShimControlFd, p, size);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      p += n;
-      size -= static_cast<size_t>(n);
-    }
-    return true;
-  };
   uint32_t length = 0;
-  if (!read_exact(&length, sizeof(length)) || length == 0 || length > kMaxSpecBytes) return 1;
+  if (!ReadExact(kShimControlFd, &length, sizeof(length)) || length == 0 || length > kMaxSpecBytes) return 1;
   std::string text(length, '\0');
-  if (!read_exact(text.data(), text.size())) return 1;
+  if (!ReadExact(kShimControlFd, text.data(), text.size())) return 1;
   auto input = DecodeShimInput(text);
   // Without a spec there is no attempt directory to record a failure in; the
   // daemon reports the attempt as a lost shim.
   if (!input.ok()) return 1;
   char go = 0;
-  if (!read_exact(&go, 1) || go != kShimGoByte) return 1;  // cancelled by the launcher
+  if (!ReadExact(kShimControlFd, &go, 1) || go != kShimGoByte) return 1;  // cancelled by the launcher
   close(kShimControlFd);
   setsid();
   return Shim(input->spec, input->user).Run();

@@ -14,6 +14,9 @@
 
 namespace gpuherd::sched {
 
+// The most tasks one job array (`submit --array N`) may have.
+inline constexpr int kMaxArraySize = 100000;
+
 // Fields: command (array of strings, required), cwd, env {NAME: value},
 // gpus (0, 0.1..0.9 in steps of 0.1, or a whole number), gpu_mem ("8GiB",
 // "512MiB", "20G" or a number of MiB), model, min_cc ("8.0"), cpus, mem,
