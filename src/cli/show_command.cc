@@ -37,8 +37,10 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     std::printf("  gpus       %s on %s\n", GpusRequested(j).c_str(), GpusAssigned(j).c_str());
     std::printf("  time       %s (submitted %s)\n", JobTime(j, now).c_str(),
                 FormatTimeUtc(j.value("submitted", int64_t{0})).c_str());
-    std::printf("  attempt    %d (restarts %d of %d)\n", j.value("attempt", 0), j.value("restarts", 0),
-                j.value("max_restarts", 0));
+    // One restart counter (daemon/job_service.h RestartCount); only those
+    // after faults count against --max-restarts.
+    std::printf("  attempt    %d (restarts %d; %d after faults, of %d allowed)\n", j.value("attempt", 0),
+                j.value("restarts", 0), j.value("fault_restarts", 0), j.value("max_restarts", 0));
     if (j.contains("exit_code")) std::printf("  exit code  %d\n", j["exit_code"].get<int>());
     if (j.contains("exit_signal")) std::printf("  signal     %d\n", j["exit_signal"].get<int>());
     if (j.contains("priority_explained")) {

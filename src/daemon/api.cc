@@ -258,10 +258,11 @@ void Api::MarkRisk(json& gpu) const {
 }
 
 void Api::MarkDrained(json& gpu) const {
-  auto reason = jobs_ ? jobs_->DrainReason(gpu.value("uuid", std::string())) : std::nullopt;
-  if (!reason) return;
+  auto drain = jobs_ ? jobs_->DrainOf(gpu.value("uuid", std::string())) : std::nullopt;
+  if (!drain) return;
   gpu["drained"] = true;
-  gpu["drain_reason"] = *reason;
+  gpu["drain_reason"] = drain->reason;
+  gpu["drain_origin"] = queue::DrainOriginName(drain->origin);
   if (gpu.value("state", std::string()) == "ok") gpu["state"] = "drained";
 }
 

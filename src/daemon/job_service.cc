@@ -16,7 +16,6 @@
 #include <spdlog/spdlog.h>
 
 #include "exec/job_files.h"
-#include "gpu/sim/sim_driver.h"
 #include "gpu/xid.h"
 #include "sched/job_spec.h"
 
@@ -76,16 +75,21 @@ bool IsGpuFault(const store::EventRecord& e, const json& data) {
 
 }  // namespace
 
-JobService::JobService(DaemonState* state, exec::Executor* executor, gpu::sim::SimDriver* sim, StateDir dir,
-                       QueueConfig config, PostToLoop post)
+JobService::JobService(DaemonState* state, exec::JobExecutor* executor, StateDir dir, QueueConfig config,
+                       PostToLoop post, RunOffLoop run_off_loop)
     : state_(state),
       executor_(executor),
-      sim_(sim),
       dir_(std::move(dir)),
       config_(std::move(config)),
       static_fleet_(sched::FleetStateFromFleet(state->fleet)),
+      pool_(state),
       post_(std::move(post)),
-      launches_(std::make_unique<WorkQueue>()) {}
+      run_off_loop_(std::move(run_off_loop)) {
+  if (!run_off_loop_) {
+    launches_ = std::make_unique<WorkQueue>();
+    run_off_loop_ = [q = launches_.get()](std::function<void()> task) { q->Post(std::move(task)); };
+  }
+}
 
 std::string JobService::AttemptDir(sched::JobId id, int attempt) const {
   return fmt::format("{}/{}/{}", dir_.jobs_dir(), id, attempt);
@@ -134,9 +138,7 @@ Status JobService::Load() {
   auto last = state_->store->LastJobId();
   if (!last.ok()) return last.status();
   next_id_ = *last + 1;
-  auto drains = state_->store->ListDrains();
-  if (!drains.ok()) return drains.status();
-  for (const auto& d : *drains) drains_[d.uuid] = d.reason;
+  GPUHERD_RETURN_IF_ERROR(pool_.Load());
   TimeMs now = state_->clock->Now();
   auto finished = state_->store->ListFinishedJobs(now - config_.scheduler.weights.fair_window, 100000);
   if (!finished.ok()) return finished.status();
@@ -367,23 +369,24 @@ Status JobService::Drain(int pos, const std::string& reason, const Caller& calle
   if (!caller.admin) return PermissionDenied("only an admin (root, the daemon's user or the admin group) may drain GPUs");
   const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
   std::string why = reason.empty() ? "drained by " + caller.user : reason + " (" + caller.user + ")";
-  drains_[g.uuid] = why;
-  state_->batch.drains.push_back({g.uuid, true, why, state_->clock->Now()});
-  store::EventRecord ev{0, state_->clock->Now(), "gpu.drained", store::Severity::kWarning, g.uuid,
-                        fmt::format("GPU {} drained: {}", g.index, why), "{}"};
-  state_->batch.events.push_back(ev);
+  pool_.Drain(pos, queue::DrainOrigin::kOperator, why);
   dirty_ = true;
   return Status::Ok();
 }
 
 Status JobService::Undrain(int pos, const Caller& caller) {
   if (!caller.admin) return PermissionDenied("only an admin (root, the daemon's user or the admin group) may undrain GPUs");
-  const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
-  if (!drains_.erase(g.uuid)) return FailedPrecondition(fmt::format("GPU {} is not drained", g.index));
-  state_->batch.drains.push_back({g.uuid, false, "", state_->clock->Now()});
-  store::EventRecord ev{0, state_->clock->Now(), "gpu.undrained", store::Severity::kInfo, g.uuid,
-                        fmt::format("GPU {} returned to work by {}", g.index, caller.user), "{}"};
-  state_->batch.events.push_back(ev);
+  GPUHERD_RETURN_IF_ERROR(pool_.Lift(pos, queue::DrainLifter::kOperator, caller.user));
+  dirty_ = true;
+  return Status::Ok();
+}
+
+void JobService::DrainFor(int pos, queue::DrainOrigin origin, const std::string& reason) {
+  if (pool_.Drain(pos, origin, reason)) dirty_ = true;
+}
+
+Status JobService::LiftAfterBurnIn(int pos, const std::string& by) {
+  GPUHERD_RETURN_IF_ERROR(pool_.Lift(pos, queue::DrainLifter::kPassedBurnIn, by));
   dirty_ = true;
   return Status::Ok();
 }
@@ -398,38 +401,9 @@ std::vector<sched::RunningJob> JobService::RunningJobs() const {
 }
 
 sched::FleetState JobService::BuildFleetState(const std::vector<sched::RunningJob>& running) const {
-  RefreshHealth();
-  sched::FleetState fleet = static_fleet_;
-  for (size_t i = 0; i < fleet.gpus.size(); ++i) {
-    sched::GpuState& g = fleet.gpus[i];
-    g.drained = drains_.count(g.uuid) > 0;
-    if (auto h = health_.find(g.uuid); h != health_.end()) {
-      g.health_score = h->second.score;
-      g.healthy = !h->second.unhealthy;
-    }
-    if (!state_->telemetry) continue;
-    g.lost = state_->telemetry->State(static_cast<int>(i)) == telemetry::GpuState::kLost;
-    if (const gpu::GpuSample* s = state_->telemetry->Latest(static_cast<int>(i))) {
-      g.temp_c = s->temp_c;
-      g.memory_used_bytes = s->mem_used_bytes.value_or(0);
-      g.thermal_throttling = s->throttle_reasons && (*s->throttle_reasons & gpu::throttle::kThermalMask);
-    }
-  }
+  sched::FleetState fleet = pool_.View(static_fleet_);
   sched::AccountRunningJobs(running, &fleet);
   return fleet;
-}
-
-void JobService::RefreshHealth() const {
-  constexpr DurationMs kHealthRefresh = 5 * kSecondMs;
-  TimeMs now = state_->clock->Now();
-  if (health_read_at_ != 0 && now - health_read_at_ < kHealthRefresh) return;
-  health_read_at_ = now;
-  auto latest = state_->store->LatestBurnInPerGpu();
-  if (!latest.ok()) return;  // keep the previous verdicts; the store logs its own errors
-  health_.clear();
-  for (const store::BurnInRecord& r : *latest) {
-    health_[r.gpu_uuid] = {r.score, r.verdict == "unhealthy"};
-  }
 }
 
 double JobService::RecentGpuHours(const std::string& user, TimeMs now) const {
@@ -554,7 +528,7 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
                                         ? fmt::format("{}/{}", dir_.checkpoint_dir(), job.id)
                                         : e.extras.checkpoint_dir;
   l.env["GPUHERD_METRICS_FILE"] = fmt::format("{}/{}/metrics.jsonl", dir_.jobs_dir(), job.id);
-  l.env["GPUHERD_RESTART_COUNT"] = std::to_string(e.extras.prior_attempts + job.attempt - 1);
+  l.env["GPUHERD_RESTART_COUNT"] = std::to_string(RestartCount(job, e.extras.prior_attempts));
   if (job.attempt > 1) l.env["GPUHERD_RESUME"] = "1";
   if (job.spec.fractional()) {
     l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_tenths * 10);
@@ -589,6 +563,9 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   job.gpu_uuids.clear();
   for (int g : gpus) job.gpu_uuids.push_back(state_->fleet.gpus.at(g).uuid);
   job.reason.clear();
+  // A new attempt has no exit yet: `show` must not print the last one's.
+  job.exit_code.reset();
+  job.exit_signal.reset();
   e.intent = StopIntent::kNone;
   Touch(e);
   std::string where = gpus.empty() ? "no GPU" : "GPU " + fmt::format("{}", fmt::join(gpus, ","));
@@ -602,7 +579,7 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   // for a job the store calls pending.
   after_commit_.push_back([this, id, attempt, launch = std::move(launch)]() mutable {
     // Forks happen on the launch thread, so the loop goes on answering.
-    launches_->Post([this, id, attempt, launch = std::move(launch)] {
+    run_off_loop_([this, id, attempt, launch = std::move(launch)] {
       // The job's own directories (checkpoints, metrics, the attempt's logs
       // below) belong to the user it runs as.
       std::error_code ec;
@@ -683,7 +660,7 @@ void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   Event(job, "job." + std::string(sched::JobStateName(state)),
         state == JobState::kFailed ? store::Severity::kWarning : store::Severity::kInfo, reason);
   if (listener_) listener_(job);
-  AddFinishedListing(job);
+  AddFinishedListing(job, e.extras.prior_attempts);
   Erase(job.id);
   dirty_ = true;
 }
@@ -693,7 +670,8 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
   if (count_restart) {
     if (job.restarts >= job.spec.max_restarts) {
       Finish(e, JobState::kFailed,
-             fmt::format("{}; no restarts left ({} of {} used)", reason, job.restarts, job.spec.max_restarts));
+             fmt::format("{}; no restarts after faults left ({} of {} used)", reason, job.restarts,
+                         job.spec.max_restarts));
       return;
     }
     job.restarts += 1;
@@ -714,6 +692,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
 void JobService::OnExit(const exec::ExitRecord& r) {
   auto it = jobs_.find(r.job_id);
   if (it == jobs_.end() || it->second.job.attempt != r.attempt) return;  // an old attempt
+  exits_this_turn_.push_back(r);
   Entry& e = it->second;
   sched::Job& job = e.job;
   using How = exec::ExitRecord::How;
@@ -759,16 +738,9 @@ void JobService::OnGpuEvents(const std::vector<store::EventRecord>& events) {
   }
 }
 
-int JobService::MoveJobsOff(int pos, const std::string& why) {
+int JobService::MoveJobsOff(int pos, const std::string& why, queue::DrainOrigin origin) {
   const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
-  TimeMs now = state_->clock->Now();
-  if (!drains_.count(g.uuid)) {
-    drains_[g.uuid] = why;
-    state_->batch.drains.push_back({g.uuid, true, why, now});
-    state_->batch.events.push_back({0, now, "gpu.drained", store::Severity::kWarning, g.uuid,
-                                    fmt::format("GPU {} drained until an operator returns it: {}", g.index, why),
-                                    "{}"});
-  }
+  pool_.Drain(pos, origin, why);
   int moved = 0;
   for (auto& [id, e] : jobs_) {
     if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
@@ -823,24 +795,14 @@ void JobService::OnRound() {
   TimeMs now = state_->clock->Now();
   // Finished jobs older than the fair-share window no longer count.
   std::erase_if(usage_, [&](const auto& u) { return u.second.first < now - config_.scheduler.weights.fair_window; });
-  // Simulated fleet: what the jobs put on each GPU, and their memory as the
-  // jobs report it (GPUHERD_SIM_GPU_MEM_FILE) or their share.
-  std::map<int, gpu::sim::Load> loads;
-  for (auto& [id, e] : jobs_) {
-    if (e.job.state != JobState::kRunning || e.job.gpus.empty()) continue;
-    if (!sim_) continue;
-    uint64_t per_gpu_mem = e.job.spec.fractional() ? e.job.spec.gpu_mem_bytes / 2 : 0;
-    std::ifstream reported(fmt::format("{}/{}/sim_gpu_mem_mb", dir_.jobs_dir(), id));
-    uint64_t mb = 0;
-    if (reported >> mb) per_gpu_mem = mb << 20;
-    for (int g : e.job.gpus) {
-      auto& load = loads[g];
-      load.util = std::min(1.0, load.util + std::max(0.1, e.job.spec.gpu_tenths / 10.0 / e.job.gpus.size()));
-      load.processes.push_back({e.shim_pid, per_gpu_mem, e.job.spec.name});
+  if (load_listener_) {
+    std::vector<JobLoad> loads;
+    for (const auto& [id, e] : jobs_) {
+      if (e.job.state != JobState::kRunning || e.job.gpus.empty()) continue;
+      loads.push_back({id, e.job.spec.name, e.job.gpus, e.job.spec.gpu_tenths,
+                       e.job.spec.fractional() ? e.job.spec.gpu_mem_bytes : 0, e.shim_pid});
     }
-  }
-  if (sim_) {
-    for (int i = 0; i < static_cast<int>(state_->fleet.gpus.size()); ++i) sim_->SetLoad(i, loads[i]);
+    load_listener_(loads);
   }
   // The memory watchdog: a fractional job above its share is warned once,
   // then stopped after the grace; its neighbours are never touched.
@@ -848,6 +810,7 @@ void JobService::OnRound() {
     if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.gpus.empty() || e.shim_pid == 0) {
       continue;
     }
+    if (!state_->telemetry || !state_->host) break;
     const gpu::GpuSample* s = state_->telemetry->Latest(e.job.gpus[0]);
     if (!s) continue;
     uint64_t used = 0;
@@ -887,10 +850,51 @@ void JobService::EndOfTurn() {
   touched_.clear();
 }
 
-void JobService::AfterCommit() {
+void JobService::AfterCommit(bool committed) {
   auto actions = std::move(after_commit_);
   after_commit_.clear();
+  auto exits = std::move(exits_this_turn_);
+  exits_this_turn_.clear();
+  if (!committed) {
+    RestoreFromStore();
+    for (const auto& r : exits) OnExit(r);
+    return;
+  }
   for (auto& action : actions) action();
+}
+
+void JobService::RestoreFromStore() {
+  auto unfinished = state_->store->ListUnfinishedJobs();
+  if (!unfinished.ok()) {
+    // Memory stays ahead of the store; the next successful commit writes
+    // every job touched since, and nothing of the failed turn ran.
+    spdlog::error("cannot read the queue back after a failed commit: {}", unfinished.status().ToString());
+    return;
+  }
+  std::map<sched::JobId, Entry> old;
+  old.swap(jobs_);
+  unfinished_by_uid_.clear();
+  touched_.clear();
+  for (const auto& r : *unfinished) {
+    Entry e;
+    (void)FromRecord(r, &e);  // an unreadable spec was failed at load already
+    auto was = old.find(r.id);
+    const bool holds = e.job.state == JobState::kRunning || e.job.state == JobState::kStopping;
+    if (was != old.end() && holds && was->second.job.attempt == e.job.attempt) {
+      // The same attempt in memory: what only memory knows about it stays.
+      Entry& w = was->second;
+      e.shim_pid = w.shim_pid;
+      e.adopted = w.adopted;
+      e.over_memory_since = w.over_memory_since;
+      e.intent = e.job.state == JobState::kStopping ? (w.intent == StopIntent::kNone ? StopIntent::kRequeue : w.intent)
+                                                    : StopIntent::kNone;
+      e.stop_deadline = w.stop_deadline;
+    } else if (e.job.state == JobState::kStopping) {
+      e.intent = StopIntent::kRequeue;
+    }
+    Insert(std::move(e));
+  }
+  dirty_ = true;
 }
 
 store::JobRecord JobService::ToRecord(const Entry& e) const {
@@ -915,7 +919,11 @@ store::JobRecord JobService::ToRecord(const Entry& e) const {
   return r;
 }
 
-json JobService::ToJson(const sched::Job& job, TimeMs now) const {
+int RestartCount(const sched::Job& job, int prior_attempts) {
+  return prior_attempts + std::max(0, job.attempt - 1);
+}
+
+json JobService::ToJson(const sched::Job& job, TimeMs now, int prior_attempts) const {
   json j = {{"id", job.id},
             {"name", job.spec.name},
             {"user", job.spec.user},
@@ -929,7 +937,8 @@ json JobService::ToJson(const sched::Job& job, TimeMs now) const {
             {"started", job.started},
             {"ended", job.ended},
             {"attempt", job.attempt},
-            {"restarts", job.restarts},
+            {"restarts", RestartCount(job, prior_attempts)},
+            {"fault_restarts", job.restarts},
             {"max_restarts", job.spec.max_restarts},
             {"preemptible", job.spec.preemptible},
             {"time_limit_ms", job.spec.time_limit},
@@ -942,11 +951,11 @@ json JobService::ToJson(const sched::Job& job, TimeMs now) const {
   return j;
 }
 
-JobService::ListedJob JobService::Listed(const sched::Job& job) const {
+JobService::ListedJob JobService::Listed(const sched::Job& job, int prior_attempts) const {
   // Keys are sorted, so "now" follows "name" and is found after a comma; a
   // quote inside a string value is escaped and cannot fake the match.
   static constexpr char kNowKey[] = ",\"now\":";
-  std::string text = ToJson(job, 0).dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string text = ToJson(job, 0, prior_attempts).dump(-1, ' ', false, json::error_handler_t::replace);
   size_t at = text.find(kNowKey);
   ListedJob listed{job.spec.user, sched::JobStateName(job.state), text, ""};
   if (at == std::string::npos) return listed;  // not reached: ToJson always writes "now"
@@ -956,10 +965,10 @@ JobService::ListedJob JobService::Listed(const sched::Job& job) const {
   return listed;
 }
 
-void JobService::AddFinishedListing(const sched::Job& job) {
+void JobService::AddFinishedListing(const sched::Job& job, int prior_attempts) {
   // Kept even before the first load, which cannot see what this turn has
   // not committed yet.
-  finished_listing_[job.id] = Listed(job);
+  finished_listing_[job.id] = Listed(job, prior_attempts);
   while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
 }
 
@@ -973,7 +982,7 @@ void JobService::LoadFinishedListing() {
   for (const auto& r : *finished) {
     Entry e;
     (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
-    finished_listing_.emplace(r.id, Listed(e.job));
+    finished_listing_.emplace(r.id, Listed(e.job, e.extras.prior_attempts));
   }
   while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
   finished_listing_loaded_ = true;
@@ -991,7 +1000,7 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
     }
     if (!first) out += ',';
     first = false;
-    out += ToJson(e.job, now).dump(-1, ' ', false, json::error_handler_t::replace);
+    out += ToJson(e.job, now, e.extras.prior_attempts).dump(-1, ' ', false, json::error_handler_t::replace);
   };
   auto add_finished = [&](const ListedJob& f) {
     if ((!user.empty() && f.user != user) || (!state.empty() && f.state != state)) return;
@@ -1020,7 +1029,7 @@ Result<json> JobService::Show(sched::JobId id) {
   TimeMs now = state_->clock->Now();
   if (auto it = jobs_.find(id); it != jobs_.end()) {
     const sched::Job& job = it->second.job;
-    json j = ToJson(job, now);
+    json j = ToJson(job, now, it->second.extras.prior_attempts);
     if (job.state == JobState::kPending) {
       sched::PendingJob p;
       p.id = job.id;
@@ -1038,8 +1047,7 @@ Result<json> JobService::Show(sched::JobId id) {
   Entry e;
   // An unreadable spec still shows the stored facts; its error is not needed here.
   (void)FromRecord(**stored, &e);
-  const sched::Job& job = e.job;
-  return ToJson(job, now);
+  return ToJson(e.job, now, e.extras.prior_attempts);
 }
 
 Result<json> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset) {

@@ -189,6 +189,18 @@ std::string SchemaVersion6() {
   return "ALTER TABLE pipeline_nodes ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0 CHECK (gpu_seconds >= 0);";
 }
 
+// Who drained a GPU, typed. Drains stored before it had only their reason:
+// the prefixes gpuherd itself wrote ("fault: ", "alert ") are read once here,
+// every other drain is an operator's.
+std::string SchemaVersion7() {
+  return R"sql(
+ALTER TABLE gpu_drains ADD COLUMN origin TEXT NOT NULL DEFAULT 'operator'
+  CHECK (origin IN ('operator', 'fault', 'alert', 'burnin', 'risk'));
+UPDATE gpu_drains SET origin = 'fault' WHERE reason LIKE 'fault: %';
+UPDATE gpu_drains SET origin = 'alert' WHERE reason LIKE 'alert %';
+)sql";
+}
+
 constexpr Migration kMigrations[] = {
     {1, "GPUs, rollups and events", &SchemaVersion1},
     {2, "jobs and drained GPUs", &SchemaVersion2},
@@ -196,6 +208,7 @@ constexpr Migration kMigrations[] = {
     {4, "alerts", &SchemaVersion4},
     {5, "pipeline runs, nodes and metrics", &SchemaVersion5},
     {6, "GPU time of every pipeline node's attempts", &SchemaVersion6},
+    {7, "who drained each GPU (typed origin)", &SchemaVersion7},
 };
 
 std::string HintFor(int primary_code) {
