@@ -327,6 +327,7 @@ Result<std::string> JobService::Act(sched::JobId id, const std::string& action, 
     if (job.state != JobState::kPending) return refuse();
     job.state = JobState::kHeld;
     job.reason = "held by " + caller.user;
+    claims_.erase(id);
     Touch(e);
     Event(job, "job.held", store::Severity::kInfo, job.reason);
     return std::string("held");
@@ -395,7 +396,8 @@ std::vector<sched::RunningJob> JobService::RunningJobs() const {
   std::vector<sched::RunningJob> running;
   for (const auto& [id, e] : jobs_) {
     if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
-    running.push_back({id, e.job.spec, e.job.started, e.job.gpus, e.job.state == JobState::kStopping, e.stop_deadline});
+    running.push_back({id, e.job.spec, e.job.started, e.job.gpus, e.job.state == JobState::kStopping, e.stop_deadline,
+                       e.job.state == JobState::kStopping ? e.stopping_for : 0});
   }
   return running;
 }
@@ -439,6 +441,7 @@ void JobService::Schedule() {
     if (h == hours.end()) h = hours.emplace(job.spec.user, RecentGpuHours(job.spec.user, now)).first;
     p.user_gpu_hours = h->second;
     p.deps = sched::Dependencies::kSatisfied;
+    if (auto c = claims_.find(id); c != claims_.end()) p.claimed_gpus = c->second;
     bool unreadable = false;
     for (sched::JobId dep : job.spec.depends_on) {
       auto d = jobs_.find(dep);
@@ -480,23 +483,98 @@ void JobService::Schedule() {
   }
   if (pending.empty()) return;
   sched::Decisions decisions = sched::Schedule(fleet, pending, running, now, config_.scheduler);
-  for (const auto& start : decisions.starts) {
-    auto it = jobs_.find(start.job);
-    if (it != jobs_.end()) Start(it->second, start.gpus);
-  }
-  for (const auto& p : decisions.preemptions) {
-    for (sched::JobId victim : p.victims) {
-      auto it = jobs_.find(victim);
-      if (it != jobs_.end() && it->second.job.state == JobState::kRunning) {
-        Stop(it->second, StopIntent::kRequeue, fmt::format("preempted for job {}", p.for_job));
-      }
-    }
-  }
+  ApplyDecisions(decisions);
   for (const auto& w : decisions.waiting) {
     auto it = jobs_.find(w.job);
     // Shown live; stored with the job's next change.
     if (it != jobs_.end()) it->second.job.reason = fmt::format("#{} in line: {}", w.rank, w.reason);
   }
+}
+
+// The preemption protocol (design-notes "Preemption"): a preemptor P's
+// victims are marked stopping_for P and stopped once each for P; the GPUs
+// the scheduler chose for P are claimed for it from that pass until P starts,
+// leaves the queue, is held, or the scheduler drops the claim; no other job
+// starts on a claimed GPU (checked here as well as in the scheduler), so the
+// victims cannot come back onto the GPUs they were stopped to free.
+void JobService::ApplyDecisions(const sched::Decisions& decisions) {
+  for (sched::JobId p : decisions.dropped_claims) claims_.erase(p);
+  std::map<int, sched::JobId> claimed;  // GPU → the job it is claimed for
+  for (const auto& [p, gpus] : claims_) {
+    for (int g : gpus) claimed.emplace(g, p);
+  }
+  for (const auto& start : decisions.starts) {
+    auto it = jobs_.find(start.job);
+    if (it == jobs_.end() || it->second.job.state != JobState::kPending) continue;
+    auto taken = std::find_if(start.gpus.begin(), start.gpus.end(), [&](int g) {
+      auto c = claimed.find(g);
+      return c != claimed.end() && c->second != start.job;
+    });
+    if (taken != start.gpus.end()) {
+      it->second.job.reason = fmt::format("GPU {} is claimed for job {}", *taken, claimed.at(*taken));
+      continue;
+    }
+    claims_.erase(start.job);
+    Start(it->second, start.gpus);
+  }
+  for (const auto& p : decisions.preemptions) {
+    auto preemptor = jobs_.find(p.for_job);
+    if (preemptor == jobs_.end() || preemptor->second.job.state != JobState::kPending) continue;
+    // A preemption under way for P is not repeated while its victims stop.
+    if (claims_.count(p.for_job) && StoppingFor(p.for_job) > 0) continue;
+    std::vector<int> claim = p.gpus;
+    std::vector<sched::JobId> victims;
+    for (sched::JobId victim : p.victims) {
+      auto it = jobs_.find(victim);
+      if (it == jobs_.end()) continue;
+      Entry& v = it->second;
+      if (p.gpus.empty()) claim.insert(claim.end(), v.job.gpus.begin(), v.job.gpus.end());
+      // Stopped at most once for one preemptor, over all its attempts.
+      if (v.job.state != JobState::kRunning || v.preempted_for.count(p.for_job)) continue;
+      victims.push_back(victim);
+    }
+    std::sort(claim.begin(), claim.end());
+    claim.erase(std::unique(claim.begin(), claim.end()), claim.end());
+    claims_[p.for_job] = claim;
+    for (sched::JobId victim : victims) {
+      Entry& v = jobs_.at(victim);
+      Stop(v, StopIntent::kRequeue, fmt::format("preempted for job {}", p.for_job));
+      v.stopping_for = p.for_job;
+      v.preempted_for.insert(p.for_job);
+    }
+  }
+  // A claim whose victims are all gone and whose job did not start in this
+  // pass holds GPUs for nothing: dropped, the next pass decides afresh.
+  for (auto it = claims_.begin(); it != claims_.end();) {
+    auto job = jobs_.find(it->first);
+    const bool live = job != jobs_.end() && job->second.job.state == JobState::kPending;
+    const bool decided_now = std::any_of(decisions.preemptions.begin(), decisions.preemptions.end(),
+                                         [&](const sched::PreemptDecision& p) { return p.for_job == it->first; });
+    if (!live || (!decided_now && StoppingFor(it->first) == 0 && !ClaimStillFreeing(it->second))) {
+      it = claims_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+int JobService::StoppingFor(sched::JobId preemptor) const {
+  int n = 0;
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state == JobState::kStopping && e.stopping_for == preemptor) ++n;
+  }
+  return n;
+}
+
+bool JobService::ClaimStillFreeing(const std::vector<int>& gpus) const {
+  // Whether a GPU of the claim is still held by a job that is stopping.
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kStopping) continue;
+    for (int g : e.job.gpus) {
+      if (std::find(gpus.begin(), gpus.end(), g) != gpus.end()) return true;
+    }
+  }
+  return false;
 }
 
 exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
@@ -661,6 +739,7 @@ void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
         state == JobState::kFailed ? store::Severity::kWarning : store::Severity::kInfo, reason);
   if (listener_) listener_(job);
   AddFinishedListing(job, e.extras.prior_attempts);
+  claims_.erase(job.id);
   Erase(job.id);
   dirty_ = true;
 }
@@ -681,6 +760,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
   job.gpus.clear();
   job.reason = reason + "; will resume from its checkpoint";
   e.intent = StopIntent::kNone;
+  e.stopping_for = 0;
   e.shim_pid = 0;
   e.adopted = false;
   Touch(e);
@@ -879,6 +959,7 @@ void JobService::RestoreFromStore() {
     Entry e;
     (void)FromRecord(r, &e);  // an unreadable spec was failed at load already
     auto was = old.find(r.id);
+    if (was != old.end()) e.preempted_for = was->second.preempted_for;
     const bool holds = e.job.state == JobState::kRunning || e.job.state == JobState::kStopping;
     if (was != old.end() && holds && was->second.job.attempt == e.job.attempt) {
       // The same attempt in memory: what only memory knows about it stays.
@@ -889,6 +970,7 @@ void JobService::RestoreFromStore() {
       e.intent = e.job.state == JobState::kStopping ? (w.intent == StopIntent::kNone ? StopIntent::kRequeue : w.intent)
                                                     : StopIntent::kNone;
       e.stop_deadline = w.stop_deadline;
+      if (e.job.state == JobState::kStopping) e.stopping_for = w.stopping_for;
     } else if (e.job.state == JobState::kStopping) {
       e.intent = StopIntent::kRequeue;
     }

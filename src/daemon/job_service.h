@@ -166,6 +166,8 @@ class JobService : public TurnParticipant {
   void AfterCommit(bool committed) override;
 
   size_t unfinished() const { return jobs_.size(); }
+  // For tests and views: preemptor → the GPUs claimed for it.
+  const std::map<sched::JobId, std::vector<int>>& claims() const { return claims_; }
 
  private:
   enum class StopIntent { kNone, kCancel, kRequeue, kFault, kMemory };
@@ -179,11 +181,17 @@ class JobService : public TurnParticipant {
     bool adopted = false;      // running since before this daemon started
     SubmitExtras extras;
     TimeMs over_memory_since = 0;  // watchdog: first reading over the share
+    sched::JobId stopping_for = 0;  // the preemptor this attempt stops for
+    std::set<sched::JobId> preempted_for;  // every preemptor it was stopped for (never twice)
   };
 
   void Touch(Entry& e);  // marks the job's record for this turn's batch
   void Event(const sched::Job& job, const std::string& kind, store::Severity severity, const std::string& message);
   void Schedule();
+  void ApplyDecisions(const sched::Decisions& decisions);
+  // Jobs stopping now for `preemptor`.
+  int StoppingFor(sched::JobId preemptor) const;
+  bool ClaimStillFreeing(const std::vector<int>& gpus) const;
   void Start(Entry& e, const std::vector<int>& gpus);
   void Stop(Entry& e, StopIntent intent, const std::string& reason);
   void Finish(Entry& e, sched::JobState state, const std::string& reason);
@@ -239,6 +247,8 @@ class JobService : public TurnParticipant {
   std::map<std::string, double> gpu_seconds_done_;  // user → GPU-seconds of ended attempts
   std::optional<double> last_pass_seconds_;
   std::set<sched::JobId> touched_;
+  // Preemptor → the GPUs claimed for it (see ApplyDecisions).
+  std::map<sched::JobId, std::vector<int>> claims_;
   std::vector<std::function<void()>> after_commit_;
   // Exits delivered in this turn: a failed commit replays them onto the
   // restored queue (the executor reports each end once only).

@@ -159,5 +159,61 @@ TEST(QueueTest, OneRestartCounter) {
   EXPECT_EQ(q.executor().launches().size(), 3u);
 }
 
+// Preemption: 8 preemptible jobs fill 8 GPUs; an urgent 2-GPU job arrives.
+// Its victims are marked, stopped once, its GPUs claimed; no victim comes back
+// onto them; it starts as soon as they are free; every victim starts at most
+// twice however many passes run meanwhile.
+TEST(QueueTest, PreemptionStopsEachVictimOnceAndKeepsTheClaim) {
+  QueueHarness q(8);
+  auto low = q.jobs().SubmitArray(Spec(1, {{"priority", -10}, {"preemptible", true}}), 8, q.User("bob", 1001));
+  ASSERT_TRUE(low.ok());
+  q.Settle();
+  ASSERT_EQ(q.executor().launches().size(), 8u);
+  q.clock().Advance(60 * kSecondMs);
+  auto high = q.jobs().Submit(Spec(2, {{"priority", 50}}), q.User());
+  ASSERT_TRUE(high.ok());
+  for (int i = 0; i < 5; ++i) {  // passes while the victims take their time
+    q.Settle();
+    q.jobs().OnRound();
+    q.clock().Advance(kSecondMs);
+  }
+  auto signals = q.executor().signals();
+  ASSERT_EQ(signals.size(), 2u);
+  ASSERT_TRUE(q.jobs().claims().count(*high));
+  std::vector<int> claim = q.jobs().claims().at(*high);
+  EXPECT_EQ(claim.size(), 2u);
+  for (const auto& sig : signals) {
+    EXPECT_EQ(sig.signal, SIGTERM);
+    json v = q.Show(sig.job_id);
+    EXPECT_EQ(v["state"], "stopping");
+    EXPECT_EQ(v["reason"], "preempted for job " + std::to_string(*high));
+  }
+  // The first victim ends: its GPU stays claimed, nobody starts on it.
+  ASSERT_TRUE(q.executor().Exit(signals[0].job_id, 1, How::kStopped, 0));
+  for (int i = 0; i < 3; ++i) {
+    q.Settle();
+    q.jobs().OnRound();
+  }
+  EXPECT_EQ(q.executor().launches().size(), 8u);
+  EXPECT_EQ(q.StateOf(*high), "pending");
+  // The second ends: the preemptor starts at once, on the claimed GPUs.
+  ASSERT_TRUE(q.executor().Exit(signals[1].job_id, 1, How::kStopped, 0));
+  q.Settle();
+  EXPECT_EQ(q.StateOf(*high), "running");
+  std::vector<int> got = q.Show(*high)["assigned_gpus"];
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, claim);
+  EXPECT_FALSE(q.jobs().claims().count(*high));
+  for (int i = 0; i < 10; ++i) {
+    q.Settle();
+    q.jobs().OnRound();
+    q.clock().Advance(10 * kSecondMs);
+  }
+  EXPECT_EQ(q.executor().signals().size(), 2u);
+  std::map<int64_t, int> starts;
+  for (const auto& l : q.executor().launches()) ++starts[l.job_id];
+  for (auto [id, n] : starts) EXPECT_LE(n, 2) << "job " << id;
+}
+
 }  // namespace
 }  // namespace gpuherd::daemon

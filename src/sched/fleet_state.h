@@ -46,6 +46,8 @@ struct FleetState {
   // topology[i][j] for gpus[i] and gpus[j] (positions, not GpuState::index).
   // May be empty; the groups above then stand in for it.
   std::vector<std::vector<gpu::Link>> topology;
+  int host_cpus = 0;            // the machine's CPUs for jobs; 0 = unknown
+  uint64_t host_mem_bytes = 0;  // the machine's memory for jobs; 0 = unknown
 
   // How gpus[a] reaches gpus[b]: from the matrix where there is one, else
   // from the groups and NUMA nodes.
@@ -69,6 +71,7 @@ struct RunningJob {
   std::vector<int> gpus;          // GpuState::index values
   bool stopping = false;          // signalled; its GPUs free up by stop_deadline
   TimeMs stop_deadline = 0;
+  JobId stopping_for = 0;         // the preemptor it was stopped for; 0 = none
 
   // When its GPUs are expected back: the time limit, or the stop deadline;
   // std::nullopt when it has no time limit.

@@ -59,6 +59,9 @@ struct PendingJob {
   JobId blocking_dep = 0;                          // the first unfinished or failed one
   JobState blocking_dep_state = JobState::kPending;
   double user_gpu_hours = 0;  // the user's GPU-hours within weights.fair_window
+  // GPUs kept for this job from the pass that preempted for it until it
+  // starts (or the claim is dropped): no other job may take them.
+  std::vector<int> claimed_gpus;
 };
 
 struct StartDecision {
@@ -69,6 +72,7 @@ struct StartDecision {
 struct PreemptDecision {
   std::vector<JobId> victims;  // signal each with its checkpoint grace, then requeue
   JobId for_job = 0;
+  std::vector<int> gpus;       // the GPUs for_job will take: its claim
 };
 
 struct PendingReason {
@@ -82,6 +86,7 @@ struct Decisions {
   std::vector<StartDecision> starts;
   std::vector<PreemptDecision> preemptions;
   std::vector<PendingReason> waiting;  // every pending job that does not start, in rank order
+  std::vector<JobId> dropped_claims;   // pending jobs whose claimed_gpus no longer hold
 };
 
 Decisions Schedule(const FleetState& fleet, const std::vector<PendingJob>& pending,
