@@ -29,6 +29,10 @@ namespace fs = std::filesystem;
 constexpr int64_t kLogChunkBytes = 256 * 1024;
 // How many finished jobs `ps --all` lists: the most recent.
 constexpr size_t kMaxListedFinished = 100000;
+// The most pending jobs one scheduling pass ranks (see Schedule).
+constexpr size_t kMaxPassJobs = 2000;
+// A pass at least this often while jobs wait: aging and fair share move.
+constexpr DurationMs kAgingPass = 30 * kSecondMs;
 
 std::vector<int> ParseCpuList(const std::string& list) {
   std::vector<int> cpus;
@@ -201,6 +205,7 @@ void JobService::Erase(sched::JobId id) {
 
 void JobService::Touch(Entry& e) {
   touched_.insert(e.job.id);
+  e.listed.reset();
   dirty_ = true;
 }
 
@@ -430,9 +435,31 @@ void JobService::Schedule() {
   std::map<std::string, double> hours;  // per user, computed once per pass
   // Cancelled after the loop: Finish erases the job from jobs_.
   std::vector<sched::JobId> dependency_failed;
+  // The work of one pass is bounded: at most kMaxPassJobs pending jobs are
+  // ranked, the first by (priority, submission, id) and every claimant; the
+  // others wait their turn with the reason they had.
+  std::vector<Entry*> candidates;
   for (auto& [id, e] : jobs_) {
+    if (e.job.state == JobState::kPending) candidates.push_back(&e);
+  }
+  if (candidates.size() > kMaxPassJobs) {
+    auto before = [&](const Entry* a, const Entry* b) {
+      const bool ca = claims_.count(a->job.id) > 0, cb = claims_.count(b->job.id) > 0;
+      if (ca != cb) return ca;
+      if (a->job.spec.priority != b->job.spec.priority) return a->job.spec.priority > b->job.spec.priority;
+      if (a->job.submitted != b->job.submitted) return a->job.submitted < b->job.submitted;
+      return a->job.id < b->job.id;
+    };
+    std::nth_element(candidates.begin(), candidates.begin() + kMaxPassJobs, candidates.end(), before);
+    for (auto it = candidates.begin() + kMaxPassJobs; it != candidates.end(); ++it) {
+      if ((*it)->job.reason.empty()) SetReason(**it, fmt::format("waiting: more than {} jobs in line", kMaxPassJobs));
+    }
+    candidates.resize(kMaxPassJobs);
+  }
+  for (Entry* entry : candidates) {
+    Entry& e = *entry;
+    const sched::JobId id = e.job.id;
     const sched::Job& job = e.job;
-    if (job.state != JobState::kPending) continue;
     sched::PendingJob p;
     p.id = id;
     p.spec = job.spec;
@@ -487,8 +514,42 @@ void JobService::Schedule() {
   for (const auto& w : decisions.waiting) {
     auto it = jobs_.find(w.job);
     // Shown live; stored with the job's next change.
-    if (it != jobs_.end()) it->second.job.reason = fmt::format("#{} in line: {}", w.rank, w.reason);
+    if (it != jobs_.end()) SetReason(it->second, fmt::format("#{} in line: {}", w.rank, w.reason));
   }
+}
+
+void JobService::SetReason(Entry& e, std::string reason) {
+  if (e.job.reason == reason) return;
+  e.job.reason = std::move(reason);
+  e.listed.reset();
+}
+
+TimeMs JobService::NextDue(TimeMs now) const {
+  // When a running job's GPUs are expected back (its time limit or its stop
+  // deadline): a reservation may come due then, and backfill changes.
+  TimeMs due = now + kAgingPass;
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state == JobState::kStopping && e.stop_deadline > now) due = std::min(due, e.stop_deadline);
+    if (e.job.state == JobState::kRunning && e.job.spec.time_limit > 0) {
+      TimeMs end = e.job.started + e.job.spec.time_limit;
+      if (end > now) due = std::min(due, end);
+    }
+  }
+  return due;
+}
+
+std::string JobService::GpuSignature() const {
+  // What of the GPUs' live state the scheduler obeys, beyond drains (which
+  // mark the queue dirty themselves): lost, throttling, health.
+  sched::FleetState view = pool_.View(static_fleet_);
+  std::string sig;
+  for (const auto& g : view.gpus) {
+    sig += g.lost ? 'L' : '-';
+    sig += g.thermal_throttling ? 'T' : '-';
+    sig += g.healthy ? 'h' : 'u';
+    sig += g.drained ? 'd' : '-';
+  }
+  return sig;
 }
 
 // The preemption protocol (design-notes "Preemption"): a preemptor P's
@@ -511,7 +572,7 @@ void JobService::ApplyDecisions(const sched::Decisions& decisions) {
       return c != claimed.end() && c->second != start.job;
     });
     if (taken != start.gpus.end()) {
-      it->second.job.reason = fmt::format("GPU {} is claimed for job {}", *taken, claimed.at(*taken));
+      SetReason(it->second, fmt::format("GPU {} is claimed for job {}", *taken, claimed.at(*taken)));
       continue;
     }
     claims_.erase(start.job);
@@ -913,7 +974,12 @@ void JobService::OnRound() {
       Stop(e, StopIntent::kMemory, what + " for " + FormatDuration(now - e.over_memory_since));
     }
   }
-  dirty_ = true;  // aging and temperatures change what may start
+  // A deep queue costs nothing while nothing changes: a pass only when a
+  // GPU's state changed, a running job's GPUs come due (reservations,
+  // stops), or aging and fair share have moved for kAgingPass.
+  std::string sig = GpuSignature();
+  if (sig != gpu_signature_ || now >= next_due_) dirty_ = true;
+  gpu_signature_ = std::move(sig);
 }
 
 void JobService::EndOfTurn() {
@@ -921,6 +987,7 @@ void JobService::EndOfTurn() {
     dirty_ = false;
     auto started = std::chrono::steady_clock::now();
     Schedule();
+    next_due_ = NextDue(state_->clock->Now());
     last_pass_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
   for (sched::JobId id : touched_) {
@@ -1082,7 +1149,11 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
     }
     if (!first) out += ',';
     first = false;
-    out += ToJson(e.job, now, e.extras.prior_attempts).dump(-1, ' ', false, json::error_handler_t::replace);
+    // Serialized once per change (Touch, SetReason), spliced around "now".
+    if (!e.listed) e.listed = Listed(e.job, e.extras.prior_attempts);
+    out += e.listed->head;
+    out += now_text;
+    out += e.listed->tail;
   };
   auto add_finished = [&](const ListedJob& f) {
     if ((!user.empty() && f.user != user) || (!state.empty() && f.state != state)) return;

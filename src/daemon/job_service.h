@@ -171,6 +171,11 @@ class JobService : public TurnParticipant {
 
  private:
   enum class StopIntent { kNone, kCancel, kRequeue, kFault, kMemory };
+  // A job's listing, serialized around the value of its "now" field.
+  struct ListedJob {
+    std::string user, state;
+    std::string head, tail;  // head + now + tail is the job's JSON
+  };
   struct Entry {
     sched::Job job;
     nlohmann::json spec_body;  // the spec as submitted: what is stored and reloaded
@@ -183,12 +188,19 @@ class JobService : public TurnParticipant {
     TimeMs over_memory_since = 0;  // watchdog: first reading over the share
     sched::JobId stopping_for = 0;  // the preemptor this attempt stops for
     std::set<sched::JobId> preempted_for;  // every preemptor it was stopped for (never twice)
+    // Its listing while unchanged; reset by Touch and SetReason.
+    mutable std::optional<ListedJob> listed;
   };
 
   void Touch(Entry& e);  // marks the job's record for this turn's batch
   void Event(const sched::Job& job, const std::string& kind, store::Severity severity, const std::string& message);
   void Schedule();
   void ApplyDecisions(const sched::Decisions& decisions);
+  // Changes a reason shown live (not stored until the job's next change).
+  void SetReason(Entry& e, std::string reason);
+  // The next time a pass is due without any other change.
+  TimeMs NextDue(TimeMs now) const;
+  std::string GpuSignature() const;
   // Jobs stopping now for `preemptor`.
   int StoppingFor(sched::JobId preemptor) const;
   bool ClaimStillFreeing(const std::vector<int>& gpus) const;
@@ -209,11 +221,6 @@ class JobService : public TurnParticipant {
   Status FromRecord(const store::JobRecord& record, Entry* e) const;
   // `prior_attempts`: SubmitExtras::prior_attempts of the job.
   nlohmann::json ToJson(const sched::Job& job, TimeMs now, int prior_attempts) const;
-  // A finished job's listing, serialized around the value of its "now" field.
-  struct ListedJob {
-    std::string user, state;
-    std::string head, tail;  // head + now + tail is the job's JSON
-  };
   ListedJob Listed(const sched::Job& job, int prior_attempts) const;
   // After a failed commit: the unfinished jobs as the store has them, keeping
   // what only memory knows of attempts that the store also calls running.
@@ -254,6 +261,8 @@ class JobService : public TurnParticipant {
   // restored queue (the executor reports each end once only).
   std::vector<exec::ExitRecord> exits_this_turn_;
   bool dirty_ = true;  // something changed that may let a job start
+  TimeMs next_due_ = 0;        // see NextDue
+  std::string gpu_signature_;  // see GpuSignature
   PostToLoop post_;
   std::function<void(const sched::Job&)> listener_;
   std::function<void(const std::vector<JobLoad>&)> load_listener_;
