@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
+#include "http/client.h"
 #include "core/state_dir.h"
 #include "core/status.h"
 
@@ -25,10 +25,10 @@ class DaemonClient {
   Result<nlohmann::json> Post(const std::string& target, const nlohmann::json& body);
 
  private:
-  Result<nlohmann::json> Decode(const Result<ClientResponse>& response, const std::string& target);
+  Result<nlohmann::json> Decode(const Result<http::ClientResponse>& response, const std::string& target);
 
   StateDir dir_;
-  HttpClient http_;
+  http::Client http_;
 };
 
 }  // namespace gpuherd::cli

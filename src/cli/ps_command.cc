@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
-#include "cli/http_client.h"
+#include "http/client.h"
 #include "cli/job_format.h"
 #include "cli/table.h"
 
@@ -50,9 +50,9 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     std::string target = std::string("/v1/jobs?all=") + (f->all ? "1" : "0");
     if (!f->user.empty()) target += "&user=" + f->user;
     if (!f->state.empty()) target += "&state=" + f->state;
-    auto response = HttpClient(HttpEndpoint{ctx->dir().socket_path()}).Request("GET", target);
+    auto response = http::Client(http::Endpoint{ctx->dir().socket_path()}).Request("GET", target);
     if (!response.ok()) return ctx->Fail(response.status());
-    if (response->status < 200 || response->status >= 300) return ctx->Fail(StatusFromResponse(*response));
+    if (response->status < 200 || response->status >= 300) return ctx->Fail(http::StatusFromResponse(*response));
     if (f->json) {
       if (std::string_view jobs = JobsArrayText(response->body); !jobs.empty()) {
         std::fwrite(jobs.data(), 1, jobs.size(), stdout);

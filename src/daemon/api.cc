@@ -18,12 +18,12 @@ using nlohmann::json;
 // GET /v1/burnin/runs?gpu=&model=&limit=&latest=1. `find_gpu` gives the
 // fleet index of an index or UUID (-1 when not in the fleet); GPUs tested
 // outside the fleet (a simulated one) are found among the stored runs.
-HttpResponse ListBurnInRuns(DaemonState& state, const HttpRequest& request,
+http::Response ListBurnInRuns(DaemonState& state, const http::Request& request,
                             const std::function<int(const std::string&)>& find_gpu) {
   int64_t limit = 20;
   std::string error;
-  if (!QueryInt(request, "limit", &limit, &error)) return HttpErrorResponse(400, error);
-  if (limit < 1 || limit > 10000) return HttpErrorResponse(400, "limit must be between 1 and 10000");
+  if (!QueryInt(request, "limit", &limit, &error)) return http::ErrorResponse(400, error);
+  if (limit < 1 || limit > 10000) return http::ErrorResponse(400, "limit must be between 1 and 10000");
   store::BurnInFilter filter;
   filter.limit = static_cast<int>(limit);
   if (auto it = request.query.find("gpu"); it != request.query.end()) {
@@ -47,7 +47,7 @@ HttpResponse ListBurnInRuns(DaemonState& state, const HttpRequest& request,
     if (only_latest && !filter.gpu_name.empty() && row.gpu_name != filter.gpu_name) continue;
     json run = json::parse(row.json, nullptr, /*allow_exceptions=*/false);
     if (!run.is_object()) {
-      return HttpErrorResponse(500, "stored burn-in run " + std::to_string(row.id) + " is not a JSON object");
+      return http::ErrorResponse(500, "stored burn-in run " + std::to_string(row.id) + " is not a JSON object");
     }
     run["id"] = row.id;  // assigned by the store after the record was written
     runs.push_back(std::move(run));
@@ -57,22 +57,22 @@ HttpResponse ListBurnInRuns(DaemonState& state, const HttpRequest& request,
 
 // POST /v1/burnin/runs {"runs": [...]}: runs made outside the daemon (the
 // CLI's --direct mode) recorded in the daemon's store, with their events.
-HttpResponse RecordBurnInRuns(DaemonState& state, JobService* jobs, const HttpRequest& request, const Caller& caller) {
+http::Response RecordBurnInRuns(DaemonState& state, JobService* jobs, const http::Request& request, const Caller& caller) {
   // A verdict keeps a GPU away from work, so only an admin may record one.
   if (!caller.admin) {
-    return HttpErrorResponse(403, "only an admin (root, the daemon's user or the admin group) may record "
+    return http::ErrorResponse(403, "only an admin (root, the daemon's user or the admin group) may record "
                                   "burn-in results: they decide which GPUs get work");
   }
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object() || !body.contains("runs") || !body["runs"].is_array()) {
-    return HttpErrorResponse(400, "body must be a JSON object {\"runs\": [...]} of burn-in records "
+    return http::ErrorResponse(400, "body must be a JSON object {\"runs\": [...]} of burn-in records "
                                   "(as `gpuherd burnin --json` prints them)");
   }
   std::vector<burnin::BurnInRun> runs;
   for (size_t i = 0; i < body["runs"].size(); ++i) {
     auto run = burnin::BurnInRunFromJson(body["runs"][i]);
     Status valid = run.ok() ? ValidateForStore(*run) : run.status();
-    if (!valid.ok()) return HttpErrorResponse(400, "run " + std::to_string(i) + ": " + valid.message());
+    if (!valid.ok()) return http::ErrorResponse(400, "run " + std::to_string(i) + ": " + valid.message());
     run->id = 0;  // the store assigns it
     runs.push_back(std::move(*run));
   }
@@ -102,7 +102,7 @@ std::vector<std::string> SplitPath(const std::string& path) {
 }
 
 // Parses an integer query parameter; false (and `error`) when malformed.
-bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out, std::string* error) {
+bool QueryInt(const http::Request& request, const std::string& name, int64_t* out, std::string* error) {
   auto it = request.query.find(name);
   if (it == request.query.end()) return true;
   const std::string& text = it->second;
@@ -114,44 +114,44 @@ bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out,
   return true;
 }
 
-HttpResponse JsonResponse(const json& body, int status) {
-  HttpResponse response;
+http::Response JsonResponse(const json& body, int status) {
+  http::Response response;
   response.status = status;
   // Job logs may hold bytes that are not UTF-8; they are replaced, not fatal.
   response.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return response;
 }
 
-HttpResponse StatusResponse(const Status& s) {
+http::Response StatusResponse(const Status& s) {
   switch (s.code()) {
     case Code::kOk: return JsonResponse(json::object());
-    case Code::kInvalidArgument: return HttpErrorResponse(400, s.message());
-    case Code::kUnauthenticated: return HttpErrorResponse(401, s.message());
-    case Code::kPermissionDenied: return HttpErrorResponse(403, s.message());
-    case Code::kNotFound: return HttpErrorResponse(404, s.message());
-    case Code::kAlreadyExists: return HttpErrorResponse(409, s.message());
-    case Code::kFailedPrecondition: return HttpErrorResponse(412, s.message());
-    case Code::kResourceExhausted: return HttpErrorResponse(429, s.message());
-    case Code::kUnavailable: return HttpErrorResponse(503, s.message());
-    default: return HttpErrorResponse(500, s.message());
+    case Code::kInvalidArgument: return http::ErrorResponse(400, s.message());
+    case Code::kUnauthenticated: return http::ErrorResponse(401, s.message());
+    case Code::kPermissionDenied: return http::ErrorResponse(403, s.message());
+    case Code::kNotFound: return http::ErrorResponse(404, s.message());
+    case Code::kAlreadyExists: return http::ErrorResponse(409, s.message());
+    case Code::kFailedPrecondition: return http::ErrorResponse(412, s.message());
+    case Code::kResourceExhausted: return http::ErrorResponse(429, s.message());
+    case Code::kUnavailable: return http::ErrorResponse(503, s.message());
+    default: return http::ErrorResponse(500, s.message());
   }
 }
 
-bool IsMutation(const HttpRequest& request) {
+bool IsMutation(const http::Request& request) {
   return request.method != "GET" && request.method != "HEAD";
 }
 
-HttpResponse Api::Handle(const HttpRequest& request, const Caller& caller) {
+http::Response Api::Handle(const http::Request& request, const Caller& caller) {
   std::vector<std::string> parts = SplitPath(request.path);
   if (request.path == "/metrics" && metrics_) {
-    if (request.method != "GET" && request.method != "HEAD") return HttpErrorResponse(405, "use GET for /metrics");
-    HttpResponse response;
+    if (request.method != "GET" && request.method != "HEAD") return http::ErrorResponse(405, "use GET for /metrics");
+    http::Response response;
     response.content_type = telemetry::kMetricsContentType;
     response.body = metrics_->Render();
     return response;
   }
   if (parts.empty() || parts[0] != "v1") {
-    return HttpErrorResponse(404, "no such endpoint " + request.path + "; the API lives under /v1 (try /v1/health)");
+    return http::ErrorResponse(404, "no such endpoint " + request.path + "; the API lives under /v1 (try /v1/health)");
   }
   const std::string& method = request.method;
   auto route = [&](size_t n, const char* a = nullptr, const char* b = nullptr) {
@@ -161,55 +161,55 @@ HttpResponse Api::Handle(const HttpRequest& request, const Caller& caller) {
     return true;
   };
   bool get = method == "GET" || method == "HEAD";
-  if (route(2, "health")) return get ? Health() : HttpErrorResponse(405, "use GET for /v1/health");
-  if (route(2, "version")) return get ? Version() : HttpErrorResponse(405, "use GET for /v1/version");
-  if (route(2, "gpus")) return get ? Gpus() : HttpErrorResponse(405, "use GET for /v1/gpus");
-  if (route(3, "gpus")) return get ? Gpu(parts[2]) : HttpErrorResponse(405, "use GET for /v1/gpus/{id}");
+  if (route(2, "health")) return get ? Health() : http::ErrorResponse(405, "use GET for /v1/health");
+  if (route(2, "version")) return get ? Version() : http::ErrorResponse(405, "use GET for /v1/version");
+  if (route(2, "gpus")) return get ? Gpus() : http::ErrorResponse(405, "use GET for /v1/gpus");
+  if (route(3, "gpus")) return get ? Gpu(parts[2]) : http::ErrorResponse(405, "use GET for /v1/gpus/{id}");
   if (route(4, "gpus", "samples")) {
-    return get ? Samples(parts[2], request) : HttpErrorResponse(405, "use GET for samples");
+    return get ? Samples(parts[2], request) : http::ErrorResponse(405, "use GET for samples");
   }
   if (route(4, "gpus", "rollups")) {
-    return get ? Rollups(parts[2], request) : HttpErrorResponse(405, "use GET for rollups");
+    return get ? Rollups(parts[2], request) : http::ErrorResponse(405, "use GET for rollups");
   }
   if (route(2, "events")) {
     if (get) return Events(request);
     if (method == "POST") return AddEvent(request);
-    return HttpErrorResponse(405, "use GET or POST for /v1/events");
+    return http::ErrorResponse(405, "use GET or POST for /v1/events");
   }
   if (route(2, "shutdown")) {
-    return method == "POST" ? Shutdown(caller) : HttpErrorResponse(405, "use POST for /v1/shutdown");
+    return method == "POST" ? Shutdown(caller) : http::ErrorResponse(405, "use POST for /v1/shutdown");
   }
   if (parts.size() >= 2 && parts[1] == "jobs") return Jobs(parts, request, caller);
   if (parts.size() >= 2 && parts[1] == "pipelines" && pipelines_) return Pipelines(parts, request, caller);
   if (route(4, "gpus", "drain") || route(4, "gpus", "undrain")) {
-    if (method != "POST") return HttpErrorResponse(405, "use POST to drain or undrain");
+    if (method != "POST") return http::ErrorResponse(405, "use POST to drain or undrain");
     return DrainGpu(parts[2], parts[3] == "drain", request, caller);
   }
   if (route(2, "alerts") && alerts_) {
-    if (!get) return HttpErrorResponse(405, "use GET for /v1/alerts");
+    if (!get) return http::ErrorResponse(405, "use GET for /v1/alerts");
     auto all = request.query.find("all");
     auto list = alerts_->ListJson(all != request.query.end() && (all->second == "1" || all->second == "true"));
     return list.ok() ? JsonResponse(*list) : StatusResponse(list.status());
   }
   if (route(2, "burnin") && burnin_launcher_) {
-    return method == "POST" ? StartBurnIn(request, caller) : HttpErrorResponse(405, "use POST to start a burn-in");
+    return method == "POST" ? StartBurnIn(request, caller) : http::ErrorResponse(405, "use POST to start a burn-in");
   }
   if (route(3, "burnin") && parts[2] == "runs") {
     if (get) return ListBurnInRuns(*state_, request, [this](const std::string& id) { return FindGpu(id); });
     if (method == "POST") return RecordBurnInRuns(*state_, jobs_, request, caller);
-    return HttpErrorResponse(405, "use GET or POST for /v1/burnin/runs");
+    return http::ErrorResponse(405, "use GET or POST for /v1/burnin/runs");
   }
-  return HttpErrorResponse(404, "no such endpoint " + request.path);
+  return http::ErrorResponse(404, "no such endpoint " + request.path);
 }
 
-HttpResponse Api::StartBurnIn(const HttpRequest& request, const Caller& caller) {
+http::Response Api::StartBurnIn(const http::Request& request, const Caller& caller) {
   // It takes GPUs away from everyone's work for its duration.
   if (!caller.admin) {
-    return HttpErrorResponse(403, "only an admin (root, the daemon's user or the admin group) may start a burn-in: "
+    return http::ErrorResponse(403, "only an admin (root, the daemon's user or the admin group) may start a burn-in: "
                                   "it takes the GPUs from everyone's jobs while it runs");
   }
   json body = json::parse(request.body.empty() ? "{}" : request.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return HttpErrorResponse(400, "the body must be JSON, like {\"level\": 1, \"gpus\": \"all\"}");
+  if (body.is_discarded()) return http::ErrorResponse(400, "the body must be JSON, like {\"level\": 1, \"gpus\": \"all\"}");
   auto job = PlanBurnInJob(body, state_->fleet, *burnin_launcher_);
   if (!job.ok()) return StatusResponse(job.status());
   auto id = jobs_->Submit(job->spec, caller, job->extras);
@@ -219,7 +219,7 @@ HttpResponse Api::StartBurnIn(const HttpRequest& request, const Caller& caller) 
   return JsonResponse({{"id", *id}, {"gpus", gpus}, {"name", job->spec["name"]}}, 201);
 }
 
-HttpResponse Api::Health() {
+http::Response Api::Health() {
   int lost = 0;
   for (size_t i = 0; i < state_->fleet.gpus.size(); ++i) {
     if (state_->View(static_cast<int>(i)).state != "ok") ++lost;
@@ -236,14 +236,14 @@ HttpResponse Api::Health() {
                        {"last_round_us", state_->last_round_took}});
 }
 
-HttpResponse Api::Version() {
+http::Response Api::Version() {
   return JsonResponse({{"version", kVersion},
                        {"api", "v1"},
                        {"schema_version", state_->store->schema_version()},
                        {"driver", state_->fleet.driver_name}});
 }
 
-HttpResponse Api::Gpus() {
+http::Response Api::Gpus() {
   json fleet = FleetJson(state_->Fleet());
   for (auto& g : fleet["gpus"]) {
     MarkDrained(g);
@@ -273,80 +273,80 @@ int Api::FindGpu(const std::string& id) const {
   return -1;
 }
 
-HttpResponse Api::Gpu(const std::string& id) {
+http::Response Api::Gpu(const std::string& id) {
   int i = FindGpu(id);
-  if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "' (give an index or a UUID; GET /v1/gpus lists them)");
+  if (i < 0) return http::ErrorResponse(404, "no GPU '" + id + "' (give an index or a UUID; GET /v1/gpus lists them)");
   json gpu = GpuJson(state_->fleet.gpus[i], state_->View(i));
   MarkDrained(gpu);
   MarkRisk(gpu);
   return JsonResponse(gpu);
 }
 
-HttpResponse Api::Samples(const std::string& id, const HttpRequest& request) {
+http::Response Api::Samples(const std::string& id, const http::Request& request) {
   int i = FindGpu(id);
-  if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "'");
+  if (i < 0) return http::ErrorResponse(404, "no GPU '" + id + "'");
   int64_t n = 60;
   std::string error;
-  if (!QueryInt(request, "n", &n, &error)) return HttpErrorResponse(400, error);
-  if (n < 1) return HttpErrorResponse(400, "n must be at least 1");
+  if (!QueryInt(request, "n", &n, &error)) return http::ErrorResponse(400, error);
+  if (n < 1) return http::ErrorResponse(400, "n must be at least 1");
   json samples = state_->telemetry->Recent(i, static_cast<size_t>(n));
   return JsonResponse({{"uuid", state_->fleet.gpus[i].uuid}, {"samples", samples}});
 }
 
-HttpResponse Api::Rollups(const std::string& id, const HttpRequest& request) {
+http::Response Api::Rollups(const std::string& id, const http::Request& request) {
   int i = FindGpu(id);
-  if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "'");
+  if (i < 0) return http::ErrorResponse(404, "no GPU '" + id + "'");
   int64_t from = 0, to = INT64_MAX, limit = 1440;
   std::string error;
   if (!QueryInt(request, "from", &from, &error) || !QueryInt(request, "to", &to, &error) ||
       !QueryInt(request, "limit", &limit, &error)) {
-    return HttpErrorResponse(400, error);
+    return http::ErrorResponse(400, error);
   }
-  if (limit < 1 || limit > 100000) return HttpErrorResponse(400, "limit must be between 1 and 100000");
+  if (limit < 1 || limit > 100000) return http::ErrorResponse(400, "limit must be between 1 and 100000");
   auto rows = state_->store->QueryRollups(state_->fleet.gpus[i].uuid, from, to, static_cast<int>(limit));
-  if (!rows.ok()) return HttpErrorResponse(500, rows.status().ToString());
+  if (!rows.ok()) return http::ErrorResponse(500, rows.status().ToString());
   json out = json::array();
   for (const auto& r : *rows) out.push_back(RollupJson(r));
   return JsonResponse({{"uuid", state_->fleet.gpus[i].uuid}, {"rollups", out}});
 }
 
-HttpResponse Api::Events(const HttpRequest& request) {
+http::Response Api::Events(const http::Request& request) {
   store::EventFilter filter;
   int64_t after = 0, since = 0, limit = 100;
   std::string error;
   if (!QueryInt(request, "after", &after, &error) || !QueryInt(request, "since", &since, &error) ||
       !QueryInt(request, "limit", &limit, &error)) {
-    return HttpErrorResponse(400, error);
+    return http::ErrorResponse(400, error);
   }
-  if (limit < 1 || limit > 100000) return HttpErrorResponse(400, "limit must be between 1 and 100000");
+  if (limit < 1 || limit > 100000) return http::ErrorResponse(400, "limit must be between 1 and 100000");
   filter.after_id = after;
   filter.since = since;
   filter.limit = static_cast<int>(limit);
   if (auto it = request.query.find("kind"); it != request.query.end()) filter.kind_prefix = it->second;
   if (auto it = request.query.find("gpu"); it != request.query.end()) {
     int i = FindGpu(it->second);
-    if (i < 0) return HttpErrorResponse(404, "no GPU '" + it->second + "'");
+    if (i < 0) return http::ErrorResponse(404, "no GPU '" + it->second + "'");
     filter.gpu_uuid = state_->fleet.gpus[i].uuid;
   }
   auto events = state_->store->ListEvents(filter);
-  if (!events.ok()) return HttpErrorResponse(500, events.status().ToString());
+  if (!events.ok()) return http::ErrorResponse(500, events.status().ToString());
   json out = json::array();
   for (const auto& e : *events) out.push_back(EventJson(e));
   return JsonResponse({{"events", out}});
 }
 
-HttpResponse Api::AddEvent(const HttpRequest& request) {
+http::Response Api::AddEvent(const http::Request& request) {
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object()) {
-    return HttpErrorResponse(400, "body must be a JSON object like {\"message\": \"replaced the fan of GPU 3\"}");
+    return http::ErrorResponse(400, "body must be a JSON object like {\"message\": \"replaced the fan of GPU 3\"}");
   }
   for (const auto& [key, value] : body.items()) {
     if (key != "message" && key != "gpu" && key != "severity") {
-      return HttpErrorResponse(400, "unknown field '" + key + "'; allowed: message, gpu, severity");
+      return http::ErrorResponse(400, "unknown field '" + key + "'; allowed: message, gpu, severity");
     }
   }
   if (!body.contains("message") || !body["message"].is_string() || body["message"].get<std::string>().empty()) {
-    return HttpErrorResponse(400, "field 'message' (a non-empty string) is required");
+    return http::ErrorResponse(400, "field 'message' (a non-empty string) is required");
   }
   store::EventRecord event;
   event.time = state_->clock->Now();
@@ -355,26 +355,26 @@ HttpResponse Api::AddEvent(const HttpRequest& request) {
   if (body.contains("severity")) {
     auto severity = body["severity"].is_string() ? store::ParseSeverity(body["severity"].get<std::string>())
                                                  : std::nullopt;
-    if (!severity) return HttpErrorResponse(400, "severity must be one of info, warning, critical");
+    if (!severity) return http::ErrorResponse(400, "severity must be one of info, warning, critical");
     event.severity = *severity;
   }
   if (body.contains("gpu")) {
     std::string id = body["gpu"].is_string() ? body["gpu"].get<std::string>() : body["gpu"].dump();
     int i = FindGpu(id);
-    if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "'");
+    if (i < 0) return http::ErrorResponse(404, "no GPU '" + id + "'");
     event.gpu_uuid = state_->fleet.gpus[i].uuid;
   }
   state_->batch.events.push_back(event);
   return JsonResponse({{"recorded", true}}, 201);
 }
 
-HttpResponse Api::Shutdown(const Caller& caller) {
-  if (!caller.admin) return HttpErrorResponse(403, "only an admin (root or the daemon's user) may stop the daemon");
+http::Response Api::Shutdown(const Caller& caller) {
+  if (!caller.admin) return http::ErrorResponse(403, "only an admin (root or the daemon's user) may stop the daemon");
   request_stop_();
   return JsonResponse({{"stopping", true}}, 202);
 }
 
-HttpResponse Api::Jobs(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller) {
+http::Response Api::Jobs(const std::vector<std::string>& parts, const http::Request& request, const Caller& caller) {
   const std::string& method = request.method;
   bool get = method == "GET" || method == "HEAD";
   if (parts.size() == 2) {
@@ -384,23 +384,23 @@ HttpResponse Api::Jobs(const std::vector<std::string>& parts, const HttpRequest&
         return it == request.query.end() ? std::string() : it->second;
       };
       if (!q("state").empty() && !sched::ParseJobState(q("state"))) {
-        return HttpErrorResponse(400, "unknown state '" + q("state") +
+        return http::ErrorResponse(400, "unknown state '" + q("state") +
                                           "'; use pending, held, running, stopping, completed, failed or cancelled");
       }
       bool all = q("all") == "1" || q("all") == "true";
-      HttpResponse response;
+      http::Response response;
       response.body = jobs_->ListBody(all, q("user"), q("state"));
       return response;
     }
-    if (method != "POST") return HttpErrorResponse(405, "use GET or POST for /v1/jobs");
+    if (method != "POST") return http::ErrorResponse(405, "use GET or POST for /v1/jobs");
     json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded() || !body.is_object()) {
-      return HttpErrorResponse(400, "body must be a job spec, a JSON object like {\"command\": [\"python3\", \"train.py\"], \"gpus\": 1}");
+      return http::ErrorResponse(400, "body must be a job spec, a JSON object like {\"command\": [\"python3\", \"train.py\"], \"gpus\": 1}");
     }
     if (auto array = body.find("array"); array != body.end()) {
       // {"array": N, ...spec}: N tasks from one spec, in one commit.
       if (!array->is_number_integer()) {
-        return HttpErrorResponse(400, "array must be a whole number of tasks, e.g. \"array\": 100");
+        return http::ErrorResponse(400, "array must be a whole number of tasks, e.g. \"array\": 100");
       }
       int count = static_cast<int>(std::clamp<int64_t>(array->get<int64_t>(), -1, int64_t{sched::kMaxArraySize} + 1));
       body.erase(array);
@@ -415,31 +415,31 @@ HttpResponse Api::Jobs(const std::vector<std::string>& parts, const HttpRequest&
   int64_t id = 0;
   auto [ptr, ec] = std::from_chars(parts[2].data(), parts[2].data() + parts[2].size(), id);
   if (ec != std::errc() || ptr != parts[2].data() + parts[2].size() || id <= 0) {
-    return HttpErrorResponse(400, "job id must be a positive integer, got '" + parts[2] + "'");
+    return http::ErrorResponse(400, "job id must be a positive integer, got '" + parts[2] + "'");
   }
   if (parts.size() == 3) {
-    if (!get) return HttpErrorResponse(405, "use GET for /v1/jobs/{id}");
+    if (!get) return http::ErrorResponse(405, "use GET for /v1/jobs/{id}");
     auto job = jobs_->Show(id);
     return job.ok() ? JsonResponse(*job) : StatusResponse(job.status());
   }
   if (parts.size() == 4 && parts[3] == "logs") {
-    if (!get) return HttpErrorResponse(405, "use GET for logs");
+    if (!get) return http::ErrorResponse(405, "use GET for logs");
     int64_t offset = 0;
     std::string error;
-    if (!QueryInt(request, "offset", &offset, &error)) return HttpErrorResponse(400, error);
+    if (!QueryInt(request, "offset", &offset, &error)) return http::ErrorResponse(400, error);
     auto it = request.query.find("stream");
     auto logs = jobs_->Logs(id, it == request.query.end() ? "stdout" : it->second, offset);
     return logs.ok() ? JsonResponse(*logs) : StatusResponse(logs.status());
   }
   if (parts.size() == 4) {
-    if (method != "POST") return HttpErrorResponse(405, "use POST for job actions");
+    if (method != "POST") return http::ErrorResponse(405, "use POST for job actions");
     auto state = jobs_->Act(id, parts[3], caller);
     return state.ok() ? JsonResponse({{"id", id}, {"state", *state}}) : StatusResponse(state.status());
   }
-  return HttpErrorResponse(404, "no such endpoint " + request.path);
+  return http::ErrorResponse(404, "no such endpoint " + request.path);
 }
 
-HttpResponse Api::Pipelines(const std::vector<std::string>& parts, const HttpRequest& request,
+http::Response Api::Pipelines(const std::vector<std::string>& parts, const http::Request& request,
                             const Caller& caller) {
   const std::string& method = request.method;
   const bool get = method == "GET" || method == "HEAD";
@@ -452,10 +452,10 @@ HttpResponse Api::Pipelines(const std::vector<std::string>& parts, const HttpReq
       auto list = pipelines_->List(query("all") == "1" || query("all") == "true", caller);
       return list.ok() ? JsonResponse(*list) : StatusResponse(list.status());
     }
-    if (method != "POST") return HttpErrorResponse(405, "use GET or POST for /v1/pipelines");
+    if (method != "POST") return http::ErrorResponse(405, "use GET or POST for /v1/pipelines");
     json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded()) {
-      return HttpErrorResponse(400, "body must be a JSON object {\"yaml\": \"<the pipeline file>\", ...}");
+      return http::ErrorResponse(400, "body must be a JSON object {\"yaml\": \"<the pipeline file>\", ...}");
     }
     auto created = pipelines_->Create(body, caller);
     return created.ok() ? JsonResponse(*created, 201) : StatusResponse(created.status());
@@ -463,35 +463,35 @@ HttpResponse Api::Pipelines(const std::vector<std::string>& parts, const HttpReq
   int64_t id = 0;
   auto [ptr, ec] = std::from_chars(parts[2].data(), parts[2].data() + parts[2].size(), id);
   if (ec != std::errc() || ptr != parts[2].data() + parts[2].size() || id <= 0) {
-    return HttpErrorResponse(400, "pipeline run id must be a positive integer, got '" + parts[2] + "'");
+    return http::ErrorResponse(400, "pipeline run id must be a positive integer, got '" + parts[2] + "'");
   }
   if (parts.size() == 3) {
-    if (!get) return HttpErrorResponse(405, "use GET for /v1/pipelines/{id}");
+    if (!get) return http::ErrorResponse(405, "use GET for /v1/pipelines/{id}");
     auto run = pipelines_->Show(id, caller);
     return run.ok() ? JsonResponse(*run) : StatusResponse(run.status());
   }
   if (parts.size() == 4 && parts[3] == "metrics") {
-    if (!get) return HttpErrorResponse(405, "use GET for metrics");
+    if (!get) return http::ErrorResponse(405, "use GET for metrics");
     auto metrics = pipelines_->Metrics(id, query("node"), caller);
     return metrics.ok() ? JsonResponse(*metrics) : StatusResponse(metrics.status());
   }
   if (parts.size() == 4 && (parts[3] == "cancel" || parts[3] == "retry")) {
-    if (method != "POST") return HttpErrorResponse(405, "use POST to " + parts[3] + " a pipeline run");
+    if (method != "POST") return http::ErrorResponse(405, "use POST to " + parts[3] + " a pipeline run");
     auto state = parts[3] == "cancel" ? pipelines_->Cancel(id, caller) : pipelines_->Retry(id, caller);
     return state.ok() ? JsonResponse({{"id", id}, {"state", *state}}) : StatusResponse(state.status());
   }
-  return HttpErrorResponse(404, "no such endpoint " + request.path + "; pipeline runs have /metrics, /cancel and /retry");
+  return http::ErrorResponse(404, "no such endpoint " + request.path + "; pipeline runs have /metrics, /cancel and /retry");
 }
 
-HttpResponse Api::DrainGpu(const std::string& id, bool drain, const HttpRequest& request, const Caller& caller) {
+http::Response Api::DrainGpu(const std::string& id, bool drain, const http::Request& request, const Caller& caller) {
   int i = FindGpu(id);
-  if (i < 0) return HttpErrorResponse(404, "no GPU '" + id + "' (give an index or a UUID)");
+  if (i < 0) return http::ErrorResponse(404, "no GPU '" + id + "' (give an index or a UUID)");
   std::string reason;
   if (!request.body.empty()) {
     json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object()) return HttpErrorResponse(400, "body must be a JSON object like {\"reason\": \"fan noise\"}");
+    if (body.is_discarded() || !body.is_object()) return http::ErrorResponse(400, "body must be a JSON object like {\"reason\": \"fan noise\"}");
     if (body.contains("reason")) {
-      if (!body["reason"].is_string()) return HttpErrorResponse(400, "reason must be a string");
+      if (!body["reason"].is_string()) return http::ErrorResponse(400, "reason must be a string");
       reason = body["reason"].get<std::string>();
     }
   }

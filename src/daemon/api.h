@@ -38,7 +38,7 @@
 #include "daemon/burnin_jobs.h"
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
-#include "daemon/http_server.h"
+#include "http/server.h"
 #include "daemon/job_service.h"
 #include "daemon/pipeline_service.h"
 #include "daemon/metrics_service.h"
@@ -47,7 +47,7 @@ namespace gpuherd::daemon {
 
 // Whether a request changes state: on TCP it then needs the token; on the
 // unix socket the peer credentials say who asks.
-bool IsMutation(const HttpRequest& request);
+bool IsMutation(const http::Request& request);
 
 class Api {
  public:
@@ -56,7 +56,7 @@ class Api {
   Api(DaemonState* state, JobService* jobs, std::function<void()> request_stop)
       : state_(state), jobs_(jobs), request_stop_(std::move(request_stop)) {}
 
-  HttpResponse Handle(const HttpRequest& request, const Caller& caller);
+  http::Response Handle(const http::Request& request, const Caller& caller);
   // Serves /v1/pipelines with `pipelines` (must outlive the Api); without
   // it those routes answer 404.
   void SetPipelines(PipelineService* pipelines) { pipelines_ = pipelines; }
@@ -69,19 +69,19 @@ class Api {
   }
 
  private:
-  HttpResponse Health();
-  HttpResponse Version();
-  HttpResponse Gpus();
-  HttpResponse Gpu(const std::string& id);
-  HttpResponse Samples(const std::string& id, const HttpRequest& request);
-  HttpResponse Rollups(const std::string& id, const HttpRequest& request);
-  HttpResponse Events(const HttpRequest& request);
-  HttpResponse AddEvent(const HttpRequest& request);
-  HttpResponse Shutdown(const Caller& caller);
-  HttpResponse Jobs(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller);
-  HttpResponse Pipelines(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller);
-  HttpResponse StartBurnIn(const HttpRequest& request, const Caller& caller);
-  HttpResponse DrainGpu(const std::string& id, bool drain, const HttpRequest& request, const Caller& caller);
+  http::Response Health();
+  http::Response Version();
+  http::Response Gpus();
+  http::Response Gpu(const std::string& id);
+  http::Response Samples(const std::string& id, const http::Request& request);
+  http::Response Rollups(const std::string& id, const http::Request& request);
+  http::Response Events(const http::Request& request);
+  http::Response AddEvent(const http::Request& request);
+  http::Response Shutdown(const Caller& caller);
+  http::Response Jobs(const std::vector<std::string>& parts, const http::Request& request, const Caller& caller);
+  http::Response Pipelines(const std::vector<std::string>& parts, const http::Request& request, const Caller& caller);
+  http::Response StartBurnIn(const http::Request& request, const Caller& caller);
+  http::Response DrainGpu(const std::string& id, bool drain, const http::Request& request, const Caller& caller);
   // Adds "drained" and "drain_reason" to a GPU's JSON; state "drained" when ok.
   void MarkDrained(nlohmann::json& gpu) const;
   // Adds "failure_risk" where the risk model has scored the GPU.
@@ -98,13 +98,13 @@ class Api {
   MetricsService* metrics_ = nullptr;
 };
 
-HttpResponse JsonResponse(const nlohmann::json& body, int status = 200);
+http::Response JsonResponse(const nlohmann::json& body, int status = 200);
 // "/v1/jobs/7/logs" → {"v1", "jobs", "7", "logs"}.
 std::vector<std::string> SplitPath(const std::string& path);
 // An integer query parameter: true and `out` untouched when absent; false
 // with `error` naming the parameter when malformed.
-bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out, std::string* error);
+bool QueryInt(const http::Request& request, const std::string& name, int64_t* out, std::string* error);
 // The HTTP status for a Status (400 invalid, 404 not found, 403 denied, ...).
-HttpResponse StatusResponse(const Status& status);
+http::Response StatusResponse(const Status& status);
 
 }  // namespace gpuherd::daemon

@@ -21,12 +21,12 @@
 #include "daemon/burnin_jobs.h"
 #include "daemon/dashboard.h"
 #include "daemon/dashboard_api.h"
-#include "daemon/auth.h"
+#include "http/token.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_loop.h"
 #include "daemon/pipeline_service.h"
 #include "daemon/risk_service.h"
-#include "daemon/http_server.h"
+#include "http/server.h"
 #include "daemon/metrics_service.h"
 #include "exec/executor.h"
 #include "gpu/json.h"
@@ -111,8 +111,8 @@ struct Daemon::Impl {
   std::unique_ptr<AlertService> alerts;
   std::unique_ptr<MetricsService> metrics;
   std::unique_ptr<RiskService> risk;
-  std::unique_ptr<HttpServer> server;
-  std::unique_ptr<HttpServer> metrics_server;  // --metrics-port: /metrics only
+  std::unique_ptr<http::Server> server;
+  std::unique_ptr<http::Server> metrics_server;  // --metrics-port: /metrics only
 
   ~Impl() {
     if (metrics_server) metrics_server->Stop();
@@ -154,9 +154,9 @@ struct Daemon::Impl {
     return true;
   }
 
-  Caller CallerOf(const HttpRequest& request) const {
+  Caller CallerOf(const http::Request& request) const {
     Caller c;
-    bool token_ok = HasValidToken(request.headers, token);
+    bool token_ok = http::HasValidToken(request.headers, token);
     if (request.via_unix_socket && request.peer_uid) {
       c.uid = *request.peer_uid;
       c.gid = request.peer_gid.value_or(0);
@@ -194,28 +194,28 @@ struct Daemon::Impl {
     state.last_round_took = round.took;
   }
 
-  HttpResponse Serve(const HttpRequest& request) {
+  http::Response Serve(const http::Request& request) {
     // The dashboard's page and scripts: fixed bytes, no state, no token.
     if (auto page = ServeDashboard(request)) return std::move(*page);
     Caller caller = CallerOf(request);
     if (IsMutation(request) && !caller.authenticated) {
-      return HttpErrorResponse(401, "this request changes state: over TCP it needs the API token, sent as "
+      return http::ErrorResponse(401, "this request changes state: over TCP it needs the API token, sent as "
                                     "\"Authorization: Bearer <token>\" with the token from " + dir.token_path() +
                                     " (or use the unix socket " + dir.socket_path() + ")");
     }
-    return loop->CallOr<HttpResponse>(
+    return loop->CallOr<http::Response>(
         [&] {
           if (auto extra = dashboard->Handle(request, caller)) return std::move(*extra);
           return api->Handle(request, caller);
         },
-                                      HttpErrorResponse(503, "the daemon is stopping or cannot write its state "
+                                      http::ErrorResponse(503, "the daemon is stopping or cannot write its state "
                                                          "directory; see its log in " + dir.log_dir()));
   }
 
   // The second listener: /metrics and nothing else, open to any scraper.
-  HttpResponse ServeMetrics(const HttpRequest& request) {
+  http::Response ServeMetrics(const http::Request& request) {
     if (request.path != "/metrics") {
-      return HttpErrorResponse(404, "this port serves only /metrics; the API is on port " +
+      return http::ErrorResponse(404, "this port serves only /metrics; the API is on port " +
                                         std::to_string(server->tcp_port()));
     }
     return Serve(request);
@@ -293,7 +293,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!lock.ok()) return lock.status();
   impl->lock_fd = *lock;
 
-  auto token = LoadOrCreateToken(dir);
+  auto token = http::LoadOrCreateToken(dir);
   if (!token.ok()) return token.status();
   impl->token = *token;
 
@@ -382,20 +382,20 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!sampler.ok()) return sampler.status();
   impl->sampler = std::move(sampler).value();
 
-  HttpServerOptions http;
+  http::ServerOptions http;
   http.tcp_port = options.port;
   http.unix_path = dir.socket_path();
   // Handlers mostly wait for the loop's next commit; more of them let more
   // submissions share one commit.
   http.threads = 8;
-  auto server = HttpServer::Start(http, [raw](const HttpRequest& r) { return raw->Serve(r); });
+  auto server = http::Server::Start(http, [raw](const http::Request& r) { return raw->Serve(r); });
   if (!server.ok()) return server.status();
   impl->server = std::move(server).value();
   if (options.metrics_port >= 0) {
-    HttpServerOptions metrics_http;
+    http::ServerOptions metrics_http;
     metrics_http.tcp_host = options.metrics_host;
     metrics_http.tcp_port = options.metrics_port;
-    auto metrics_server = HttpServer::Start(metrics_http, [raw](const HttpRequest& r) { return raw->ServeMetrics(r); });
+    auto metrics_server = http::Server::Start(metrics_http, [raw](const http::Request& r) { return raw->ServeMetrics(r); });
     if (!metrics_server.ok()) return metrics_server.status().Annotate("cannot serve /metrics (--metrics-port)");
     impl->metrics_server = std::move(metrics_server).value();
   }

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/http_server.h"
+#include "http/server.h"
 
 namespace gpuherd::daemon {
 
@@ -26,6 +26,6 @@ std::vector<DashboardFile> DashboardFiles();
 // The response for a request of the dashboard's paths ("/", "/index.html",
 // "/assets/*"); nullopt for any other path, which the API then handles.
 // GET and HEAD only (405 otherwise); an unknown asset is a 404.
-std::optional<HttpResponse> ServeDashboard(const HttpRequest& request);
+std::optional<http::Response> ServeDashboard(const http::Request& request);
 
 }  // namespace gpuherd::daemon

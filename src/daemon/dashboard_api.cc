@@ -44,32 +44,32 @@ struct Columns {
 
 }  // namespace
 
-std::optional<HttpResponse> DashboardApi::Handle(const HttpRequest& request, const Caller& caller) {
+std::optional<http::Response> DashboardApi::Handle(const http::Request& request, const Caller& caller) {
   if (request.method != "GET" && request.method != "HEAD") return std::nullopt;
   const std::vector<std::string> parts = SplitPath(request.path);
   if (parts.size() < 3 || parts[0] != "v1") return std::nullopt;
   if (parts.size() == 3 && parts[1] == "gpus" && parts[2] == "history") return History(request);
   if (parts.size() == 4 && parts[1] == "jobs" && parts[3] == "metrics") {
     const int64_t id = ParseId(parts[2]);
-    if (id == 0) return HttpErrorResponse(400, "job id must be a positive integer, got '" + parts[2] + "'");
+    if (id == 0) return http::ErrorResponse(400, "job id must be a positive integer, got '" + parts[2] + "'");
     return JobMetrics(id);
   }
   if (parts.size() == 4 && parts[1] == "pipelines" && parts[3] == "report" && pipelines_) {
     const int64_t id = ParseId(parts[2]);
-    if (id == 0) return HttpErrorResponse(400, "pipeline run id must be a positive integer, got '" + parts[2] + "'");
+    if (id == 0) return http::ErrorResponse(400, "pipeline run id must be a positive integer, got '" + parts[2] + "'");
     return Report(id, request, caller);
   }
   return std::nullopt;
 }
 
-HttpResponse DashboardApi::History(const HttpRequest& request) {
+http::Response DashboardApi::History(const http::Request& request) {
   int64_t seconds = 3600, since = 0;
   std::string error;
   if (!QueryInt(request, "seconds", &seconds, &error) || !QueryInt(request, "since", &since, &error)) {
-    return HttpErrorResponse(400, error);
+    return http::ErrorResponse(400, error);
   }
   if (seconds < 1 || seconds > kMaxHistorySeconds) {
-    return HttpErrorResponse(400, "seconds must be between 1 and " + std::to_string(kMaxHistorySeconds));
+    return http::ErrorResponse(400, "seconds must be between 1 and " + std::to_string(kMaxHistorySeconds));
   }
   const TimeMs now = state_->clock->Now();
   const TimeMs window_start = now - seconds * 1000;
@@ -123,7 +123,7 @@ HttpResponse DashboardApi::History(const HttpRequest& request) {
   return JsonResponse({{"now", now}, {"from", from}, {"interval_ms", interval}, {"gpus", std::move(gpus)}});
 }
 
-HttpResponse DashboardApi::JobMetrics(int64_t id) {
+http::Response DashboardApi::JobMetrics(int64_t id) {
   auto job = jobs_->Show(id);
   if (!job.ok()) return StatusResponse(job.status());
   auto rows = state_->store->ListJobMetrics(id);
@@ -140,11 +140,11 @@ HttpResponse DashboardApi::JobMetrics(int64_t id) {
   return JsonResponse({{"job_id", id}, {"metrics", std::move(lines)}});
 }
 
-HttpResponse DashboardApi::Report(int64_t id, const HttpRequest& request, const Caller& caller) {
+http::Response DashboardApi::Report(int64_t id, const http::Request& request, const Caller& caller) {
   std::string format = "html";
   if (auto it = request.query.find("format"); it != request.query.end()) format = it->second;
   if (format != "html" && format != "md" && format != "csv") {
-    return HttpErrorResponse(400, "format must be html, md or csv, got '" + format + "'");
+    return http::ErrorResponse(400, "format must be html, md or csv, got '" + format + "'");
   }
   auto run = pipelines_->Show(id, caller);
   if (!run.ok()) return StatusResponse(run.status());
@@ -166,7 +166,7 @@ HttpResponse DashboardApi::Report(int64_t id, const HttpRequest& request, const 
   data.now = state_->clock->Now();
   auto report = pipeline::Summarize(data);
   if (!report.ok()) return StatusResponse(report.status());
-  HttpResponse response;
+  http::Response response;
   const std::string file = "pipeline-" + std::to_string(id) + "-report." + format;
   if (format == "html") {
     response.content_type = "text/html; charset=utf-8";

@@ -16,7 +16,7 @@
 
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
-#include "daemon/http_server.h"
+#include "http/server.h"
 #include "daemon/job_service.h"
 #include "daemon/pipeline_service.h"
 
@@ -30,12 +30,12 @@ class DashboardApi {
 
   // Runs on the event-loop thread. Answers the routes above; nullopt for
   // every other request, which then goes to the Api.
-  std::optional<HttpResponse> Handle(const HttpRequest& request, const Caller& caller);
+  std::optional<http::Response> Handle(const http::Request& request, const Caller& caller);
 
  private:
-  HttpResponse History(const HttpRequest& request);
-  HttpResponse JobMetrics(int64_t id);
-  HttpResponse Report(int64_t id, const HttpRequest& request, const Caller& caller);
+  http::Response History(const http::Request& request);
+  http::Response JobMetrics(int64_t id);
+  http::Response Report(int64_t id, const http::Request& request, const Caller& caller);
 
   DaemonState* state_;
   JobService* jobs_;

@@ -1,4 +1,4 @@
-// The daemon's HTTP/1.1 server (Boost.Beast): one handler served on TCP
+// gpuherd's HTTP/1.1 server (Boost.Beast): one handler served on TCP
 // (loopback by default) and on a unix socket in the state directory.
 #pragma once
 
@@ -15,9 +15,9 @@
 #include "core/status.h"
 #include "core/time.h"
 
-namespace gpuherd::daemon {
+namespace gpuherd::http {
 
-struct HttpRequest {
+struct Request {
   std::string method;                         // "GET", "POST", ...
   std::string target;                         // raw, as sent: "/jobs/a%20b?all=1"
   std::string path;                           // decoded, without the query: "/jobs/a b"
@@ -36,11 +36,11 @@ struct HttpRequest {
 // sets *chunk to the next piece (empty when nothing is ready yet) and returns
 // false after the last piece. It must not block for long: when nothing is
 // ready it returns true with an empty chunk and is called again after
-// HttpServerOptions::stream_poll_interval. It is destroyed when the stream
+// ServerOptions::stream_poll_interval. It is destroyed when the stream
 // ends, when the client disconnects or when the server stops.
-using HttpStreamProducer = std::function<bool(std::string* chunk)>;
+using StreamProducer = std::function<bool(std::string* chunk)>;
 
-struct HttpResponse {
+struct Response {
   int status = 200;
   std::string content_type = "application/json";
   // With `stream` set, a non-empty body is sent as the first chunk.
@@ -48,17 +48,17 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;
   // When set, the response is sent with Transfer-Encoding: chunked and the
   // connection closes after the last chunk.
-  HttpStreamProducer stream;
+  StreamProducer stream;
 };
 
 // The handler may be called from several server threads at once. An exception
 // it throws becomes a 500 response; it never reaches the server's threads.
-using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+using Handler = std::function<Response(const Request&)>;
 
 // {"error": message} with the given status.
-HttpResponse HttpErrorResponse(int status, const std::string& message);
+Response ErrorResponse(int status, const std::string& message);
 
-struct HttpServerOptions {
+struct ServerOptions {
   std::string tcp_host = "127.0.0.1";
   int tcp_port = 0;               // 0 = ephemeral, -1 = no TCP listener
   std::string unix_path;          // empty = no unix socket
@@ -68,16 +68,16 @@ struct HttpServerOptions {
   DurationMs stream_poll_interval = 100;
 };
 
-class HttpServer {
+class Server {
  public:
   // Binds the listeners and starts the threads. Fails with a Status naming the
   // port or socket path when a listener cannot be set up.
-  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
-                                                   HttpHandler handler);
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options,
+                                                   Handler handler);
 
-  HttpServer(const HttpServer&) = delete;
-  HttpServer& operator=(const HttpServer&) = delete;
-  ~HttpServer();  // Stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  ~Server();  // Stop()
 
   // The bound TCP port (useful with tcp_port = 0); -1 without a TCP listener.
   int tcp_port() const;
@@ -90,8 +90,8 @@ class HttpServer {
 
  private:
   class Impl;
-  explicit HttpServer(std::unique_ptr<Impl> impl);
+  explicit Server(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace gpuherd::daemon
+}  // namespace gpuherd::http

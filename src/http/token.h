@@ -9,7 +9,7 @@
 #include "core/state_dir.h"
 #include "core/status.h"
 
-namespace gpuherd::daemon {
+namespace gpuherd::http {
 
 // Reads the token, creating it on first use from the kernel's random source.
 Result<std::string> LoadOrCreateToken(const StateDir& dir);
@@ -22,4 +22,4 @@ Result<std::string> ReadToken(const StateDir& dir);
 // constant time so the token cannot be guessed byte by byte.
 bool HasValidToken(const std::map<std::string, std::string>& headers, const std::string& token);
 
-}  // namespace gpuherd::daemon
+}  // namespace gpuherd::http

@@ -1,4 +1,4 @@
-#include "daemon/http_server.h"
+#include "http/server.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,12 +23,12 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-namespace gpuherd::daemon {
+namespace gpuherd::http {
 namespace {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
+namespace bhttp = beast::http;
 using Tcp = net::ip::tcp;
 using UnixStream = net::local::stream_protocol;
 using ErrorCode = boost::system::error_code;
@@ -76,7 +76,7 @@ bool PercentDecode(std::string_view in, bool plus_is_space, std::string* out) {
 
 // Fills path and query from the raw target. Returns what is wrong with it, or
 // an empty string.
-std::string ParseTarget(const std::string& target, HttpRequest* request) {
+std::string ParseTarget(const std::string& target, Request* request) {
   if (target.empty() || target[0] != '/') {
     return "the request target must be a path starting with '/', got '" + target + "'";
   }
@@ -118,10 +118,10 @@ unsigned ValidStatus(int status) {
 }
 
 template <class Fields>
-void SetCommonFields(const HttpResponse& response, Fields* fields) {
-  fields->set(http::field::server, kServerName);
+void SetCommonFields(const Response& response, Fields* fields) {
+  fields->set(bhttp::field::server, kServerName);
   if (!response.content_type.empty() && !HasLineBreak(response.content_type)) {
-    fields->set(http::field::content_type, response.content_type);
+    fields->set(bhttp::field::content_type, response.content_type);
   }
   for (const auto& [name, value] : response.headers) {
     if (name.empty() || HasLineBreak(name) || HasLineBreak(value)) {
@@ -144,21 +144,21 @@ class Session {
 // lets Stop() reach every open connection.
 class ServerCore {
  public:
-  ServerCore(HttpServerOptions options, HttpHandler handler)
+  ServerCore(ServerOptions options, Handler handler)
       : options_(std::move(options)), handler_(std::move(handler)) {}
 
-  const HttpServerOptions& options() const { return options_; }
+  const ServerOptions& options() const { return options_; }
 
-  HttpResponse Handle(const HttpRequest& request) const {
+  Response Handle(const Request& request) const {
     try {
       return handler_(request);
     } catch (const std::exception& e) {
       spdlog::error("HTTP handler failed on {} {}: {}", request.method, request.path, e.what());
-      return HttpErrorResponse(500, "internal error while handling " + request.method + " " +
+      return ErrorResponse(500, "internal error while handling " + request.method + " " +
                                         request.path + ": " + e.what());
     } catch (...) {
       spdlog::error("HTTP handler failed on {} {}", request.method, request.path);
-      return HttpErrorResponse(500, "internal error while handling " + request.method + " " +
+      return ErrorResponse(500, "internal error while handling " + request.method + " " +
                                         request.path);
     }
   }
@@ -196,8 +196,8 @@ class ServerCore {
   }
 
  private:
-  const HttpServerOptions options_;
-  const HttpHandler handler_;
+  const ServerOptions options_;
+  const Handler handler_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -282,7 +282,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     parser_->body_limit(core_.options().max_body_bytes);
     parser_->header_limit(kMaxHeaderBytes);
     ArmDeadline(core_.options().read_timeout);
-    http::async_read_header(socket_, buffer_, *parser_,
+    bhttp::async_read_header(socket_, buffer_, *parser_,
                             [self = this->shared_from_this()](ErrorCode ec, size_t) {
                               self->OnHeader(ec);
                             });
@@ -292,7 +292,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     if (closed_) return;
     if (ec) return OnReadError(ec);
     const auto& header = parser_->get();
-    if (!parser_->is_done() && beast::iequals(header[http::field::expect], "100-continue")) {
+    if (!parser_->is_done() && beast::iequals(header[bhttp::field::expect], "100-continue")) {
       net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
                        [self = this->shared_from_this()](ErrorCode ec, size_t) {
                          if (ec) return self->Close();
@@ -306,7 +306,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
   void ReadBody() {
     if (closed_) return;
     if (parser_->is_done()) return Dispatch();
-    http::async_read(socket_, buffer_, *parser_,
+    bhttp::async_read(socket_, buffer_, *parser_,
                      [self = this->shared_from_this()](ErrorCode ec, size_t) {
                        if (self->closed_) return;
                        if (ec) return self->OnReadError(ec);
@@ -315,18 +315,18 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
   }
 
   void OnReadError(ErrorCode ec) {
-    static const auto& parse_category = http::make_error_code(http::error::bad_method).category();
-    if (ec == http::error::body_limit) {
+    static const auto& parse_category = bhttp::make_error_code(bhttp::error::bad_method).category();
+    if (ec == bhttp::error::body_limit) {
       return SendErrorAndClose(413, "the request body is larger than the limit of " +
                                         std::to_string(core_.options().max_body_bytes) +
                                         " bytes; send less data per request");
     }
-    if (ec == http::error::header_limit) {
+    if (ec == bhttp::error::header_limit) {
       return SendErrorAndClose(431, "the request headers are larger than " +
                                         std::to_string(kMaxHeaderBytes) + " bytes");
     }
-    if (ec.category() == parse_category && ec != http::error::end_of_stream &&
-        ec != http::error::partial_message) {
+    if (ec.category() == parse_category && ec != bhttp::error::end_of_stream &&
+        ec != bhttp::error::partial_message) {
       return SendErrorAndClose(400, "malformed HTTP request (" + ec.message() +
                                         "); send an HTTP/1.1 request");
     }
@@ -337,11 +337,11 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
   void Dispatch() {
     phase_ = Phase::kHandling;
     deadline_.cancel();
-    http::request<http::string_body> message = parser_->release();
+    bhttp::request<bhttp::string_body> message = parser_->release();
     keep_alive_ = message.keep_alive() && !stopping_;
-    head_only_ = message.method() == http::verb::head;
+    head_only_ = message.method() == bhttp::verb::head;
 
-    HttpRequest request;
+    Request request;
     request.method = std::string(message.method_string());
     request.target = std::string(message.target());
     std::string problem = ParseTarget(request.target, &request);
@@ -358,7 +358,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     request.peer_gid = peer_gid_;
     request.peer_pid = peer_pid_;
 
-    HttpResponse response = core_.Handle(request);
+    Response response = core_.Handle(request);
     if (response.stream) return StartStream(std::move(response));
     WriteResponse(std::move(response));
   }
@@ -367,10 +367,10 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     keep_alive_ = false;
     linger_ = true;
     head_only_ = false;
-    WriteResponse(HttpErrorResponse(status, message));
+    WriteResponse(ErrorResponse(status, message));
   }
 
-  void WriteResponse(HttpResponse response) {
+  void WriteResponse(Response response) {
     phase_ = Phase::kWriting;
     response_ = {};
     try {
@@ -387,15 +387,15 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
       spdlog::error("cannot build the HTTP response: {}", e.what());
       response_ = {};
       response_.version(11);
-      response_.result(http::status::internal_server_error);
-      response_.set(http::field::content_type, "application/json");
-      response_.body() = HttpErrorResponse(500, "the server built an invalid response").body;
+      response_.result(bhttp::status::internal_server_error);
+      response_.set(bhttp::field::content_type, "application/json");
+      response_.body() = ErrorResponse(500, "the server built an invalid response").body;
       response_.keep_alive(false);
       keep_alive_ = false;
       response_.prepare_payload();
     }
     ArmDeadline(core_.options().read_timeout);
-    http::async_write(socket_, response_, [self = this->shared_from_this()](ErrorCode ec, size_t) {
+    bhttp::async_write(socket_, response_, [self = this->shared_from_this()](ErrorCode ec, size_t) {
       self->OnWritten(ec);
     });
   }
@@ -405,7 +405,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     ReadRequest();
   }
 
-  void StartStream(HttpResponse response) {
+  void StartStream(Response response) {
     phase_ = Phase::kStreaming;
     producer_ = std::move(response.stream);
     stream_head_.emplace();
@@ -423,7 +423,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     chunk_ = std::move(response.body);
     stream_serializer_.emplace(*stream_head_);
     ArmDeadline(core_.options().read_timeout);
-    http::async_write_header(socket_, *stream_serializer_,
+    bhttp::async_write_header(socket_, *stream_serializer_,
                              [self = this->shared_from_this()](ErrorCode ec, size_t) {
                                if (ec) return self->Close();
                                self->WatchPeer();
@@ -469,7 +469,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
 
   void WriteChunk(bool more) {
     ArmDeadline(core_.options().read_timeout);
-    net::async_write(socket_, http::make_chunk(net::buffer(chunk_)),
+    net::async_write(socket_, bhttp::make_chunk(net::buffer(chunk_)),
                      [self = this->shared_from_this(), more](ErrorCode ec, size_t) {
                        if (ec) return self->Close();
                        if (!more) return self->EndStream();
@@ -481,7 +481,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     producer_ = nullptr;  // releases what the producer holds (files, subscriptions) now
     if (peer_gone_) return Close();
     ArmDeadline(core_.options().read_timeout);
-    net::async_write(socket_, http::make_chunk_last(),
+    net::async_write(socket_, bhttp::make_chunk_last(),
                      [self = this->shared_from_this()](ErrorCode, size_t) { self->Close(); });
   }
 
@@ -525,11 +525,11 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
   net::steady_timer deadline_;    // read, write and linger deadline; closes the socket
   net::steady_timer poll_timer_;  // the wait between empty stream chunks
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> response_;
-  std::optional<http::response<http::empty_body>> stream_head_;
-  std::optional<http::response_serializer<http::empty_body>> stream_serializer_;
-  HttpStreamProducer producer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  bhttp::response<bhttp::string_body> response_;
+  std::optional<bhttp::response<bhttp::empty_body>> stream_head_;
+  std::optional<bhttp::response_serializer<bhttp::empty_body>> stream_serializer_;
+  StreamProducer producer_;
   std::string chunk_;
   char scratch_[4096];
   std::optional<uint32_t> peer_uid_;
@@ -558,22 +558,22 @@ void CloseOnItsStrand(Acceptor* acceptor) {
 
 }  // namespace
 
-HttpResponse HttpErrorResponse(int status, const std::string& message) {
-  HttpResponse response;
+Response ErrorResponse(int status, const std::string& message) {
+  Response response;
   response.status = status;
   nlohmann::json body = {{"error", message}};
   response.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return response;
 }
 
-class HttpServer::Impl {
+class Server::Impl {
  public:
-  Impl(HttpServerOptions options, HttpHandler handler)
+  Impl(ServerOptions options, Handler handler)
       : core_(std::move(options), std::move(handler)) {}
   ~Impl() { Stop(); }
 
   Status Listen() {
-    const HttpServerOptions& options = core_.options();
+    const ServerOptions& options = core_.options();
     if (!options.unix_path.empty()) GPUHERD_RETURN_IF_ERROR(ListenUnix());
     if (options.tcp_port >= 0) GPUHERD_RETURN_IF_ERROR(ListenTcp());
     return Status::Ok();
@@ -621,7 +621,7 @@ class HttpServer::Impl {
 
  private:
   Status ListenTcp() {
-    const HttpServerOptions& options = core_.options();
+    const ServerOptions& options = core_.options();
     ErrorCode ec;
     net::ip::address address = net::ip::make_address(options.tcp_host, ec);
     if (ec) {
@@ -758,8 +758,8 @@ class HttpServer::Impl {
   bool stopped_ = false;
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
-                                                      HttpHandler handler) {
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
+                                                      Handler handler) {
   if (!handler) return InvalidArgument("the HTTP server needs a handler");
   if (options.threads < 1) {
     return InvalidArgument("the HTTP server needs at least 1 thread, got " +
@@ -782,17 +782,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   } catch (const std::exception& e) {  // Asio reports some failures (threads, memory) by throwing
     return Internal(std::string("cannot start the HTTP server: ") + e.what());
   }
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
-HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-HttpServer::~HttpServer() { Stop(); }
+Server::~Server() { Stop(); }
 
-int HttpServer::tcp_port() const { return impl_->tcp_port(); }
+int Server::tcp_port() const { return impl_->tcp_port(); }
 
-const std::string& HttpServer::unix_path() const { return impl_->unix_path(); }
+const std::string& Server::unix_path() const { return impl_->unix_path(); }
 
-void HttpServer::Stop() { impl_->Stop(); }
+void Server::Stop() { impl_->Stop(); }
 
-}  // namespace gpuherd::daemon
+}  // namespace gpuherd::http

@@ -9,9 +9,9 @@
 #include "core/status.h"
 #include "core/time.h"
 
-namespace gpuherd::cli {
+namespace gpuherd::http {
 
-struct HttpEndpoint {
+struct Endpoint {
   std::string unix_path;  // wins over host/port when set
   std::string host = "127.0.0.1";
   int port = 0;
@@ -31,9 +31,9 @@ Status StatusFromResponse(const ClientResponse& response);
 
 // Each call opens its own connection and closes it afterwards, so one client
 // may be used from several threads at once.
-class HttpClient {
+class Client {
  public:
-  explicit HttpClient(HttpEndpoint endpoint, DurationMs timeout = 10000);
+  explicit Client(Endpoint endpoint, DurationMs timeout = 10000);
 
   // Sends one request and reads the whole response, all within the timeout.
   // Any HTTP status is a successful Result; an unreachable daemon or a
@@ -54,8 +54,8 @@ class HttpClient {
   std::string Describe() const;
 
  private:
-  HttpEndpoint endpoint_;
+  Endpoint endpoint_;
   DurationMs timeout_;
 };
 
-}  // namespace gpuherd::cli
+}  // namespace gpuherd::http

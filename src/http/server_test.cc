@@ -1,4 +1,4 @@
-#include "daemon/http_server.h"
+#include "http/server.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,18 +20,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
+#include "http/client.h"
 
-namespace gpuherd::daemon {
+namespace gpuherd::http {
 namespace {
 
 namespace net = boost::asio;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-using cli::ClientResponse;
-using cli::HttpClient;
-using cli::HttpEndpoint;
 using Tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
@@ -67,35 +64,35 @@ class HttpServerTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  HttpServerOptions Options() {
-    HttpServerOptions options;
+  ServerOptions Options() {
+    ServerOptions options;
     options.unix_path = socket_path_;
     return options;
   }
 
-  void StartServer(HttpServerOptions options, HttpHandler handler) {
-    auto server = HttpServer::Start(options, std::move(handler));
+  void StartServer(ServerOptions options, Handler handler) {
+    auto server = Server::Start(options, std::move(handler));
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server.value());
   }
 
-  HttpClient UnixClient(DurationMs timeout = 10000) {
-    return HttpClient(HttpEndpoint{.unix_path = socket_path_}, timeout);
+  Client UnixClient(DurationMs timeout = 10000) {
+    return Client(Endpoint{.unix_path = socket_path_}, timeout);
   }
-  HttpClient TcpClient(DurationMs timeout = 10000) {
-    return HttpClient(HttpEndpoint{.unix_path = "", .host = "127.0.0.1", .port = server_->tcp_port()},
+  Client TcpClient(DurationMs timeout = 10000) {
+    return Client(Endpoint{.unix_path = "", .host = "127.0.0.1", .port = server_->tcp_port()},
                       timeout);
   }
 
-  static HttpResponse Echo(const HttpRequest& request) {
-    HttpResponse response;
+  static Response Echo(const Request& request) {
+    Response response;
     response.body = request.method + " " + request.path;
     return response;
   }
 
   std::string dir_;
   std::string socket_path_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<Server> server_;
 };
 
 TEST_F(HttpServerTest, BothListenersAnswer) {
@@ -124,11 +121,11 @@ TEST_F(HttpServerTest, SocketFileIsWorldWritable) {
 
 TEST_F(HttpServerTest, HandlerSeesDecodedRequestAndPeerCredentials) {
   std::mutex mu;
-  std::vector<HttpRequest> seen;
-  StartServer(Options(), [&](const HttpRequest& request) {
+  std::vector<Request> seen;
+  StartServer(Options(), [&](const Request& request) {
     std::lock_guard<std::mutex> lock(mu);
     seen.push_back(request);
-    HttpResponse response;
+    Response response;
     response.status = 201;
     response.headers.emplace_back("X-Job-Id", "42");
     return response;
@@ -145,7 +142,7 @@ TEST_F(HttpServerTest, HandlerSeesDecodedRequestAndPeerCredentials) {
 
   std::lock_guard<std::mutex> lock(mu);
   ASSERT_EQ(seen.size(), 2u);
-  const HttpRequest& via_unix = seen[0];
+  const Request& via_unix = seen[0];
   EXPECT_EQ(via_unix.method, "POST");
   EXPECT_EQ(via_unix.target, target);
   EXPECT_EQ(via_unix.path, "/v1/jobs/my job");
@@ -166,7 +163,7 @@ TEST_F(HttpServerTest, HandlerSeesDecodedRequestAndPeerCredentials) {
   ASSERT_TRUE(via_unix.peer_pid.has_value());
   EXPECT_EQ(*via_unix.peer_pid, getpid());
 
-  const HttpRequest& via_tcp = seen[1];
+  const Request& via_tcp = seen[1];
   EXPECT_EQ(via_tcp.path, "/v1/gpus");
   EXPECT_TRUE(via_tcp.query.empty());
   EXPECT_FALSE(via_tcp.via_unix_socket);
@@ -176,7 +173,7 @@ TEST_F(HttpServerTest, HandlerSeesDecodedRequestAndPeerCredentials) {
 }
 
 TEST_F(HttpServerTest, HandlerExceptionBecomesJson500) {
-  StartServer(Options(), [](const HttpRequest&) -> HttpResponse {
+  StartServer(Options(), [](const Request&) -> Response {
     throw std::runtime_error("database is locked");
   });
   auto response = UnixClient().Request("GET", "/v1/jobs");
@@ -184,7 +181,7 @@ TEST_F(HttpServerTest, HandlerExceptionBecomesJson500) {
   EXPECT_EQ(response->status, 500);
   EXPECT_EQ(response->headers["content-type"], "application/json");
   EXPECT_THAT(ErrorText(response->body), HasSubstr("database is locked"));
-  Status status = cli::StatusFromResponse(*response);
+  Status status = StatusFromResponse(*response);
   EXPECT_EQ(status.code(), Code::kInternal);
   EXPECT_THAT(status.message(), HasSubstr("database is locked"));
 
@@ -195,10 +192,10 @@ TEST_F(HttpServerTest, HandlerExceptionBecomesJson500) {
 }
 
 TEST_F(HttpServerTest, OversizedBodyGets413) {
-  HttpServerOptions options = Options();
+  ServerOptions options = Options();
   options.max_body_bytes = 1024;
   std::atomic<int> calls{0};
-  StartServer(options, [&](const HttpRequest& request) {
+  StartServer(options, [&](const Request& request) {
     ++calls;
     return Echo(request);
   });
@@ -222,7 +219,7 @@ TEST_F(HttpServerTest, OversizedBodyGets413) {
 
 TEST_F(HttpServerTest, GarbageGets400) {
   std::atomic<int> calls{0};
-  StartServer(Options(), [&](const HttpRequest& request) {
+  StartServer(Options(), [&](const Request& request) {
     ++calls;
     return Echo(request);
   });
@@ -251,8 +248,8 @@ TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
 }
 
 TEST_F(HttpServerTest, ExpectContinueGetsInterimResponse) {
-  StartServer(Options(), [](const HttpRequest& request) {
-    HttpResponse response;
+  StartServer(Options(), [](const Request& request) {
+    Response response;
     response.body = "got " + request.body;
     return response;
   });
@@ -300,9 +297,9 @@ TEST_F(HttpServerTest, StaleSocketFileIsReplaced) {
 
 TEST_F(HttpServerTest, SecondServerOnSameSocketIsRefused) {
   StartServer(Options(), Echo);
-  HttpServerOptions second = Options();
+  ServerOptions second = Options();
   second.tcp_port = -1;
-  auto refused = HttpServer::Start(second, Echo);
+  auto refused = Server::Start(second, Echo);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(),
@@ -315,7 +312,7 @@ TEST_F(HttpServerTest, SecondServerOnSameSocketIsRefused) {
 
 TEST_F(HttpServerTest, RegularFileAtSocketPathIsLeftAlone) {
   { std::ofstream(socket_path_) << "precious"; }
-  auto refused = HttpServer::Start(Options(), Echo);
+  auto refused = Server::Start(Options(), Echo);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("is not a socket"));
   EXPECT_TRUE(std::filesystem::is_regular_file(socket_path_));
@@ -323,9 +320,9 @@ TEST_F(HttpServerTest, RegularFileAtSocketPathIsLeftAlone) {
 
 TEST_F(HttpServerTest, PortInUseIsRefused) {
   StartServer(Options(), Echo);
-  HttpServerOptions second;
+  ServerOptions second;
   second.tcp_port = server_->tcp_port();
-  auto refused = HttpServer::Start(second, Echo);
+  auto refused = Server::Start(second, Echo);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(),
               HasSubstr("port " + std::to_string(server_->tcp_port()) + " on 127.0.0.1"));
@@ -333,24 +330,24 @@ TEST_F(HttpServerTest, PortInUseIsRefused) {
 }
 
 TEST_F(HttpServerTest, BadOptionsAreRejected) {
-  HttpServerOptions none;
+  ServerOptions none;
   none.tcp_port = -1;
-  EXPECT_EQ(HttpServer::Start(none, Echo).status().code(), Code::kInvalidArgument);
-  HttpServerOptions no_threads = Options();
+  EXPECT_EQ(Server::Start(none, Echo).status().code(), Code::kInvalidArgument);
+  ServerOptions no_threads = Options();
   no_threads.threads = 0;
-  EXPECT_EQ(HttpServer::Start(no_threads, Echo).status().code(), Code::kInvalidArgument);
-  HttpServerOptions long_path;
+  EXPECT_EQ(Server::Start(no_threads, Echo).status().code(), Code::kInvalidArgument);
+  ServerOptions long_path;
   long_path.unix_path = dir_ + "/" + std::string(200, 's');
-  auto refused = HttpServer::Start(long_path, Echo);
+  auto refused = Server::Start(long_path, Echo);
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
   EXPECT_THAT(refused.status().message(), HasSubstr("longer than"));
 }
 
 TEST_F(HttpServerTest, ConcurrentClientsAreAllAnswered) {
   std::atomic<int> calls{0};
-  StartServer(Options(), [&](const HttpRequest& request) {
+  StartServer(Options(), [&](const Request& request) {
     ++calls;
-    HttpResponse response;
+    Response response;
     response.body = request.path + "?" + request.query.at("i");
     return response;
   });
@@ -361,7 +358,7 @@ TEST_F(HttpServerTest, ConcurrentClientsAreAllAnswered) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      HttpClient client = t % 2 == 0 ? UnixClient() : TcpClient();
+      Client client = t % 2 == 0 ? UnixClient() : TcpClient();
       for (int i = 0; i < kRequests; ++i) {
         std::string path = "/t" + std::to_string(t);
         auto response = client.Request("GET", path + "?i=" + std::to_string(i));
@@ -380,10 +377,10 @@ TEST_F(HttpServerTest, ConcurrentClientsAreAllAnswered) {
 }
 
 TEST_F(HttpServerTest, StreamDeliversChunksInOrder) {
-  HttpServerOptions options = Options();
+  ServerOptions options = Options();
   options.stream_poll_interval = 5;
-  StartServer(options, [](const HttpRequest&) {
-    HttpResponse response;
+  StartServer(options, [](const Request&) {
+    Response response;
     response.content_type = "text/plain";
     response.body = "head\n";
     auto step = std::make_shared<int>(0);
@@ -401,7 +398,7 @@ TEST_F(HttpServerTest, StreamDeliversChunksInOrder) {
     if (n % 3 != 1) expected += "line " + std::to_string(n) + "\n";
   }
 
-  for (HttpClient client : {UnixClient(), TcpClient()}) {
+  for (Client client : {UnixClient(), TcpClient()}) {
     std::string received;
     Status status = client.Stream("/v1/jobs/1/logs?follow=1", {}, [&](std::string_view piece) {
       received.append(piece);
@@ -413,17 +410,17 @@ TEST_F(HttpServerTest, StreamDeliversChunksInOrder) {
 }
 
 TEST_F(HttpServerTest, StreamEndsWhenClientGoesAway) {
-  HttpServerOptions options = Options();
+  ServerOptions options = Options();
   options.stream_poll_interval = 5;
   auto producer_alive = std::make_shared<std::atomic<bool>>(false);
-  StartServer(options, [producer_alive](const HttpRequest&) {
+  StartServer(options, [producer_alive](const Request&) {
     struct Sentinel {
       std::shared_ptr<std::atomic<bool>> alive;
       ~Sentinel() { *alive = false; }
     };
     *producer_alive = true;
     auto sentinel = std::make_shared<Sentinel>(Sentinel{producer_alive});
-    HttpResponse response;
+    Response response;
     response.stream = [sentinel, n = 0](std::string* chunk) mutable {
       if (++n % 2 == 0) *chunk = "tick\n";  // endless
       return true;
@@ -444,7 +441,7 @@ TEST_F(HttpServerTest, StreamEndsWhenClientGoesAway) {
 }
 
 TEST_F(HttpServerTest, StreamErrorStatusBecomesStatus) {
-  StartServer(Options(), [](const HttpRequest&) { return HttpErrorResponse(404, "no job 9"); });
+  StartServer(Options(), [](const Request&) { return ErrorResponse(404, "no job 9"); });
   bool called = false;
   Status status = UnixClient().Stream("/v1/jobs/9/logs", {}, [&](std::string_view) {
     called = true;
@@ -478,7 +475,7 @@ TEST_F(HttpServerTest, StopIsPromptWithIdleKeepAliveClient) {
 
 TEST_F(HttpServerTest, StopFinishesRequestInFlight) {
   std::atomic<bool> entered{false};
-  StartServer(Options(), [&](const HttpRequest& request) {
+  StartServer(Options(), [&](const Request& request) {
     entered = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     return Echo(request);
@@ -494,11 +491,11 @@ TEST_F(HttpServerTest, StopFinishesRequestInFlight) {
 }
 
 TEST_F(HttpServerTest, StopEndsStreams) {
-  HttpServerOptions options = Options();
+  ServerOptions options = Options();
   options.stream_poll_interval = 5;
   std::atomic<bool> streaming{false};
-  StartServer(options, [&](const HttpRequest&) {
-    HttpResponse response;
+  StartServer(options, [&](const Request&) {
+    Response response;
     response.stream = [&streaming](std::string* chunk) {
       streaming = true;
       return true;  // follows forever, never has anything
@@ -518,7 +515,7 @@ TEST_F(HttpServerTest, StopEndsStreams) {
 }
 
 TEST_F(HttpServerTest, UnixOnlyServerHasNoPort) {
-  HttpServerOptions options = Options();
+  ServerOptions options = Options();
   options.tcp_port = -1;
   StartServer(options, Echo);
   EXPECT_EQ(server_->tcp_port(), -1);
@@ -528,7 +525,7 @@ TEST_F(HttpServerTest, UnixOnlyServerHasNoPort) {
 }
 
 TEST_F(HttpServerTest, ClientTimesOutOnSlowHandler) {
-  StartServer(Options(), [](const HttpRequest& request) {
+  StartServer(Options(), [](const Request& request) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     return Echo(request);
   });
@@ -542,7 +539,7 @@ TEST_F(HttpServerTest, ClientTimesOutOnSlowHandler) {
 
 TEST(HttpClientTest, ErrorsWhenNothingListens) {
   std::string missing = "/tmp/gpuherd-no-such-dir/gpuherd.sock";
-  auto response = HttpClient(HttpEndpoint{.unix_path = missing}).Request("GET", "/v1/health");
+  auto response = Client(Endpoint{.unix_path = missing}).Request("GET", "/v1/health");
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), Code::kUnavailable);
   EXPECT_THAT(response.status().message(), HasSubstr("cannot reach the gpuherd daemon at"));
@@ -556,20 +553,20 @@ TEST(HttpClientTest, ErrorsWhenNothingListens) {
     Tcp::acceptor acceptor(io, Tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     port = acceptor.local_endpoint().port();
   }
-  auto refused = HttpClient(HttpEndpoint{.unix_path = "", .host = "127.0.0.1", .port = port})
+  auto refused = Client(Endpoint{.unix_path = "", .host = "127.0.0.1", .port = port})
                      .Request("GET", "/v1/health");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kUnavailable);
   EXPECT_THAT(refused.status().message(), HasSubstr("connection refused"));
   EXPECT_THAT(refused.status().message(), HasSubstr("127.0.0.1:" + std::to_string(port)));
 
-  Status stream = HttpClient(HttpEndpoint{.unix_path = missing})
+  Status stream = Client(Endpoint{.unix_path = missing})
                       .Stream("/v1/events", {}, [](std::string_view) { return true; });
   EXPECT_EQ(stream.code(), Code::kUnavailable);
 }
 
 TEST(HttpClientTest, RejectsMalformedRequests) {
-  HttpClient client(HttpEndpoint{.unix_path = "/tmp/unused.sock"});
+  Client client(Endpoint{.unix_path = "/tmp/unused.sock"});
   EXPECT_EQ(client.Request("GET", "no-slash").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(client.Request("GET", "/a\r\nX: y").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(client.Request("GET", "/a", "", {{"X-Bad", "a\nb"}}).status().code(),
@@ -577,19 +574,19 @@ TEST(HttpClientTest, RejectsMalformedRequests) {
 }
 
 TEST(HttpClientTest, StatusFromResponseFollowsHttpStatus) {
-  EXPECT_TRUE(cli::StatusFromResponse({.status = 204, .body = "", .headers = {}}).ok());
+  EXPECT_TRUE(StatusFromResponse({.status = 204, .body = "", .headers = {}}).ok());
   Status not_found =
-      cli::StatusFromResponse({.status = 404, .body = R"({"error": "no job 7"})", .headers = {}});
+      StatusFromResponse({.status = 404, .body = R"({"error": "no job 7"})", .headers = {}});
   EXPECT_EQ(not_found.code(), Code::kNotFound);
   EXPECT_EQ(not_found.message(), "no job 7");
-  EXPECT_EQ(cli::StatusFromResponse({.status = 401, .body = "{}", .headers = {}}).code(),
+  EXPECT_EQ(StatusFromResponse({.status = 401, .body = "{}", .headers = {}}).code(),
             Code::kUnauthenticated);
-  Status plain = cli::StatusFromResponse({.status = 502, .body = "bad gateway\n", .headers = {}});
+  Status plain = StatusFromResponse({.status = 502, .body = "bad gateway\n", .headers = {}});
   EXPECT_EQ(plain.code(), Code::kInternal);
   EXPECT_EQ(plain.message(), "bad gateway");
-  EXPECT_THAT(cli::StatusFromResponse({.status = 400, .body = "", .headers = {}}).message(),
+  EXPECT_THAT(StatusFromResponse({.status = 400, .body = "", .headers = {}}).message(),
               HasSubstr("HTTP 400"));
 }
 
 }  // namespace
-}  // namespace gpuherd::daemon
+}  // namespace gpuherd::http

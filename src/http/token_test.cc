@@ -1,4 +1,4 @@
-#include "daemon/auth.h"
+#include "http/token.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace gpuherd::daemon {
+namespace gpuherd::http {
 namespace {
 
 namespace fs = std::filesystem;
@@ -40,4 +40,4 @@ TEST(AuthTest, OnlyTheExactBearerTokenIsAccepted) {
 }
 
 }  // namespace
-}  // namespace gpuherd::daemon
+}  // namespace gpuherd::http

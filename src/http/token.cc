@@ -1,4 +1,4 @@
-#include "daemon/auth.h"
+#include "http/token.h"
 
 #include <sys/random.h>
 
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-namespace gpuherd::daemon {
+namespace gpuherd::http {
 
 Result<std::string> ReadToken(const StateDir& dir) {
   std::ifstream in(dir.token_path());
@@ -51,4 +51,4 @@ bool HasValidToken(const std::map<std::string, std::string>& headers, const std:
   return diff == 0;
 }
 
-}  // namespace gpuherd::daemon
+}  // namespace gpuherd::http
