@@ -2,7 +2,7 @@
 // build time, and uPlot from the pipeline report's embedded copy. Served at
 // "/" and "/assets/..." on the API's TCP port without the token: the page
 // holds no data of its own; everything it shows comes from /v1, where reads
-// are open and every action needs the token (see dashboard_api.h).
+// are open and every action needs the token (see routes/).
 #pragma once
 
 #include <optional>

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/html.h"
+
 // Generated at build time from npm's uplot package (src/pipeline/CMakeLists.txt).
 #ifdef GPUHERD_HAVE_UPLOT
 extern "C" const unsigned char gpuherd_uplot_js[];
@@ -45,20 +47,6 @@ std::string Hours(double value) { return fmt::format("{:.4g}", value); }
 std::string Seconds(double seconds) {
   if (seconds <= 0) return "-";
   return FormatDuration(static_cast<DurationMs>(std::llround(seconds * 1000)));
-}
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 std::string MatrixValue(const NodeReport& node, const std::string& name) {
@@ -306,11 +294,11 @@ void MarkdownTable(const std::vector<std::string>& header, const std::vector<std
 void HtmlTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                const char* css_class, std::string* out) {
   *out += fmt::format("<table class=\"{}\"><thead><tr>", css_class);
-  for (const auto& h : header) *out += "<th>" + Escape(h) + "</th>";
+  for (const auto& h : header) *out += "<th>" + HtmlEscape(h) + "</th>";
   *out += "</tr></thead><tbody>\n";
   for (const auto& row : rows) {
     *out += "<tr>";
-    for (const auto& c : row) *out += "<td>" + Escape(c) + "</td>";
+    for (const auto& c : row) *out += "<td>" + HtmlEscape(c) + "</td>";
     *out += "</tr>\n";
   }
   *out += "</tbody></table>\n";
@@ -413,10 +401,10 @@ ChartLibrary EmbeddedChartLibrary() {
 std::string RenderHtml(const Report& r, const ChartLibrary& charts) {
   Tables t = MakeTables(r);
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
-  out += "<title>" + Escape(Headline(r)) + "</title>\n<style>" + std::string(kStyle) + "</style>\n";
+  out += "<title>" + HtmlEscape(Headline(r)) + "</title>\n<style>" + std::string(kStyle) + "</style>\n";
   if (charts.available()) out += "<style>" + std::string(charts.css) + "</style>\n";
-  out += "</head><body>\n<h1>" + Escape(Headline(r)) + "</h1>\n<p>" + Escape(Summary(r)) + "</p>\n";
-  if (!r.run_dir.empty()) out += "<p>Run folder: <code>" + Escape(r.run_dir) + "</code></p>\n";
+  out += "</head><body>\n<h1>" + HtmlEscape(Headline(r)) + "</h1>\n<p>" + HtmlEscape(Summary(r)) + "</p>\n";
+  if (!r.run_dir.empty()) out += "<p>Run folder: <code>" + HtmlEscape(r.run_dir) + "</code></p>\n";
   if (!r.params.empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [k, v] : r.params) rows.push_back({k, v});

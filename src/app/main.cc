@@ -11,6 +11,9 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#ifndef GPUHERD_CLIENT
+#include "app/daemon_command.h"
+#endif
 #include "core/log.h"
 #include "core/version.h"
 #include "exec/launcher.h"
@@ -73,7 +76,7 @@ int main(int argc, char** argv) {
   app.add_subcommand("daemon", "Run the gpuherd daemon (in gpuherd-daemon)");
   app.add_subcommand("predict", "Train and evaluate the failure-risk model (in gpuherd-daemon)");
 #else
-  AddDaemonCommand(app, &ctx);
+  gpuherd::app::AddDaemonCommand(app, &ctx);
 #endif
   // Each command file registers its commands. A command line naming one
   // registers only that file's (CLI11 builds every option of every command it

@@ -6,11 +6,16 @@
 #include <cstdio>
 #include <thread>
 
+#include "app/daemon_command.h"
+
 #include "cli/command.h"
 #include "core/log.h"
 #include "daemon/daemon.h"
 
-namespace gpuherd::cli {
+namespace gpuherd::app {
+
+using cli::CommandContext;
+using cli::DriverFlags;
 
 void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
@@ -20,6 +25,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     std::string log_level = "info";
     std::string memory_grace = "30s";
     std::string admin_group;
+    std::vector<std::string> allow_hosts;
     int user_max_gpus = 0, user_max_queued = 0;
     bool no_preemption = false, no_backfill = false;
     std::string alert_rules, alert_command;
@@ -40,6 +46,9 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--memory-grace", flags->memory_grace,
                   "How long a fractional job may exceed its GPU memory share before it is stopped");
   cmd->add_option("--admin-group", flags->admin_group, "Members may act on any job and drain GPUs");
+  cmd->add_option("--allow-host", flags->allow_hosts,
+                  "Also answer TCP requests whose Host is this name (besides localhost, IP addresses and the "
+                  "hostname); repeatable");
   cmd->add_option("--user-max-gpus", flags->user_max_gpus, "Running GPUs per user (0: no limit)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--user-max-queued", flags->user_max_queued, "Unfinished jobs per user (0: no limit)")
@@ -87,6 +96,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
       return ctx->Fail(InvalidArgument("--memory-grace takes a duration like 30s; got '" + flags->memory_grace + "'"));
     }
     options.admin_group = flags->admin_group;
+    options.allow_hosts = flags->allow_hosts;
     options.queue.scheduler.max_running_gpus_per_user = flags->user_max_gpus;
     options.queue.scheduler.max_queued_jobs_per_user = flags->user_max_queued;
     options.queue.scheduler.preemption = !flags->no_preemption;
@@ -140,4 +150,4 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
   });
 }
 
-}  // namespace gpuherd::cli
+}  // namespace gpuherd::app

@@ -1,8 +1,10 @@
-#include "daemon/burnin_records.h"
+#include "api/burnins.h"
 
 #include <charconv>
 
-namespace gpuherd::daemon {
+#include "api/events.h"
+
+namespace gpuherd::api {
 namespace {
 
 // How far back an index is looked up: enough for any fleet's recent runs,
@@ -30,31 +32,27 @@ store::BurnInRecord ToBurnInRecord(const burnin::BurnInRun& run) {
 store::EventRecord BurnInEvent(const burnin::BurnInRun& run) {
   using burnin::RunOutcome;
   using burnin::Verdict;
-  store::EventRecord e;
-  e.time = run.finished;
-  e.kind = "burnin.result";
-  e.gpu_uuid = run.gpu_uuid;
+  store::Severity severity = store::Severity::kInfo;
   if (run.outcome == RunOutcome::kFaultsFound || run.health.verdict == Verdict::kUnhealthy) {
-    e.severity = store::Severity::kCritical;
+    severity = store::Severity::kCritical;
   } else if (run.outcome == RunOutcome::kCouldNotRun || run.health.verdict == Verdict::kDegraded) {
-    e.severity = store::Severity::kWarning;
+    severity = store::Severity::kWarning;
   }
-  e.message = "burn-in level " + std::to_string(run.level) + " of GPU " + std::to_string(run.gpu_index) + " (" +
-              run.gpu_name + "): " + burnin::RunOutcomeName(run.outcome);
+  std::string message = "burn-in level " + std::to_string(run.level) + " of GPU " + std::to_string(run.gpu_index) +
+                        " (" + run.gpu_name + "): " + burnin::RunOutcomeName(run.outcome);
   if (run.outcome == RunOutcome::kPassed || run.outcome == RunOutcome::kFaultsFound) {
-    e.message += ", " + std::string(burnin::VerdictName(run.health.verdict)) + " (score " +
-                 std::to_string(run.health.score) + ")";
+    message += ", " + std::string(burnin::VerdictName(run.health.verdict)) + " (score " +
+               std::to_string(run.health.score) + ")";
   } else if (!run.outcome_reason.empty()) {
-    e.message += ": " + run.outcome_reason;
+    message += ": " + run.outcome_reason;
   }
-  if (run.simulated) e.message += " [simulated]";
-  e.data_json = nlohmann::json{{"level", run.level},
-                               {"outcome", burnin::RunOutcomeName(run.outcome)},
-                               {"verdict", burnin::VerdictName(run.health.verdict)},
-                               {"score", run.health.score},
-                               {"simulated", run.simulated}}
-                    .dump();
-  return e;
+  if (run.simulated) message += " [simulated]";
+  return NewEvent(run.finished, "burnin.result", severity, std::move(message), run.gpu_uuid,
+                  {{"level", run.level},
+                   {"outcome", burnin::RunOutcomeName(run.outcome)},
+                   {"verdict", burnin::VerdictName(run.health.verdict)},
+                   {"score", run.health.score},
+                   {"simulated", run.simulated}});
 }
 
 Status ValidateForStore(const burnin::BurnInRun& run) {
@@ -102,4 +100,4 @@ Result<std::string> FindBurnInGpu(store::Store& store, const std::string& id) {
                   "' is stored; give an index or a UUID that `gpuherd health` lists");
 }
 
-}  // namespace gpuherd::daemon
+}  // namespace gpuherd::api

@@ -1,5 +1,6 @@
-// The catalogue of GPU models the simulated fleet is built from: real specs of
-// real cards, as NVML and the vendor's data sheets report them.
+// The datasheet catalogue of GPU models: real specs of real cards, as NVML and
+// the vendor's data sheets report them. The burn-in scores real cards against
+// it (nominal rates, memory, limits); the simulated fleet is built from it.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 
 #include "core/status.h"
 
-namespace gpuherd::gpu::sim {
+namespace gpuherd::gpu {
 
 struct GpuModel {
   std::string_view key;           // short lookup key: "h100-sxm"
@@ -58,4 +59,4 @@ std::string KnownModelKeys();
 // (before Ampere) or remapped rows (Ampere and later). Only for ECC models.
 bool UsesRowRemapping(const GpuModel& model);
 
-}  // namespace gpuherd::gpu::sim
+}  // namespace gpuherd::gpu

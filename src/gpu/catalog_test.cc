@@ -1,11 +1,11 @@
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 
 #include <set>
 #include <string>
 
 #include <gtest/gtest.h>
 
-namespace gpuherd::gpu::sim {
+namespace gpuherd::gpu {
 namespace {
 
 TEST(CatalogTest, FindsRequiredModelsByKeyAndNvmlName) {
@@ -113,4 +113,4 @@ TEST(CatalogTest, MemoryRepairMechanismFollowsArchitecture) {
 }
 
 }  // namespace
-}  // namespace gpuherd::gpu::sim
+}  // namespace gpuherd::gpu

@@ -13,7 +13,7 @@
 #include "store/records.h"
 #include "store/store.h"
 
-namespace gpuherd::daemon {
+namespace gpuherd::api {
 
 // The row for a run: the indexed columns and the whole record as JSON.
 store::BurnInRecord ToBurnInRecord(const burnin::BurnInRun& run);
@@ -37,4 +37,4 @@ Result<burnin::BurnInRun> BurnInRunFromRecord(const store::BurnInRecord& record)
 // kNotFound says how to list what is stored.
 Result<std::string> FindBurnInGpu(store::Store& store, const std::string& id);
 
-}  // namespace gpuherd::daemon
+}  // namespace gpuherd::api

@@ -1,9 +1,9 @@
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 
 #include <array>
 #include <cctype>
 
-namespace gpuherd::gpu::sim {
+namespace gpuherd::gpu {
 namespace {
 
 constexpr uint64_t kMiB = 1024ull * 1024;
@@ -156,4 +156,4 @@ std::string KnownModelKeys() {
 
 bool UsesRowRemapping(const GpuModel& model) { return model.ecc && model.cc_major >= 8; }
 
-}  // namespace gpuherd::gpu::sim
+}  // namespace gpuherd::gpu
