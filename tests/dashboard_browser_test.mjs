@@ -172,7 +172,13 @@ test('job detail shows the log tail and the metric curves', async () => {
   const script = 'for i in 1 2 3 4; do echo "training line $i"; echo "{\\"step\\": $i, \\"loss\\": 0.$((10 - i))}" >> "$GPUHERD_METRICS_FILE"; done';
   const id = cli('submit', '--gpus', '0', '--name', 'dash-metrics', '--', 'sh', '-c', script).trim();
   await waitFor('the job to end', () => show(id).state === 'completed');
-  const page = await newPage(`http://127.0.0.1:${port}/#/jobs/${id}`);
+  // Without the token the job's facts show, its output does not: it is its owner's.
+  const anonymous = await newPage(`http://127.0.0.1:${port}/#/jobs/${id}`);
+  await waitFor('the refusal', async () => /API token/.test(await anonymous.locator('[data-testid=job-log]').innerText()));
+  assert.doesNotMatch(await anonymous.locator('[data-testid=job-log]').innerText(), /training line/);
+  await anonymous.context().close();
+  const page = await newPage(cli('dashboard').trim());
+  await page.goto(`http://127.0.0.1:${port}/#/jobs/${id}`);
   await waitFor('the log', async () => /training line 4/.test(await page.locator('[data-testid=job-log]').innerText()));
   await page.locator('[data-testid=job-metrics] .uplot').waitFor();
   assert.match(await page.locator('[data-testid=job-metrics]').innerText(), /loss/);

@@ -212,9 +212,11 @@ TEST_F(DashboardTest, JobMetricsAndActionsNeedTheTokenOverTcp) {
   const int64_t id = json::parse(submitted.body)["id"];
   const std::string job = "/v1/jobs/" + std::to_string(id);
   ASSERT_TRUE(WaitFor([&] { return Get(job)["state"] == "completed"; })) << Get(job).dump();
+  // The lines a job wrote are its owner's: over TCP they need the token.
+  EXPECT_EQ(Tcp("GET", job + "/metrics").status, 401);
   json metrics;
   ASSERT_TRUE(WaitFor([&] {
-    metrics = Get(job + "/metrics");
+    metrics = json::parse(Tcp("GET", job + "/metrics", "", /*token=*/true).body);
     return metrics["metrics"].size() == 2;
   })) << metrics.dump();
   EXPECT_EQ(metrics["job_id"], id);

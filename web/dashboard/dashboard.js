@@ -300,8 +300,16 @@
         try {
           state.job = await api(`/v1/jobs/${route.id}`);
           state.jobError = null;
-          state.jobMetrics = (await api(`/v1/jobs/${route.id}/metrics`)).metrics;
-          await fetchLog(route.id, !['completed', 'failed', 'cancelled'].includes(state.job.state));
+          try {
+            state.jobMetrics = (await api(`/v1/jobs/${route.id}/metrics`)).metrics;
+            await fetchLog(route.id, !['completed', 'failed', 'cancelled'].includes(state.job.state));
+            state.jobPrivate = null;
+          } catch (e) {
+            // A job's output and metric lines are its owner's: over TCP they need the token.
+            if (e.status !== 401 && e.status !== 403) throw e;
+            state.jobMetrics = [];
+            state.jobPrivate = e.message;
+          }
         } catch (e) {
           state.job = null;
           state.jobError = e;
@@ -708,7 +716,7 @@
         ['submitted', ago(j.submitted, j.now)], ['started', j.started ? ago(j.started, j.now) : '–'],
         ['ended', j.ended ? ago(j.ended, j.now) : '–'], ['attempt', `${j.attempt} (restarts ${j.restarts}/${j.max_restarts})`],
         ['exit', j.exit_code !== undefined ? `code ${j.exit_code}` : j.exit_signal !== undefined ? `signal ${j.exit_signal}` : '–'],
-        ['reason', j.reason || '–'], ['command', (j.command || []).join(' ')],
+        ['reason', j.reason || '–'], ['command', j.command ? j.command.join(' ') : 'its owner\'s: paste the API token to see it'],
       ];
       const streamButton = (name) => el('button', { type: 'button', class: state.log.stream === name ? 'on' : '',
         onclick: () => { state.log = { jobId: 0, stream: name, text: '', offset: -1 }; state.rendered = ''; poll(); } }, name);
@@ -725,7 +733,8 @@
         el('pre', { class: 'log', 'data-testid': 'job-log' }));
       state.jobCharts = { key: '', charts: [] };
     }
-    view.querySelector('.log').textContent = (state.log.cut ? '…\n' : '') + state.log.text;
+    view.querySelector('.log').textContent = state.jobPrivate ? state.jobPrivate
+      : (state.log.cut ? '…\n' : '') + state.log.text;
     renderJobCharts(view, j);
   }
 
