@@ -111,6 +111,57 @@ std::vector<const StepSpec*> StepOrder(const PipelineSpec& spec) {
   return order;
 }
 
+// How many points a step's sweep has, without drawing them.
+size_t PointCount(const Matrix& matrix) {
+  switch (matrix.kind) {
+    case Matrix::Kind::kNone:
+      return 1;
+    case Matrix::Kind::kGrid: {
+      size_t total = 1;
+      for (const Matrix::Axis& axis : matrix.grid) {
+        total *= axis.values.size();
+        if (total > kMaxPlanNodes) return kMaxPlanNodes + 1;  // no overflow
+      }
+      return total;
+    }
+    case Matrix::Kind::kRandom:
+      return matrix.count < 0 ? 0 : static_cast<size_t>(matrix.count);
+  }
+  return 1;
+}
+
+// Nodes and need edges of the plan, counted before anything is allocated.
+Status CheckPlanSize(const PipelineSpec& spec) {
+  std::map<std::string, size_t> points;
+  size_t nodes = 0;
+  std::string biggest;
+  for (const StepSpec& step : spec.steps) {
+    points[step.name] = PointCount(step.matrix);
+    nodes += points[step.name];
+    if (biggest.empty() || points[step.name] > points[biggest]) biggest = step.name;
+  }
+  if (nodes > kMaxPlanNodes) {
+    return InvalidArgument(fmt::format(
+        "{}: the pipeline expands to {} jobs (step '{}' alone has {}); a run holds at most {} "
+        "jobs: split the sweep into several runs",
+        spec.source, nodes, biggest, points[biggest], kMaxPlanNodes));
+  }
+  uint64_t edges = 0;
+  for (const StepSpec& step : spec.steps) {
+    uint64_t needed = 0;
+    for (const std::string& need : step.needs) needed += points[need];
+    edges += needed * points[step.name];
+  }
+  if (edges > kMaxPlanEdges) {
+    return InvalidArgument(fmt::format(
+        "{}: the pipeline's needs join {} pairs of jobs (every point of a step needs every point "
+        "of the steps it needs); a run holds at most {}: sweep fewer points or add a step that "
+        "gathers a sweep",
+        spec.source, edges, kMaxPlanEdges));
+  }
+  return Status::Ok();
+}
+
 std::string JoinPath(const std::string& dir, const std::string& rel) {
   return (std::filesystem::path(dir) / rel).lexically_normal().string();
 }
@@ -140,8 +191,10 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
     return InvalidArgument(fmt::format("the run folder must be an absolute path, got '{}'",
                                        run_dir));
   }
+  GPUHERD_RETURN_IF_ERROR(CheckPlanSize(spec));
   Plan plan;
   plan.name = spec.name;
+  size_t bytes = 0;  // the text the plan's nodes hold, counted as they are made
   plan.run_dir = std::filesystem::path(run_dir).lexically_normal().string();
   plan.params = spec.params;
   plan.backend = spec.backend;
@@ -242,6 +295,15 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
       job["labels"]["gpuherd/node"] = node.id;
       auto parsed = sched::ParseJobSpec(job);
       if (!parsed.ok()) return fail(parsed.status());
+      bytes += node.id.size() + node.key.size() + node.checkpoint_dir.size() + job.dump().size();
+      for (const std::string& need : node.needs) bytes += need.size() + sizeof(size_t);
+      if (bytes > kMaxPlanBytes) {
+        return InvalidArgument(fmt::format(
+            "{}: the pipeline's jobs come to more than {} MiB of commands, environments and "
+            "names (at step '{}', node {}); a run holds at most that: shorten them or sweep fewer "
+            "points",
+            spec.source, kMaxPlanBytes >> 20, step->name, node.id));
+      }
       node.job = std::move(job);
 
       step_nodes[step->name].push_back(plan.nodes.size());

@@ -262,3 +262,50 @@ TEST(ParseOverrideTest, SplitsAtTheFirstEqualsSign) {
 
 }  // namespace
 }  // namespace gpuherd::pipeline
+
+namespace gpuherd::pipeline {
+namespace {
+
+// Ten steps of 10,000 random points each: every step is under the per-step
+// cap, the run is not. Refused before a point is drawn.
+TEST(PlanLimitsTest, TotalNodesAreBoundedBeforeExpanding) {
+  std::string yaml = "name: big\nsteps:\n";
+  for (int i = 0; i < 10; ++i) {
+    yaml += fmt::format("  s{}: {{run: [echo, '${{{{ matrix.x }}}}'], matrix: {{random: {{count: "
+                        "10000, params: {{x: {{uniform: [0, 1]}}}}}}}}}}\n",
+                        i);
+  }
+  PipelineSpec spec = MustParse(yaml);
+  ASSERT_EQ(spec.steps.size(), 10u);
+  auto plan = Expand(spec, {}, "/runs/1");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(),
+              HasSubstr("expands to 100000 jobs (step 's0' alone has 10000); a run holds at most 20000"));
+}
+
+// Two sweeps of 10,000 where the second needs the first: 10^8 need pairs.
+TEST(PlanLimitsTest, NeedPairsAreBounded) {
+  PipelineSpec spec = MustParse(
+      "steps:\n"
+      "  a: {run: [echo, '${{ matrix.x }}'], matrix: {random: {count: 10000, params: {x: {uniform: [0, 1]}}}}}\n"
+      "  b: {run: [echo, '${{ matrix.x }}'], needs: [a], matrix: {random: {count: 10000, params: {x: {uniform: [0, 1]}}}}}\n");
+  auto plan = Expand(spec, {}, "/runs/1");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(), HasSubstr("join 100000000 pairs of jobs"));
+  EXPECT_THAT(plan.status().message(), HasSubstr("at most 200000"));
+}
+
+// Each node's text is small in the file but large once parameters are
+// substituted: the plan's bytes are counted as it is built.
+TEST(PlanLimitsTest, PlanBytesAreBounded) {
+  PipelineSpec spec = MustParse(
+      "params: {big: x}\n"
+      "steps:\n"
+      "  a: {run: [echo, '${{ params.big }}'], matrix: {random: {count: 5000, params: {x: {uniform: [0, 1]}}}}}\n");
+  auto plan = Expand(spec, {{"big", std::string(16384, 'y')}}, "/runs/1");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(), HasSubstr("more than 32 MiB"));
+}
+
+}  // namespace
+}  // namespace gpuherd::pipeline

@@ -293,3 +293,42 @@ steps:
 
 }  // namespace
 }  // namespace gpuherd::pipeline
+
+namespace gpuherd::pipeline {
+namespace {
+
+// 636 bytes that a walk would expand to 10^9 scalars: refused at parse time,
+// with the file named, before any step is read.
+TEST(SpecLimitsTest, BillionLaughsIsRefused) {
+  std::string yaml = "name: laughs\nx0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 9; ++i) {
+    yaml += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) yaml += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    yaml += "]\n";
+  }
+  yaml += "steps: {a: {run: [echo, *a9]}}\n";
+  EXPECT_THAT(ParseError(yaml), HasSubstr("p.yaml:"));
+  EXPECT_THAT(ParseError(yaml), HasSubstr("alias"));
+}
+
+TEST(SpecLimitsTest, AliasesWithinTheLimitsStillWork) {
+  auto spec = ParsePipeline(
+      "defaults: &d {gpus: 1}\nsteps:\n  a: {run: echo a, gpus: 2}\n  b: {run: echo b, needs: [a]}\n",
+      "p.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+}
+
+TEST(SpecLimitsTest, DeepNestingIsRefusedWithItsLine) {
+  const std::string yaml = "name: deep\nsteps:\n  a: {run: echo, labels: {x: " + std::string(50, '[') +
+                           std::string(50, ']') + "}}\n";
+  EXPECT_THAT(ParseError(yaml), HasSubstr("p.yaml:3: lists and mappings nest deeper than 32"));
+}
+
+TEST(SpecLimitsTest, OutOfRangeNumbersStateTheRange) {
+  EXPECT_THAT(ParseError("steps:\n  a:\n    run: echo\n    matrix: {random: {count: 5, params: "
+                         "{x: {uniform: [0, 1e400]}}}}\n"),
+              HasSubstr("must be a number from"));
+}
+
+}  // namespace
+}  // namespace gpuherd::pipeline
