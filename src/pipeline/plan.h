@@ -50,6 +50,9 @@ struct Plan {
   std::map<std::string, std::string> params;  // the values in effect, overrides applied
   BackendChoice backend;                      // the file's backend: and slurm:
   std::vector<PlanNode> nodes;                // a topological order
+  // By step name: the steps that declare an objective, and an early_stop.
+  std::map<std::string, Objective> objectives;
+  std::map<std::string, EarlyStopPolicy> early_stops;
 
   // The node's index, or -1.
   int Find(const std::string& id) const;
