@@ -26,19 +26,19 @@ from pipeline_bench import Daemon  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 LRS = [1.0, 0.6, 0.3, 0.2, 0.1, 0.06, 0.03, 0.01, 0.003]
-SEEDS = [1, 2, 3]
+HIDDEN = [6, 12, 24]
 
 
 def grid_yaml(steps, step_seconds, early_stop):
     lrs = ", ".join(str(x) for x in LRS)
-    seeds = ", ".join(str(s) for s in SEEDS)
+    hidden = ", ".join(str(h) for h in HIDDEN)
     return f"""name: {"asha" if early_stop else "full"}-grid
 steps:
   train:
-    matrix: {{lr: [{lrs}], seed: [{seeds}]}}
+    matrix: {{lr: [{lrs}], hidden: [{hidden}]}}
     objective: {{metric: loss, mode: min}}
 {early_stop}    run: >-
-      python3 {REPO}/examples/trainers/toy_trainer.py --lr ${{{{ matrix.lr }}}} --seed ${{{{ matrix.seed }}}}
+      python3 {REPO}/examples/trainers/toy_trainer.py --lr ${{{{ matrix.lr }}}} --hidden ${{{{ matrix.hidden }}}} --seed 1
       --steps {steps} --step-seconds {step_seconds} --out ${{{{ workspace }}}}
     gpus: 1
     checkpoint: {{grace: 10s}}
@@ -82,6 +82,7 @@ def main(argv):
     p.add_argument("--step-seconds", type=float, default=0.02)
     p.add_argument("--sim", type=int, default=8)
     p.add_argument("--reduction", type=int, default=3)
+    p.add_argument("--grace", type=int, default=25, help="ASHA's first rung, in steps (default 25)")
     p.add_argument("--timeout", type=float, default=1800)
     a = p.parse_args(argv)
     home = tempfile.mkdtemp(prefix="gpuherd-asha-bench-")
@@ -90,15 +91,15 @@ def main(argv):
         print("running the full grid ...", file=sys.stderr)
         full = run(daemon, grid_yaml(a.steps, a.step_seconds, ""), a.timeout)
         print("running the grid with ASHA ...", file=sys.stderr)
-        policy = f"    early_stop: {{policy: asha, grace: 25, reduction: {a.reduction}}}\n"
+        policy = f"    early_stop: {{policy: asha, grace: {a.grace}, reduction: {a.reduction}}}\n"
         asha = run(daemon, grid_yaml(a.steps, a.step_seconds, policy), a.timeout)
     finally:
         daemon.stop()
         shutil.rmtree(home, ignore_errors=True)
-    print(f"| run ({len(LRS) * len(SEEDS)} points, {a.steps} steps, --sim {a.sim}) | GPU-hours | points run to the end "
+    print(f"| run ({len(LRS) * len(HIDDEN)} points, {a.steps} steps, --sim {a.sim}) | GPU-hours | points run to the end "
           "| stopped early | wall | best point (loss) |")
     print("|---|---:|---:|---:|---:|---|")
-    for name, r in (("full grid", full), (f"ASHA (grace 25, reduction {a.reduction})", asha)):
+    for name, r in (("full grid", full), (f"ASHA (grace {a.grace}, reduction {a.reduction})", asha)):
         print(f"| {name} | {r['gpu_hours']:.4f} | {r['completed']} | {r['stopped']} | {r['wall']:.0f} s "
               f"| {r['best']} ({r['best_loss']:.5f}) |")
     print(f"\nASHA / full grid GPU-hours: {asha['gpu_hours'] / full['gpu_hours']:.2f}; "
