@@ -26,13 +26,8 @@ struct AlertList {
 };
 
 Result<AlertList> ReadFromStore(const StateDir& dir, bool all, TimeMs now) {
-  store::StoreOptions options;
-  options.read_only = true;
-  auto db = store::Store::Open(dir.db_path(), options);
-  if (!db.ok()) {
-    return Unavailable("no daemon answers on " + dir.socket_path() + " and its database cannot be read (" +
-                       db.status().message() + "); start one with `gpuherd daemon`");
-  }
+  auto db = OpenStoreWithoutDaemon(dir);
+  if (!db.ok()) return db.status();
   AlertList list{{}, now};
   auto active = (*db)->ListActiveAlerts();
   if (!active.ok()) return active.status();

@@ -55,13 +55,8 @@ void Print(const std::vector<api::Event>& events, bool json, bool color, bool he
 
 // Without a daemon: the same filter over the database, read-only.
 Result<std::vector<api::Event>> ReadFromStore(const StateDir& dir, const EventsFlags& f, TimeMs since) {
-  store::StoreOptions options;
-  options.read_only = true;
-  auto db = store::Store::Open(dir.db_path(), options);
-  if (!db.ok()) {
-    return Unavailable("no daemon answers on " + dir.socket_path() + " and its database cannot be read (" +
-                       db.status().message() + "); start one with `gpuherd daemon`");
-  }
+  auto db = OpenStoreWithoutDaemon(dir);
+  if (!db.ok()) return db.status();
   store::EventFilter filter;
   filter.since = since;
   filter.kind_prefix = f.kind;
