@@ -193,7 +193,8 @@ test('pipelines show the DAG and the sweep with the token; the report downloads'
     'steps:',
     '  train:',
     '    matrix: {lr: [0.1, 0.2]}',
-    '    run: ["sh", "-c", "echo \'{\\"step\\": 1, \\"loss\\": 0.5}\' >> $GPUHERD_METRICS_FILE"]',
+    '    run: ["sh", "-c", "echo \'{\\"step\\": 1, \\"loss\\": ${{ matrix.lr }}}\' >> $GPUHERD_METRICS_FILE"]',
+    '    objective: {metric: loss, mode: min}',
     '  summary:',
     '    needs: [train]',
     '    run: ["true"]',
@@ -215,6 +216,9 @@ test('pipelines show the DAG and the sweep with the token; the report downloads'
   assert.equal(await page.locator('[data-testid=dag-node][data-state=completed]').count(), 3);
   assert.equal(await page.locator('[data-testid=sweep-row]').count(), 3);
   assert.match(await page.locator('[data-testid=sweep-table]').innerText(), /train\[lr=0.1\]/);
+  // The objective names the best point and ranks the sweep best first.
+  assert.match(await page.locator('[data-testid=best-point]').innerText(), /Best of train by loss \(min\): train\[lr=0.1\] with loss = 0.100000 at step 1/);
+  assert.match(await page.locator('[data-testid=sweep-row]').first().innerText(), /^1\s+train\[lr=0.1\]/);
   await page.screenshot({ path: path.join(OUT, 'dashboard-pipeline.png'), fullPage: true });
   console.log(`screenshot: ${path.join(OUT, 'dashboard-pipeline.png')}`);
   const [download] = await Promise.all([page.waitForEvent('download'),

@@ -713,15 +713,29 @@ json PipelineService::Detail(const Run& run) {
     objectives[step] = {{"metric", o.metric}, {"mode", o.mode == pipeline::ObjectiveMode::kMin ? "min" : "max"}};
   }
   j["objectives"] = std::move(objectives);
-  // The latest line and the best value of every metric, per node.
+  // The latest line and the best value of every metric, per node; for a
+  // step with an objective, each point's best value of it (by its mode) and
+  // the training step of that value.
   std::map<std::string, json> latest;
   std::map<std::string, std::map<std::string, double>> best;
+  std::map<std::string, std::pair<double, int64_t>> objective_best;
   auto lines = state_->store->ListRunMetrics(run.record.id, "");
   if (lines.ok()) {
     for (const store::MetricRecord& m : *lines) {
       json line = json::parse(m.line_json, nullptr, false);
       if (!line.is_object()) continue;
       if (m.step || !latest.count(m.node_id)) latest[m.node_id] = line;
+      if (auto node = run.by_id.find(m.node_id); node != run.by_id.end()) {
+        auto o = run.plan.objectives.find(run.plan.nodes[node->second].step);
+        const std::optional<double> v = o == run.plan.objectives.end() ? std::nullopt
+                                                                       : MetricValue(line, o->second.metric);
+        if (v && std::isfinite(*v)) {
+          auto it = objective_best.find(m.node_id);
+          if (it == objective_best.end() || pipeline::Better(*v, it->second.first, o->second.mode)) {
+            objective_best[m.node_id] = {*v, m.step.value_or(0)};
+          }
+        }
+      }
       auto& b = best[m.node_id];
       for (const auto& [name, value] : line.items()) {
         if (name == "step" || name == "time" || !value.is_number()) continue;
@@ -732,6 +746,29 @@ json PipelineService::Detail(const Run& run) {
       }
     }
   }
+  // Each objective step's points ranked (1 = best), as the report ranks them.
+  std::vector<int> ranks(run.nodes.size(), 0);
+  json best_points = json::object();
+  for (const auto& [step, objective] : run.plan.objectives) {
+    std::vector<size_t> in_step;
+    std::vector<std::optional<double>> values;
+    for (size_t i = 0; i < run.nodes.size(); ++i) {
+      if (run.plan.nodes[i].step != step) continue;
+      in_step.push_back(i);
+      auto it = objective_best.find(run.nodes[i].node_id);
+      values.push_back(it == objective_best.end() ? std::nullopt : std::optional<double>(it->second.first));
+    }
+    const std::vector<int> step_ranks = pipeline::RankValues(values, objective.mode);
+    for (size_t k = 0; k < in_step.size(); ++k) {
+      ranks[in_step[k]] = step_ranks[k];
+      if (step_ranks[k] == 1 && !best_points.contains(step)) {
+        const auto& [value, at] = objective_best.at(run.nodes[in_step[k]].node_id);
+        best_points[step] = {{"node", run.nodes[in_step[k]].node_id}, {"metric", objective.metric},
+                             {"value", value}, {"step", at}};
+      }
+    }
+  }
+  j["best_points"] = std::move(best_points);
   json nodes = json::array();
   for (size_t i = 0; i < run.nodes.size(); ++i) {
     const store::PipelineNodeRecord& row = run.nodes[i];
@@ -773,6 +810,9 @@ json PipelineService::Detail(const Run& run) {
                      {"needs", plan_node.needs},
                      {"latest_metrics", latest.count(row.node_id) ? latest[row.node_id] : json::object()},
                      {"best", json(best[row.node_id])}});
+    if (auto o = objective_best.find(row.node_id); o != objective_best.end()) {
+      nodes.back()["objective"] = {{"value", o->second.first}, {"step", o->second.second}, {"rank", ranks[i]}};
+    }
   }
   j["nodes"] = std::move(nodes);
   return j;

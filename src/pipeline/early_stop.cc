@@ -95,6 +95,21 @@ bool Better(double a, double b, ObjectiveMode mode) {
   return mode == ObjectiveMode::kMin ? a < b : a > b;
 }
 
+std::vector<int> RankValues(const std::vector<std::optional<double>>& values, ObjectiveMode mode) {
+  std::vector<size_t> ranked;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i]) ranked.push_back(i);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](size_t a, size_t b) { return Better(*values[a], *values[b], mode); });
+  std::vector<int> ranks(values.size(), 0);
+  for (size_t r = 0; r < ranked.size(); ++r) {
+    const bool tie = r > 0 && !Better(*values[ranked[r - 1]], *values[ranked[r]], mode);
+    ranks[ranked[r]] = tie ? ranks[ranked[r - 1]] : static_cast<int>(r) + 1;
+  }
+  return ranks;
+}
+
 std::vector<int64_t> AshaRungs(const EarlyStopPolicy& policy, int64_t max_step) {
   std::vector<int64_t> rungs;
   const int64_t reduction = std::max(2, policy.reduction);

@@ -76,4 +76,8 @@ std::vector<int64_t> AshaRungs(const EarlyStopPolicy& policy, int64_t max_step);
 // True when `a` is strictly better than `b` (NaN is worse than any number).
 bool Better(double a, double b, ObjectiveMode mode);
 
+// Ranks by the objective: 1 for the best value, equal values sharing a
+// rank, 0 for points without a value. Indexed like `values`.
+std::vector<int> RankValues(const std::vector<std::optional<double>>& values, ObjectiveMode mode);
+
 }  // namespace gpuherd::pipeline

@@ -100,30 +100,27 @@ void AddLines(const std::vector<Line>& unsorted, NodeReport* node) {
 // The objective's best value per point, then each step's ranking by it.
 void RankPoints(Report* report) {
   for (auto& [step, objective] : report->objectives) {
-    std::vector<size_t> ranked;
+    std::vector<size_t> in_step;
+    std::vector<std::optional<double>> values;
     for (size_t i = 0; i < report->nodes.size(); ++i) {
       NodeReport& node = report->nodes[i];
       if (node.step != step) continue;
-      auto curve = node.curves.find(objective.metric);
-      if (curve == node.curves.end()) continue;
-      for (const CurvePoint& c : curve->second) {
-        if (!node.objective_value || Better(c.value, *node.objective_value, objective.mode)) {
-          node.objective_value = c.value;
-          node.objective_at = c.step;
+      if (auto curve = node.curves.find(objective.metric); curve != node.curves.end()) {
+        for (const CurvePoint& c : curve->second) {
+          if (!node.objective_value || Better(c.value, *node.objective_value, objective.mode)) {
+            node.objective_value = c.value;
+            node.objective_at = c.step;
+          }
         }
       }
-      if (node.objective_value) ranked.push_back(i);
+      in_step.push_back(i);
+      values.push_back(node.objective_value);
     }
-    std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-      return Better(*report->nodes[a].objective_value, *report->nodes[b].objective_value, objective.mode);
-    });
-    for (size_t r = 0; r < ranked.size(); ++r) {
-      // Equal values share a rank.
-      const bool tie = r > 0 && !Better(*report->nodes[ranked[r - 1]].objective_value,
-                                        *report->nodes[ranked[r]].objective_value, objective.mode);
-      report->nodes[ranked[r]].rank = tie ? report->nodes[ranked[r - 1]].rank : static_cast<int>(r) + 1;
+    const std::vector<int> ranks = RankValues(values, objective.mode);
+    for (size_t k = 0; k < in_step.size(); ++k) {
+      report->nodes[in_step[k]].rank = ranks[k];
+      if (ranks[k] == 1 && !report->best.count(step)) report->best[step] = in_step[k];
     }
-    if (!ranked.empty()) report->best[step] = ranked.front();
   }
 }
 
@@ -404,8 +401,10 @@ std::string Parameters(const NodeReport& n) {
   return out.empty() ? "no parameters" : out;
 }
 
+}  // namespace
+
 // One sentence per step with an objective: which point is best, and why.
-std::vector<std::string> BestLines(const Report& r) {
+std::vector<std::string> BestPointLines(const Report& r) {
   std::vector<std::string> lines;
   for (const auto& [step, o] : r.objectives) {
     auto best = r.best.find(step);
@@ -420,6 +419,8 @@ std::vector<std::string> BestLines(const Report& r) {
   }
   return lines;
 }
+
+namespace {
 
 constexpr const char* kNoObjective =
     "No objective declared, so no point is ranked: add objective: {metric: NAME, mode: min|max} "
@@ -765,7 +766,7 @@ std::string RenderHtml(const Report& r, const ChartLibrary& charts) {
   if (r.objectives.empty()) {
     out += "<p class=\"note\">" + HtmlEscape(kNoObjective) + "</p>\n";
   } else {
-    for (const auto& line : BestLines(r)) out += "<p class=\"best\">" + HtmlEscape(line) + "</p>\n";
+    for (const auto& line : BestPointLines(r)) out += "<p class=\"best\">" + HtmlEscape(line) + "</p>\n";
   }
   out += "<p>" + HtmlEscape(Summary(r)) + "</p>\n";
   if (!r.run_dir.empty()) out += "<p>Run folder: <code>" + HtmlEscape(r.run_dir) + "</code></p>\n";
@@ -829,7 +830,7 @@ std::string RenderMarkdown(const Report& r) {
   if (r.objectives.empty()) {
     out += std::string(kNoObjective) + "\n\n";
   } else {
-    for (const auto& line : BestLines(r)) out += "**" + MarkdownCell(line) + "**\n\n";
+    for (const auto& line : BestPointLines(r)) out += "**" + MarkdownCell(line) + "**\n\n";
   }
   out += MarkdownCell(Summary(r)) + "\n\n";
   if (!r.params.empty()) {
