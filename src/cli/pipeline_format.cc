@@ -138,7 +138,24 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
     }
     table.AddRow(row);
   }
-  return out + table.Render(ranked ? std::vector<size_t>{0, 4, 5} : std::vector<size_t>{3, 4});
+  out += table.Render(ranked ? std::vector<size_t>{0, 4, 5} : std::vector<size_t>{3, 4});
+  // Why earlier attempts ended (a requeue for a GPU fault or a preemption, a
+  // failure with the end of its stderr), node by node.
+  for (const json& node : Nodes(pipeline)) {
+    const json history = node.value("attempt_history", json::array());
+    if (!history.is_array()) continue;
+    for (const json& a : history) {
+      if (!a.is_object()) continue;
+      std::string line = fmt::format("{} job {}: {}: {}", Text(node, "id"), Text(a, "job"), Text(a, "state"),
+                                     Text(a, "reason"));
+      const json tail = a.value("stderr_tail", json::array());
+      if (tail.is_array() && !tail.empty() && tail.back().is_string()) {
+        line += " (stderr: " + tail.back().get<std::string>() + ")";
+      }
+      out += line + "\n";
+    }
+  }
+  return out;
 }
 
 bool PipelineFinished(const json& pipeline) {

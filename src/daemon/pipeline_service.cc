@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/safe_file.h"
 #include "pipeline/early_stop.h"
 #include "pipeline/spec.h"
 
@@ -28,6 +30,27 @@ namespace fs = std::filesystem;
 
 // How many runs GET /v1/pipelines?all=1 lists: the most recent.
 constexpr int kMaxListedRuns = 1000;
+
+// What a node's attempt history keeps: its latest entries, and of a failed
+// attempt the last lines (each cut at 500 bytes) of its standard error.
+constexpr size_t kMaxHistory = 20;
+constexpr size_t kStderrTailLines = 20;
+constexpr uint64_t kStderrTailBytes = 16 * 1024;
+
+std::vector<std::string> LastLines(const std::string& text, size_t count) {
+  std::vector<std::string> lines;
+  size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') --end;
+  while (lines.size() < count && end > 0) {
+    const size_t start = text.rfind('\n', end - 1);
+    const size_t begin = start == std::string::npos ? 0 : start + 1;
+    lines.push_back(text.substr(begin, std::min<size_t>(end - begin, 500)));
+    if (start == std::string::npos) break;
+    end = start;
+  }
+  std::reverse(lines.begin(), lines.end());
+  return lines;
+}
 
 // An active node's stored reason while its job stops by early stopping.
 constexpr std::string_view kStoppingEarly = "stopping early: ";
@@ -447,6 +470,7 @@ void PipelineService::NodeJobFinished(Run& run, int node, const sched::Job& job)
     row.reason = "stopped early: " + early_stop_reason;
   }
   row.state = pipeline::NodeStateName(state);
+  if (state != NodeState::kCompleted) AddToHistory(row, job, row.state);
   SaveNode(run, node);
   run.dirty = true;
   dirty_ = true;
@@ -526,8 +550,35 @@ void PipelineService::OnJobChanged(const sched::Job& job) {
     NodeJobFinished(run->second, node, job);
   } else {
     row.reason = job.reason;  // requeued: it will resume from its checkpoint
+    AddToHistory(row, job, "requeued");
     SaveNode(run->second, node);
   }
+}
+
+void PipelineService::AddToHistory(store::PipelineNodeRecord& row, const sched::Job& job, const std::string& state) {
+  json history = json::parse(row.history_json, nullptr, false);
+  if (!history.is_array()) history = json::array();
+  json entry = {{"job", job.id},
+                {"attempt", job.attempt},
+                {"ended", job.ended > 0 ? job.ended : state_->clock->Now()},
+                {"state", state},
+                {"reason", job.reason}};
+  if (state == "failed" && job.id > 0 && job.attempt > 0) {
+    // The job wrote its stderr as its user: read without following links,
+    // and only its last bytes.
+    const std::string relative = fmt::format("{}/{}/stderr", job.id, job.attempt);
+    const std::string jobs = dir_.root + "/jobs";
+    if (auto head = ReadBeneath(jobs, relative, 0, 0); head.ok()) {
+      const uint64_t from = head->size > kStderrTailBytes ? head->size - kStderrTailBytes : 0;
+      if (auto tail = ReadBeneath(jobs, relative, from, kStderrTailBytes); tail.ok()) {
+        entry["stderr_tail"] = LastLines(tail->data, kStderrTailLines);
+      }
+    }
+  }
+  history.push_back(std::move(entry));
+  // A node that keeps failing keeps its latest ends.
+  while (history.size() > kMaxHistory) history.erase(history.begin());
+  row.history_json = history.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void PipelineService::ActOnAnomaly(const MetricsIntake::Found& found, bool may_act) {
@@ -809,7 +860,11 @@ json PipelineService::Detail(const Run& run) {
                      {"reason", row.reason},
                      {"needs", plan_node.needs},
                      {"latest_metrics", latest.count(row.node_id) ? latest[row.node_id] : json::object()},
-                     {"best", json(best[row.node_id])}});
+                     {"best", json(best[row.node_id])},
+                     {"attempt_history", [&] {
+                        json h = json::parse(row.history_json, nullptr, false);
+                        return h.is_array() ? h : json::array();
+                      }()}});
     if (auto o = objective_best.find(row.node_id); o != objective_best.end()) {
       nodes.back()["objective"] = {{"value", o->second.first}, {"step", o->second.second}, {"rank", ranks[i]}};
     }

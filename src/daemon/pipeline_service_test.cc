@@ -167,7 +167,8 @@ steps:
         cat ${{ step.prepare.workspace }}/data/input > ${{ workspace }}/out;
         echo "$GPUHERD_CHECKPOINT_DIR $GPUHERD_RESTART_COUNT ${GPUHERD_RESUME:-0}" >> ${{ workspace }}/env;
         if [ ${{ matrix.point }} = b ] && [ ! -e $GPUHERD_CHECKPOINT_DIR/ckpt ]; then
-        touch $GPUHERD_CHECKPOINT_DIR/ckpt; exit 3; fi
+        touch $GPUHERD_CHECKPOINT_DIR/ckpt; echo "loading data"; echo "warming up" >&2;
+        echo "CUDA out of memory at step 7" >&2; exit 3; fi
   report:
     needs: [train]
     if: always
@@ -186,6 +187,13 @@ steps:
   EXPECT_EQ(b["attempts"], 2);
   EXPECT_EQ(b["matrix"]["point"], "b");
   EXPECT_EQ(Node(run, "train[point=a]")["attempts"], 1);
+  // The failed first attempt of b is remembered with why it ended and the
+  // end of its standard error; a's history is empty.
+  ASSERT_EQ(b["attempt_history"].size(), 1u) << b.dump(2);
+  EXPECT_EQ(b["attempt_history"][0]["state"], "failed");
+  EXPECT_EQ(b["attempt_history"][0]["reason"], "exited with code 3");
+  EXPECT_EQ(b["attempt_history"][0]["stderr_tail"], json({"warming up", "CUDA out of memory at step 7"}));
+  EXPECT_TRUE(Node(run, "train[point=a]")["attempt_history"].empty());
 
   const std::string dir = RunDir(id);
   EXPECT_EQ(Read(dir + "/train/0/out"), "bonjour\n");

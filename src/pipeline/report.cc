@@ -172,7 +172,21 @@ Result<Report> Summarize(const ReportData& data) {
     node.job_id = Int(n, "job_id");
     node.stdout_path = Str(n, "stdout_path");
     if (auto it = n.find("attempt_history"); it != n.end() && it->is_array()) {
-      for (const json& a : *it) node.attempt_history.push_back(a.is_object() ? Str(a, "reason") : IdText(a));
+      for (const json& a : *it) {
+        if (!a.is_object()) {
+          node.attempt_history.push_back(IdText(a));
+          continue;
+        }
+        // "failed (job 12): exited with code 1; stderr: ...last line"
+        std::string text = Str(a, "state").empty() ? Str(a, "reason")
+                                                   : Str(a, "state") + (a.contains("job") ? " (job " + Str(a, "job") + ")" : "") +
+                                                         ": " + Str(a, "reason");
+        if (auto tail = a.find("stderr_tail"); tail != a.end() && tail->is_array() && !tail->empty() &&
+                                                tail->back().is_string()) {
+          text += "; stderr: " + tail->back().get<std::string>();
+        }
+        node.attempt_history.push_back(text);
+      }
     }
     if (node.state == "stopped") ++report.stopped;
     if (auto it = n.find("matrix"); it != n.end() && it->is_object()) {
