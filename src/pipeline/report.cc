@@ -698,7 +698,7 @@ constexpr const char* kStyle = R"(
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:14px;max-width:100%}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;overflow-wrap:anywhere}
-td:first-child,th:first-child{text-align:left}
+td:first-child,th:first-child,table.sortable td:nth-child(2){text-align:left}
 table.sortable th{cursor:pointer;background:#f3f3f3;user-select:none}
 table.sortable th.asc::after{content:" \25B2"} table.sortable th.desc::after{content:" \25BC"}
 .note{color:#855;font-style:italic} .chart{margin:1em 0} .best{font-size:1.15em;background:#eef8ee;padding:.6em 1em}
