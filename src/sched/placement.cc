@@ -158,11 +158,15 @@ PlacementIndex::PlacementIndex(const FleetState& fleet, const PlacementOptions& 
   tenths_.assign(n, 0);
   mem_free_.assign(n, 0);
   std::map<std::tuple<std::string, int, uint64_t>, int> kind_ids;
+  std::map<std::string, int> model_ids;
   for (size_t i = 0; i < n; ++i) {
     const GpuState& g = fleet.gpus[i];
     auto [it, added] = kind_ids.try_emplace({g.name, g.cc, g.memory_total_bytes},
                                             static_cast<int>(kinds_.size()));
-    if (added) kinds_.push_back({Lower(g.name), g.cc, g.memory_total_bytes, {}});
+    if (added) {
+      int model = model_ids.try_emplace(g.name, static_cast<int>(model_ids.size())).first->second;
+      kinds_.push_back({g.name, Lower(g.name), model, g.cc, g.memory_total_bytes, {}});
+    }
     kind_of_[i] = it->second;
     Kind& kind = kinds_[it->second];
     ++kind.counts.matching;
@@ -272,14 +276,40 @@ MatchCounts PlacementIndex::Count(const JobSpec& spec) const {
 
 int PlacementIndex::FreeMatching(const JobSpec& spec, std::span<const size_t> avoid) const {
   std::vector<bool> match = MatchingKinds(spec);
-  int free = 0;
+  if (!spec.one_model()) {
+    int free = 0;
+    for (size_t k = 0; k < kinds_.size(); ++k) {
+      if (match[k]) free += kinds_[k].counts.free;
+    }
+    for (size_t p : avoid) {
+      free -= tenths_[p] == 0 && block_[p] == GpuBlock::kNone && match[kind_of_[p]];
+    }
+    return free;
+  }
+  std::vector<int> free(kinds_.size());  // by model id (never more than kinds)
   for (size_t k = 0; k < kinds_.size(); ++k) {
-    if (match[k]) free += kinds_[k].counts.free;
+    if (match[k]) free[kinds_[k].model] += kinds_[k].counts.free;
   }
   for (size_t p : avoid) {
-    free -= tenths_[p] == 0 && block_[p] == GpuBlock::kNone && match[kind_of_[p]];
+    free[kinds_[kind_of_[p]].model] -=
+        tenths_[p] == 0 && block_[p] == GpuBlock::kNone && match[kind_of_[p]];
   }
-  return free;
+  return free.empty() ? 0 : *std::max_element(free.begin(), free.end());
+}
+
+std::pair<int, std::string> PlacementIndex::LargestModel(const JobSpec& spec,
+                                                         bool usable_only) const {
+  std::vector<bool> match = MatchingKinds(spec);
+  std::vector<int> count(kinds_.size());
+  std::pair<int, std::string> most{0, ""};
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    if (!match[k]) continue;
+    const MatchCounts& c = kinds_[k].counts;
+    int& n = count[kinds_[k].model];
+    n += usable_only ? c.free + c.busy + c.shared : c.matching;
+    if (n > most.first) most = {n, kinds_[k].name};
+  }
+  return most;
 }
 
 bool PlacementIndex::AnyRoomFor(int tenths) const {
@@ -354,6 +384,39 @@ std::optional<std::vector<size_t>> PlacementIndex::Find(const JobSpec& spec,
     if (std::optional<size_t> p = FindSingle(kinds, avoid)) return std::vector<size_t>{*p};
     return std::nullopt;
   }
+  std::vector<int> models;
+  for (size_t kind = 0; kind < kinds_.size(); ++kind) {
+    if (kinds[kind]) models.push_back(kinds_[kind].model);
+  }
+  std::sort(models.begin(), models.end());
+  models.erase(std::unique(models.begin(), models.end()), models.end());
+  if (!spec.one_model() || models.size() <= 1) return FindGang(kinds, k, avoid);
+  // One model: the best-connected set of any model, then the most preferred.
+  std::optional<std::vector<size_t>> best;
+  std::tuple<int, int, Key> best_score;
+  for (int model : models) {
+    std::vector<bool> of_model(kinds_.size());
+    for (size_t kind = 0; kind < kinds_.size(); ++kind) {
+      of_model[kind] = kinds[kind] && kinds_[kind].model == model;
+    }
+    std::optional<std::vector<size_t>> set = FindGang(of_model, k, avoid);
+    if (!set) continue;
+    std::vector<size_t> ranks(set->size());
+    SetScore links = Score(fleet_, *set, ranks, 0);
+    Key first = KeyOf(*std::min_element(set->begin(), set->end(), [this](size_t a, size_t b) {
+      return KeyOf(a) < KeyOf(b);
+    }));
+    std::tuple<int, int, Key> score{links.worst, links.sum, first};
+    if (!best || score < best_score) {
+      best = std::move(set);
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+std::optional<std::vector<size_t>> PlacementIndex::FindGang(const std::vector<bool>& kinds, int k,
+                                                            std::span<const size_t> avoid) const {
   auto candidate = [&](size_t p) {
     return tenths_[p] == 0 && block_[p] == GpuBlock::kNone && kinds[kind_of_[p]] &&
            !Contains(avoid, p);

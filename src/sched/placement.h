@@ -6,7 +6,8 @@
 //  - one GPU: the healthiest, then coolest (5 °C bands), then the one whose
 //    NVLink island / PCIe switch has the fewest free GPUs, so whole islands
 //    stay free for multi-GPU jobs;
-//  - several GPUs: the best-connected set (NVLink > PCIe switch > host bridge
+//  - several GPUs: all of one model (GPU name) unless the job sets
+//    mixed_models; the best-connected set (NVLink > PCIe switch > host bridge
 //    > NUMA node > across sockets), scored by its worst pair, then the sum of
 //    its pairs. Candidates are grouped by island, then switch, bridge and NUMA
 //    node; no combinations are enumerated, so 10,000 GPUs stay fast;
@@ -21,6 +22,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sched/fleet_state.h"
@@ -82,8 +84,12 @@ class PlacementIndex {
   void Claim(size_t position);
 
   MatchCounts Count(const JobSpec& spec) const;
-  // Idle GPUs that match, less those in `avoid`; O(kinds + avoid).
+  // Idle GPUs that match, less those in `avoid`; for a job that keeps to one
+  // model, the most of any one model. O(kinds + avoid).
   int FreeMatching(const JobSpec& spec, std::span<const size_t> avoid = {}) const;
+  // The model (GPU name) with the most GPUs that match the job (all, or only
+  // usable ones), and how many; O(kinds).
+  std::pair<int, std::string> LargestModel(const JobSpec& spec, bool usable_only) const;
   // Whether any usable GPU has room for a fraction of `tenths`.
   bool AnyRoomFor(int tenths) const;
   int free_count() const { return static_cast<int>(free_.size()); }
@@ -94,7 +100,9 @@ class PlacementIndex {
   // (−health, temperature band, position): most preferred first.
   using Key = std::tuple<int, int, size_t>;
   struct Kind {
+    std::string name;
     std::string name_lower;
+    int model = 0;  // kinds with the same name share it
     int cc = 0;
     uint64_t memory_total = 0;
     MatchCounts counts;  // matching = GPUs of this kind
@@ -103,6 +111,8 @@ class PlacementIndex {
   std::vector<bool> MatchingKinds(const JobSpec& spec) const;
   std::optional<size_t> FindSingle(const std::vector<bool>& kinds,
                                    std::span<const size_t> avoid) const;
+  std::optional<std::vector<size_t>> FindGang(const std::vector<bool>& kinds, int k,
+                                              std::span<const size_t> avoid) const;
   std::optional<size_t> FindShared(const JobSpec& spec, const std::vector<bool>& kinds,
                                    std::span<const size_t> avoid) const;
   int PackScore(size_t position) const;
