@@ -87,9 +87,17 @@ class PlacementIndex {
   // Idle GPUs that match, less those in `avoid`; for a job that keeps to one
   // model, the most of any one model. O(kinds + avoid).
   int FreeMatching(const JobSpec& spec, std::span<const size_t> avoid = {}) const;
-  // The model (GPU name) with the most GPUs that match the job (all, or only
-  // usable ones), and how many; O(kinds).
-  std::pair<int, std::string> LargestModel(const JobSpec& spec, bool usable_only) const;
+  // Of the GPUs that match the job, the most of any one model (GPU name),
+  // counting all of them and only usable ones; O(kinds).
+  struct ModelCounts {
+    int most = 0;              // matching GPUs of the largest model
+    std::string name;          // that model
+    int most_usable = 0;       // usable GPUs of the model with the most
+    std::string usable_name;
+  };
+  ModelCounts LargestModel(const JobSpec& spec) const;
+  // How many models (GPU names) the fleet has.
+  int model_count() const { return models_; }
   // Whether any usable GPU has room for a fraction of `tenths`.
   bool AnyRoomFor(int tenths) const;
   int free_count() const { return static_cast<int>(free_.size()); }
@@ -111,8 +119,9 @@ class PlacementIndex {
   std::vector<bool> MatchingKinds(const JobSpec& spec) const;
   std::optional<size_t> FindSingle(const std::vector<bool>& kinds,
                                    std::span<const size_t> avoid) const;
+  // `k` idle GPUs of `kinds`, all of one model if `one_model`.
   std::optional<std::vector<size_t>> FindGang(const std::vector<bool>& kinds, int k,
-                                              std::span<const size_t> avoid) const;
+                                              bool one_model, std::span<const size_t> avoid) const;
   std::optional<size_t> FindShared(const JobSpec& spec, const std::vector<bool>& kinds,
                                    std::span<const size_t> avoid) const;
   int PackScore(size_t position) const;
@@ -122,6 +131,7 @@ class PlacementIndex {
   std::vector<GpuBlock> block_;
   std::vector<int> kind_of_;
   std::vector<Kind> kinds_;
+  int models_ = 0;
   std::vector<int> tenths_;
   std::vector<uint64_t> mem_free_;  // for fractions: total − max(used, reserved)
   std::vector<Key> free_;           // sorted; idle usable GPUs

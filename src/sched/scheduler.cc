@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -15,6 +16,8 @@ namespace gpuherd::sched {
 namespace {
 
 constexpr TimeMs kNever = std::numeric_limits<TimeMs>::max();
+// Rule 11 keeps answers only after this many in a row found nothing changed.
+constexpr int kStillBeforeCaching = 8;
 
 // Who holds a GPU and until when, from running jobs and this pass's starts.
 struct Holding {
@@ -39,7 +42,7 @@ struct Reservation {
 struct DemandKey {
   int tenths = 0;
   uint64_t gpu_mem = 0;
-  std::string model;
+  std::string_view model;  // into the job's spec, which outlives the pass
   int min_cc = -1;
   bool mixed = false;
   int urgency = 0;
@@ -48,7 +51,7 @@ struct DemandKey {
 };
 struct DemandKeyHash {
   size_t operator()(const DemandKey& k) const {
-    size_t h = std::hash<std::string>()(k.model);
+    size_t h = std::hash<std::string_view>()(k.model);
     auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
     mix(static_cast<uint64_t>(k.tenths));
     mix(k.gpu_mem);
@@ -104,8 +107,13 @@ class Pass {
         claim_owner_(fleet.gpus.size()), model_of_(fleet.gpus.size()) {
     std::unordered_map<std::string, int> models;
     for (size_t p = 0; p < fleet.gpus.size(); ++p) {
-      model_of_[p] = models.try_emplace(fleet.gpus[p].name, static_cast<int>(models.size()))
-                         .first->second;
+      // Neighbours are mostly of one model: compare before hashing.
+      if (p > 0 && fleet.gpus[p].name == fleet.gpus[p - 1].name) {
+        model_of_[p] = model_of_[p - 1];
+      } else {
+        model_of_[p] = models.try_emplace(fleet.gpus[p].name, static_cast<int>(models.size()))
+                           .first->second;
+      }
       int gpu = fleet.gpus[p].index;
       if (gpu < 0) continue;
       if (static_cast<size_t>(gpu) >= position_of_.size()) position_of_.resize(gpu + 1, -1);
@@ -129,21 +137,25 @@ class Pass {
   }
 
   Decisions Run(const std::vector<PendingJob>& pending) {
+    // The sort keys sit in the entry: a deep queue sorts without chasing pointers.
     struct Entry {
       double priority;
+      TimeMs submitted;
+      JobId id;
       const PendingJob* job;
     };
     std::vector<Entry> order;
     order.reserve(pending.size());
     for (const PendingJob& job : pending) {
       order.push_back({ComputePriority(config_.weights, PriorityInputsOf(job, now_, config_)).total(),
-                       &job});
+                       job.submitted, job.id, &job});
     }
     std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
       if (a.priority != b.priority) return a.priority > b.priority;
-      if (a.job->submitted != b.job->submitted) return a.job->submitted < b.job->submitted;
-      return a.job->id < b.job->id;
+      if (a.submitted != b.submitted) return a.submitted < b.submitted;
+      return a.id < b.id;
     });
+    out_.waiting.reserve(pending.size());
     int rank = 0;
     std::vector<const PendingJob*> maintenance;
     for (const Entry& e : order) {
@@ -352,13 +364,21 @@ class Pass {
     const bool cacheable = !stopping_for_.count(job.id);
     DemandKey key;
     if (cacheable) {
+      // Urgency counts only for preemption, which waits while a reservation stands.
       key = {spec.gpu_tenths, spec.gpu_mem_bytes, spec.model, spec.min_cc.value_or(-1),
-             spec.mixed_models, spec.priority, ends_before};
-      if (auto hit = answers_.find(key); hit != answers_.end()) return hit->second;
+             spec.mixed_models, reservation_ ? 0 : spec.priority, ends_before};
+      if (!answers_.empty()) {
+        if (auto hit = answers_.find(key); hit != answers_.end()) return hit->second;
+      }
     }
     const uint64_t generation = generation_;
     std::string reason = ConsiderGpus(job, ends_before);
-    if (cacheable && !reason.empty() && generation == generation_) answers_.emplace(key, reason);
+    // Kept once the pass has been still for a while: while jobs keep starting
+    // the answers would be thrown away before anyone asks again.
+    if (cacheable && !reason.empty() && generation == generation_ &&
+        ++still_for_ >= kStillBeforeCaching) {
+      answers_.emplace(key, reason);
+    }
     return reason;
   }
 
@@ -390,19 +410,18 @@ class Pass {
                          "cannot start: resubmit it asking for less",
                          waiting, counts.matching);
     }
-    if (spec.one_model()) {
+    if (spec.one_model() && index_.model_count() > 1) {
       // Rule 9: said only where the models split what the counts show.
-      auto [most, name] = index_.LargestModel(spec, /*usable_only=*/false);
-      if (most < need) {
+      PlacementIndex::ModelCounts models = index_.LargestModel(spec);
+      if (models.most < need) {
         return fmt::format("{}; needs {} GPUs of one model; at most {} are {} (set mixed_models: "
                            "true to mix), so it cannot start as it is",
-                           waiting, need, most, name);
+                           waiting, need, models.most, models.name);
       }
       const int usable = counts.free + counts.busy + counts.shared;
-      auto [most_usable, usable_name] = index_.LargestModel(spec, /*usable_only=*/true);
-      if (most_usable < need && usable >= need) {
+      if (models.most_usable < need && usable >= need) {
         return fmt::format("{}; needs {} GPUs of one model; at most {} usable are {}", waiting,
-                           need, most_usable, usable_name);
+                           need, models.most_usable, models.usable_name);
       }
     }
     waiting += ClaimNote(spec);
@@ -532,7 +551,8 @@ class Pass {
   // Anything a cached answer (rule 11) depends on changed.
   void Changed() {
     ++generation_;
-    answers_.clear();
+    still_for_ = 0;
+    if (!answers_.empty()) answers_.clear();
   }
 
   bool Suitable(size_t p, const JobSpec& spec) const {
@@ -776,14 +796,24 @@ class Pass {
     // Rule 7: the best-connected level where preemption can free a set
     // wins; within it, the cheapest set. One GPU needs no connection.
     std::optional<Option> best;
+    std::vector<std::tuple<int, int, size_t>> keyed;  // (model, group, position)
+    std::vector<size_t> group;
     for (int level = need == 1 ? 4 : 0; level <= 4 && !best; ++level) {
-      std::map<std::pair<int, int>, std::vector<size_t>> groups;  // (model, group) → positions
+      keyed.clear();
       for (size_t p : suitable) {
-        int group = level == 4 ? 0 : GroupAt(fleet_.gpus[p], level);
-        if (group < 0) continue;
-        groups[{spec.one_model() ? model_of_[p] : 0, group}].push_back(p);
+        int id = level == 4 ? 0 : GroupAt(fleet_.gpus[p], level);
+        if (id >= 0) keyed.emplace_back(spec.one_model() ? model_of_[p] : 0, id, p);
       }
-      for (const auto& [id, group] : groups) {
+      std::sort(keyed.begin(), keyed.end());
+      for (size_t i = 0; i < keyed.size();) {
+        size_t j = i;
+        group.clear();
+        for (; j < keyed.size() && std::get<0>(keyed[j]) == std::get<0>(keyed[i]) &&
+               std::get<1>(keyed[j]) == std::get<1>(keyed[i]);
+             ++j) {
+          group.push_back(std::get<2>(keyed[j]));
+        }
+        i = j;
         if (group.size() < static_cast<size_t>(need)) continue;
         std::optional<Option> option = CheapestIn(group, spec, remaining);
         if (option && (!best || option->tie() < best->tie())) best = std::move(option);
@@ -834,6 +864,7 @@ class Pass {
   int64_t cpus_used_ = 0;
   uint64_t mem_used_ = 0;
   uint64_t generation_ = 0;
+  int still_for_ = 0;  // GPU answers computed since the last change
   std::unordered_map<DemandKey, std::string, DemandKeyHash> answers_;  // rule 11
   Decisions out_;
 };
