@@ -27,7 +27,7 @@ constexpr int kMaxListedRuns = 1000;
 
 std::optional<NodeState> ParseNodeState(const std::string& name) {
   for (NodeState s : {NodeState::kWaiting, NodeState::kActive, NodeState::kCompleted, NodeState::kFailed,
-                      NodeState::kCancelled, NodeState::kSkipped}) {
+                      NodeState::kCancelled, NodeState::kSkipped, NodeState::kStopped}) {
     if (name == pipeline::NodeStateName(s)) return s;
   }
   return std::nullopt;
