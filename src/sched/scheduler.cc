@@ -828,7 +828,12 @@ class Pass {
       at = std::max(at, now_ + holdings_[h].spec->checkpoint_grace);
     }
     std::sort(decision.victims.begin(), decision.victims.end());
-    for (size_t p : best->gpus) decision.gpus.push_back(fleet_.gpus[p].index);
+    for (size_t p : best->gpus) {
+      decision.gpus.push_back(fleet_.gpus[p].index);
+      for (size_t h : holders_[p]) {  // stopping already: gone by their deadline
+        if (holdings_[h].stopping) at = std::max(at, holdings_[h].end);
+      }
+    }
     Reservation r;
     r.job = job.id;
     r.at = at;
