@@ -461,12 +461,14 @@ class Pass {
       const GpuState& g = fleet_.gpus[p];
       int used = 0;
       uint64_t promised = 0;
-      std::vector<JobId> here;
+      std::vector<JobId> here, leaving;  // leaving: the stopping ones it waits for
       for (size_t h : holders_[p]) {
         used += holdings_[h].tenths_per_gpu();
         if (holdings_[h].spec->fractional()) promised += holdings_[h].spec->gpu_mem_bytes;
         here.push_back(holdings_[h].id);
+        if (holdings_[h].stopping) leaving.push_back(holdings_[h].id);
       }
+      if (!leaving.empty()) here = std::move(leaving);
       // A whole GPU needs every holder gone; a fraction only its room.
       bool room = spec.fractional()
                       ? used + spec.gpu_tenths <= kTenthsPerGpu &&

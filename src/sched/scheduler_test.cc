@@ -587,6 +587,41 @@ TEST_F(SchedulerTest, ClaimedGpusStayOffLimitsToHigherJobsToo) {
   EXPECT_THAT(Reason(d, 1), HasSubstr("waiting for job 7 to leave"));
 }
 
+TEST_F(SchedulerTest, AMaintenanceJobGoesFirstAndDropsAClaimOnItsGpu) {
+  running_ = {Running(7, Preemptible(10, -10), kNow - kHourMs, {0})};
+  running_[0].stopping = true;
+  running_[0].stop_deadline = kNow + 30 * kSecondMs;
+  running_[0].stopping_for = 1;
+  pending_ = {Pending(1, Urgent(20, 50)), Pending(2, Pinned({"GPU-1"}))};
+  pending_[0].claimed_gpus = {0, 1};
+  Decisions d = Run(2);
+  ASSERT_THAT(Started(d), ElementsAre(2));
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(1));
+  EXPECT_THAT(d.dropped_claims, ElementsAre(1));
+  EXPECT_THAT(d.preemptions, IsEmpty());  // job 7 is still stopping for job 1
+  EXPECT_THAT(Reason(d, 1), HasSubstr("claimed by a maintenance job"));
+}
+
+TEST_F(SchedulerTest, AClaimedFractionStartsBesideTheFractionsThatStay) {
+  // GPU 0: job 8 (0.3) stays, job 7 (0.6) stops for job 1 (0.5).
+  running_ = {Running(7, Preemptible(6, -10), kNow - kHourMs, {0}),
+              Running(8, Gpus(3), kNow - kHourMs, {0})};
+  running_[0].stopping = true;
+  running_[0].stop_deadline = kNow + 30 * kSecondMs;
+  running_[0].stopping_for = 1;
+  pending_ = {Pending(1, Urgent(5, 50)), Pending(2, Gpus(1))};
+  pending_[0].claimed_gpus = {0};
+  Decisions d = Run(1);
+  EXPECT_THAT(d.starts, IsEmpty());  // job 2 would fit beside them, but GPU 0 is claimed
+  EXPECT_THAT(d.dropped_claims, IsEmpty());
+  EXPECT_EQ(Reason(d, 1), "waiting for job 7 to leave GPU 0, held for it since it preempted "
+                          "jobs to get them");
+  running_.erase(running_.begin());  // job 7 exits; job 8 stays
+  d = Run(1);
+  ASSERT_THAT(Started(d), ElementsAre(1));
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(0));
+}
+
 // Rule 8: a stopping job's GPUs free up for the first job in line.
 class StoppingTest : public SchedulerTest {
  protected:
