@@ -111,7 +111,10 @@ test('read-only page shows the simulated fleet of 8 GPUs with live charts', asyn
 });
 
 test('a job submitted through the CLI appears; cancel needs the token in the UI and the API', async () => {
-  const blocker = cli('submit', '--gpus', '8', '--name', 'dash-blocker', '--', 'sleep', '60').trim();
+  // Every GPU of the simulated fleet (H100s and RTX 3090s): allowed to mix models.
+  const mixed = path.join(home, 'mixed-models.json');
+  fs.writeFileSync(mixed, JSON.stringify({ mixed_models: true }));
+  const blocker = cli('submit', '-f', mixed, '--gpus', '8', '--name', 'dash-blocker', '--', 'sleep', '60').trim();
   const waiting = cli('submit', '--gpus', '1', '--name', 'dash-waiting', '--', 'sleep', '60').trim();
   const page = await newPage(`http://127.0.0.1:${port}/#/queue`);
   const row = page.locator(`[data-testid=job-row][data-job="${waiting}"]`);
