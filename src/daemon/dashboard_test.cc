@@ -228,7 +228,7 @@ TEST_F(DashboardTest, JobMetricsAndActionsNeedTheTokenOverTcp) {
 
   // A job that waits behind one holding both GPUs: cancel without the
   // token is refused, with it done.
-  auto blocker = Unix("POST", "/v1/jobs", json({{"command", {"sleep", "30"}}, {"gpus", 2}}).dump());
+  auto blocker = Unix("POST", "/v1/jobs", json({{"command", {"sleep", "30"}}, {"gpus", 2}, {"mixed_models", true}}).dump());
   ASSERT_EQ(blocker.status, 201) << blocker.body;
   auto second = Unix("POST", "/v1/jobs", json({{"command", {"sleep", "30"}}, {"gpus", 1}}).dump());
   ASSERT_EQ(second.status, 201) << second.body;

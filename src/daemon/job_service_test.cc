@@ -73,7 +73,9 @@ class JobServiceTest : public ::testing::Test {
 
   // Submits `command` under sh and returns the job id (0 when refused).
   int64_t Submit(const std::string& command, double gpus = 1, const std::string& name = "") {
-    json spec = {{"command", {"sh", "-c", command}}, {"gpus", gpus}};
+    // The default simulated fleet mixes H100s and RTX 3090s: a job that takes
+    // every GPU must say it may span models.
+    json spec = {{"command", {"sh", "-c", command}}, {"gpus", gpus}, {"mixed_models", true}};
     if (!name.empty()) spec["name"] = name;
     auto r = Call("POST", "/v1/jobs", spec.dump());
     if (r.status != 201) return 0;

@@ -36,7 +36,7 @@ constexpr int kMaxRetries = 100;
 const std::vector<std::string>& ResourceKeys() {
   static const std::vector<std::string> kKeys = {
       "gpus",       "gpu_mem",    "model",       "min_cc",       "cpus",  "mem",
-      "priority",   "time_limit", "checkpoint",  "preemptible", "max_restarts", "labels"};
+      "priority",   "time_limit", "checkpoint",  "preemptible", "max_restarts", "labels", "mixed_models"};
   return kKeys;
 }
 
