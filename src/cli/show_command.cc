@@ -8,6 +8,23 @@
 #include "cli/job_format.h"
 
 namespace gpuherd::cli {
+namespace {
+
+std::string Mib(const nlohmann::json& bytes) { return fmt::format("{} MiB", bytes.get<uint64_t>() >> 20); }
+
+// "512 MiB used of 4096 MiB (fence active)": what the job holds against its
+// share, and whether the memory fence or only the watchdog enforces it.
+std::string MemoryFenceLine(const nlohmann::json& f) {
+  const std::string state = f.value("state", std::string());
+  std::string line = f.contains("used_bytes") ? Mib(f["used_bytes"]) + " used of " + Mib(f["share_bytes"])
+                                              : "share " + Mib(f["share_bytes"]);
+  if (state == "active") return line + " (fence active: an allocation past the share fails)";
+  if (state == "preloaded") return line + " (fence preloaded, no CUDA call seen yet; the memory watchdog enforces the share)";
+  if (state == "off") return line + " (fence off: " + f.value("detail", std::string()) + "; the memory watchdog enforces the share)";
+  return line + " (no fence; the memory watchdog enforces the share)";
+}
+
+}  // namespace
 
 void AddShowCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
@@ -44,6 +61,7 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     if (j.contains("priority_explained")) {
       std::printf("  priority   %s\n", j["priority_explained"].get<std::string>().c_str());
     }
+    if (j.contains("memory_fence")) std::printf("  gpu memory %s\n", MemoryFenceLine(j["memory_fence"]).c_str());
     if (j.contains("logs")) std::printf("  logs       %s\n", j["logs"].get<std::string>().c_str());
   });
 }

@@ -165,6 +165,7 @@ class JobService {
   // (the other fields are filled in any case).
   Status FromRecord(const store::JobRecord& record, Entry* e) const;
   nlohmann::json ToJson(const sched::Job& job, TimeMs now) const;
+  nlohmann::json MemoryFence(const sched::Job& job) const;
   // A finished job's listing, serialized around the value of its "now" field.
   struct ListedJob {
     std::string user, state;

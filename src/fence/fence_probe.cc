@@ -11,6 +11,7 @@
 //   free          frees the newest allocation   -> "free RESULT"
 //   info          cuMemGetInfo_v2               -> "info FREE TOTAL"
 //   pause         prints "paused", waits for a line on stdin
+//   sleep S       sleeps S seconds                -> "slept"
 //   fenced        whether the entry points it uses are the preloaded
 //                 library's ("fenced yes|no")
 //   rtld-next     whether dlsym(RTLD_NEXT, "dlsym") from here finds the first
@@ -237,6 +238,11 @@ int main(int argc, char** argv) {
       char line[64];
       if (fgets(line, sizeof(line), stdin) == nullptr) {
       }
+    } else if (step == "sleep") {
+      unsigned long long seconds = arg(i);
+      timespec ts{static_cast<time_t>(seconds), 0};
+      nanosleep(&ts, nullptr);
+      printf("slept\n");
     } else if (step == "fenced") {
       Dl_info where{};
       dladdr(reinterpret_cast<void*>(api.alloc), &where);
