@@ -9,6 +9,7 @@
 // exactly N bytes create $FAKE_CUDA_HANG_FILE and never return (the test kills
 // the process there); FAKE_CUDA_DRIVER_VERSION overrides cuDriverGetVersion.
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -160,6 +161,11 @@ CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
 
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
                              CUdriverProcAddressQueryResult* status);
+CUresult cuGetExportTable(const void** table, const void* id);
+
+// Stands in for every entry point this fake lacks when FAKE_CUDA_STUB_ALL is
+// set, to see how far the CUDA runtime gets with it.
+CUresult FakeCudaNotSupported() { return 801; }  // CUDA_ERROR_NOT_SUPPORTED
 
 }  // extern "C"
 
@@ -179,7 +185,7 @@ const Export kExports[] = {
     FAKE_EXPORT(cuMemFreeAsync), FAKE_EXPORT(cuMemFreeAsync_ptsz), FAKE_EXPORT(cuMemCreate),
     FAKE_EXPORT(cuMemRelease), FAKE_EXPORT(cuArrayCreate_v2), FAKE_EXPORT(cuArray3DCreate_v2),
     FAKE_EXPORT(cuMipmappedArrayCreate), FAKE_EXPORT(cuArrayDestroy), FAKE_EXPORT(cuMipmappedArrayDestroy),
-    FAKE_EXPORT(cuGetProcAddress_v2),
+    FAKE_EXPORT(cuGetProcAddress_v2), FAKE_EXPORT(cuGetExportTable),
 };
 
 void* Find(const std::string& name) {
@@ -203,6 +209,12 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint
   if (fn == nullptr && version >= 3020) fn = Find(base + "_v2");
   if (fn == nullptr && base == "cuGetProcAddress") fn = reinterpret_cast<void*>(&cuGetProcAddress_v2);
   if (fn == nullptr) fn = Find(base);
+  if (fn == nullptr && getenv("FAKE_CUDA_STUB_ALL") != nullptr && !base.empty()) {
+    fn = reinterpret_cast<void*>(&FakeCudaNotSupported);
+  }
+  if (getenv("FAKE_CUDA_TRACE") != nullptr) {
+    fprintf(stderr, "fake libcuda: cuGetProcAddress %s %d %llu -> %s\n", symbol, version, flags, fn ? "found" : "none");
+  }
   if (status != nullptr) *status = fn != nullptr ? 0 : 1;  // SUCCESS, SYMBOL_NOT_FOUND
   *pfn = fn;
   return fn != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
@@ -213,7 +225,13 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_
 }
 
 // The runtime asks for the driver's private interfaces by UUID; this fake has none.
-CUresult cuGetExportTable(const void** table, const void*) {
+CUresult cuGetExportTable(const void** table, const void* id) {
+  if (getenv("FAKE_CUDA_TRACE") != nullptr) {
+    const unsigned char* b = static_cast<const unsigned char*>(id);
+    fprintf(stderr, "fake libcuda: cuGetExportTable ");
+    for (int i = 0; i < 16; ++i) fprintf(stderr, "%02x", b[i]);
+    fprintf(stderr, "\n");
+  }
   *table = nullptr;
   return CUDA_ERROR_NOT_FOUND;
 }
