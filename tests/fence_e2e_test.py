@@ -86,5 +86,16 @@ class FenceTest(unittest.TestCase):
         self.assertEqual(done["memory_fence"]["used_bytes"], 0, "a job that ended holds nothing")
 
 
+class MpsTest(unittest.TestCase):
+    def test_mps_is_refused_on_a_simulated_fleet(self):
+        home = Home()
+        try:
+            proc = run("daemon", "--sim", "1", "--port", "0", "--mps", home=home.dir, check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("--mps needs real GPUs; this fleet is simulated", proc.stderr)
+        finally:
+            home.close()
+
+
 if __name__ == "__main__":
     unittest.main()

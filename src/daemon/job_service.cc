@@ -562,6 +562,9 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
     l.env["GPUHERD_GPU_MEM_LIMIT_MB"] = std::to_string(job.spec.gpu_mem_bytes >> 20);
     // Exactly the share the scheduler counts: what the memory fence enforces.
     l.env["GPUHERD_GPU_MEM_LIMIT_BYTES"] = std::to_string(job.spec.gpu_mem_bytes);
+    if (mps_ != nullptr && job.gpus.size() == 1 && OneUserOn(job.gpus[0], job.spec.uid)) {
+      for (const auto& [key, value] : mps_->JobEnv(job.gpus[0], job.spec.gpu_mem_bytes)) l.env[key] = value;
+    }
   }
   if (job.spec.whole_gpus() > 1) {
     // torchrun-style single-node rendezvous; the port is unique per job.
@@ -1017,6 +1020,14 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
   }
   out += "],\"now\":" + now_text + "}";
   return out;
+}
+
+bool JobService::OneUserOn(int gpu, uint32_t uid) const {
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.spec.uid == uid) continue;
+    if (std::find(e.job.gpus.begin(), e.job.gpus.end(), gpu) != e.job.gpus.end()) return false;
+  }
+  return true;
 }
 
 // A fractional job's memory fence as its attempt folder tells it (README
