@@ -7,12 +7,14 @@ scheduler gave it."""
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_e2e_test import Home, run  # noqa: E402
+from cli_e2e_test import GPUHERD, Home, run  # noqa: E402
 
 PROBE = os.environ.get("FENCE_PROBE", "")
 FAKE_LIBCUDA_DIR = os.environ.get("FAKE_LIBCUDA_DIR", "")
@@ -84,6 +86,39 @@ class FenceTest(unittest.TestCase):
         self.assertEqual(self.gh("logs", str(jid)).stdout.split("\n")[:3],
                          ["alloc 1536 0", "alloc 1024 2", f"info {512 * MIB} {2048 * MIB} 0"])
         self.assertEqual(done["memory_fence"]["used_bytes"], 0, "a job that ended holds nothing")
+
+
+class MissingLibraryTest(unittest.TestCase):
+    def test_without_the_library_the_job_runs_and_show_says_the_fence_is_off(self):
+        shim_dir = tempfile.mkdtemp(prefix="gpuherd-shim-alone-")
+        shim = os.path.join(shim_dir, "gpuherd-shim")
+        shutil.copy(os.path.join(os.path.dirname(os.path.realpath(GPUHERD)), "gpuherd-shim"), shim)
+        home = Home()
+        old = os.environ.get("GPUHERD_SHIM")
+        os.environ["GPUHERD_SHIM"] = shim
+        try:
+            home.start("--sim", "1", "--interval", "200ms")
+            jid = int(run("submit", "--gpus", "0.5", "--gpu-mem", "1GiB", "--", "sh", "-c", 'echo "[$LD_PRELOAD]"',
+                          home=home.dir).stdout)
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                j = json.loads(run("show", str(jid), "--json", home=home.dir).stdout)
+                if j["state"] in ("completed", "failed"):
+                    break
+                time.sleep(0.1)
+            self.assertEqual(j["state"], "completed", j)
+            self.assertEqual(run("logs", str(jid), home=home.dir).stdout, "[]\n")
+            self.assertEqual(j["memory_fence"]["state"], "off", j)
+            self.assertIn("the fence library is not installed", j["memory_fence"]["detail"])
+            self.assertIn("(fence off: the fence library is not installed",
+                          run("show", str(jid), home=home.dir).stdout)
+        finally:
+            if old is None:
+                del os.environ["GPUHERD_SHIM"]
+            else:
+                os.environ["GPUHERD_SHIM"] = old
+            home.close()
+            shutil.rmtree(shim_dir)
 
 
 class MpsTest(unittest.TestCase):
