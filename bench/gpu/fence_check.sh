@@ -55,8 +55,8 @@ grep -q "total 4096 MiB" "$out/info.out" || failed=1
 
 : > "$out/bench.out"
 for i in 1 2 3 4 5; do
-  CUDA_VISIBLE_DEVICES="$gpu" timeout 60 "$work/fence_check" bench 20000 | sed 's/^/bare /' >> "$out/bench.out"
-  fenced bench timeout 60 "$work/fence_check" bench 20000 | sed 's/^/fenced /' >> "$out/bench.out"
+  CUDA_VISIBLE_DEVICES="$gpu" timeout 60 "$work/fence_check" bench 20000 2>> "$out/bench.err" | sed 's/^/bare /' >> "$out/bench.out"
+  fenced bench timeout 60 "$work/fence_check" bench 20000 2>> "$out/bench.err" | sed 's/^/fenced /' >> "$out/bench.out"
 done
 bare=$(awk '$1 == "bare" {print $3}' "$out/bench.out" | sort -n | head -1)
 fenced_ns=$(awk '$1 == "fenced" {print $3}' "$out/bench.out" | sort -n | head -1)
