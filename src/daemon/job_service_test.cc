@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
+#include "http/client.h"
 #include "daemon/daemon.h"
 
 namespace gpuherd::daemon {
@@ -64,11 +64,11 @@ class JobServiceTest : public ::testing::Test {
     daemon_.reset();
   }
 
-  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
-    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
+    http::Client client(http::Endpoint{daemon_->socket_path()});
     auto r = client.Request(method, target, body);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : cli::ClientResponse{};
+    return r.ok() ? *r : http::ClientResponse{};
   }
 
   // Submits `command` under sh and returns the job id (0 when refused).

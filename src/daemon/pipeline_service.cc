@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/safe_file.h"
 #include "pipeline/early_stop.h"
 #include "pipeline/spec.h"
 
@@ -28,6 +30,27 @@ namespace fs = std::filesystem;
 
 // How many runs GET /v1/pipelines?all=1 lists: the most recent.
 constexpr int kMaxListedRuns = 1000;
+
+// What a node's attempt history keeps: its latest entries, and of a failed
+// attempt the last lines (each cut at 500 bytes) of its standard error.
+constexpr size_t kMaxHistory = 20;
+constexpr size_t kStderrTailLines = 20;
+constexpr uint64_t kStderrTailBytes = 16 * 1024;
+
+std::vector<std::string> LastLines(const std::string& text, size_t count) {
+  std::vector<std::string> lines;
+  size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') --end;
+  while (lines.size() < count && end > 0) {
+    const size_t start = text.rfind('\n', end - 1);
+    const size_t begin = start == std::string::npos ? 0 : start + 1;
+    lines.push_back(text.substr(begin, std::min<size_t>(end - begin, 500)));
+    if (start == std::string::npos) break;
+    end = start;
+  }
+  std::reverse(lines.begin(), lines.end());
+  return lines;
+}
 
 // An active node's stored reason while its job stops by early stopping.
 constexpr std::string_view kStoppingEarly = "stopping early: ";
@@ -447,6 +470,7 @@ void PipelineService::NodeJobFinished(Run& run, int node, const sched::Job& job)
     row.reason = "stopped early: " + early_stop_reason;
   }
   row.state = pipeline::NodeStateName(state);
+  if (state != NodeState::kCompleted) AddToHistory(row, job, row.state);
   SaveNode(run, node);
   run.dirty = true;
   dirty_ = true;
@@ -526,8 +550,35 @@ void PipelineService::OnJobChanged(const sched::Job& job) {
     NodeJobFinished(run->second, node, job);
   } else {
     row.reason = job.reason;  // requeued: it will resume from its checkpoint
+    AddToHistory(row, job, "requeued");
     SaveNode(run->second, node);
   }
+}
+
+void PipelineService::AddToHistory(store::PipelineNodeRecord& row, const sched::Job& job, const std::string& state) {
+  json history = json::parse(row.history_json, nullptr, false);
+  if (!history.is_array()) history = json::array();
+  json entry = {{"job", job.id},
+                {"attempt", job.attempt},
+                {"ended", job.ended > 0 ? job.ended : state_->clock->Now()},
+                {"state", state},
+                {"reason", job.reason}};
+  if (state == "failed" && job.id > 0 && job.attempt > 0) {
+    // The job wrote its stderr as its user: read without following links,
+    // and only its last bytes.
+    const std::string relative = fmt::format("{}/{}/stderr", job.id, job.attempt);
+    const std::string jobs = dir_.root + "/jobs";
+    if (auto head = ReadBeneath(jobs, relative, 0, 0); head.ok()) {
+      const uint64_t from = head->size > kStderrTailBytes ? head->size - kStderrTailBytes : 0;
+      if (auto tail = ReadBeneath(jobs, relative, from, kStderrTailBytes); tail.ok()) {
+        entry["stderr_tail"] = LastLines(tail->data, kStderrTailLines);
+      }
+    }
+  }
+  history.push_back(std::move(entry));
+  // A node that keeps failing keeps its latest ends.
+  while (history.size() > kMaxHistory) history.erase(history.begin());
+  row.history_json = history.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void PipelineService::ActOnAnomaly(const MetricsIntake::Found& found, bool may_act) {
@@ -713,15 +764,29 @@ json PipelineService::Detail(const Run& run) {
     objectives[step] = {{"metric", o.metric}, {"mode", o.mode == pipeline::ObjectiveMode::kMin ? "min" : "max"}};
   }
   j["objectives"] = std::move(objectives);
-  // The latest line and the best value of every metric, per node.
+  // The latest line and the best value of every metric, per node; for a
+  // step with an objective, each point's best value of it (by its mode) and
+  // the training step of that value.
   std::map<std::string, json> latest;
   std::map<std::string, std::map<std::string, double>> best;
+  std::map<std::string, std::pair<double, int64_t>> objective_best;
   auto lines = state_->store->ListRunMetrics(run.record.id, "");
   if (lines.ok()) {
     for (const store::MetricRecord& m : *lines) {
       json line = json::parse(m.line_json, nullptr, false);
       if (!line.is_object()) continue;
       if (m.step || !latest.count(m.node_id)) latest[m.node_id] = line;
+      if (auto node = run.by_id.find(m.node_id); node != run.by_id.end()) {
+        auto o = run.plan.objectives.find(run.plan.nodes[node->second].step);
+        const std::optional<double> v = o == run.plan.objectives.end() ? std::nullopt
+                                                                       : MetricValue(line, o->second.metric);
+        if (v && std::isfinite(*v)) {
+          auto it = objective_best.find(m.node_id);
+          if (it == objective_best.end() || pipeline::Better(*v, it->second.first, o->second.mode)) {
+            objective_best[m.node_id] = {*v, m.step.value_or(0)};
+          }
+        }
+      }
       auto& b = best[m.node_id];
       for (const auto& [name, value] : line.items()) {
         if (name == "step" || name == "time" || !value.is_number()) continue;
@@ -732,6 +797,29 @@ json PipelineService::Detail(const Run& run) {
       }
     }
   }
+  // Each objective step's points ranked (1 = best), as the report ranks them.
+  std::vector<int> ranks(run.nodes.size(), 0);
+  json best_points = json::object();
+  for (const auto& [step, objective] : run.plan.objectives) {
+    std::vector<size_t> in_step;
+    std::vector<std::optional<double>> values;
+    for (size_t i = 0; i < run.nodes.size(); ++i) {
+      if (run.plan.nodes[i].step != step) continue;
+      in_step.push_back(i);
+      auto it = objective_best.find(run.nodes[i].node_id);
+      values.push_back(it == objective_best.end() ? std::nullopt : std::optional<double>(it->second.first));
+    }
+    const std::vector<int> step_ranks = pipeline::RankValues(values, objective.mode);
+    for (size_t k = 0; k < in_step.size(); ++k) {
+      ranks[in_step[k]] = step_ranks[k];
+      if (step_ranks[k] == 1 && !best_points.contains(step)) {
+        const auto& [value, at] = objective_best.at(run.nodes[in_step[k]].node_id);
+        best_points[step] = {{"node", run.nodes[in_step[k]].node_id}, {"metric", objective.metric},
+                             {"value", value}, {"step", at}};
+      }
+    }
+  }
+  j["best_points"] = std::move(best_points);
   json nodes = json::array();
   for (size_t i = 0; i < run.nodes.size(); ++i) {
     const store::PipelineNodeRecord& row = run.nodes[i];
@@ -772,7 +860,14 @@ json PipelineService::Detail(const Run& run) {
                      {"reason", row.reason},
                      {"needs", plan_node.needs},
                      {"latest_metrics", latest.count(row.node_id) ? latest[row.node_id] : json::object()},
-                     {"best", json(best[row.node_id])}});
+                     {"best", json(best[row.node_id])},
+                     {"attempt_history", [&] {
+                        json h = json::parse(row.history_json, nullptr, false);
+                        return h.is_array() ? h : json::array();
+                      }()}});
+    if (auto o = objective_best.find(row.node_id); o != objective_best.end()) {
+      nodes.back()["objective"] = {{"value", o->second.first}, {"step", o->second.second}, {"rank", ranks[i]}};
+    }
   }
   j["nodes"] = std::move(nodes);
   return j;

@@ -101,6 +101,10 @@ class PipelineService {
   void SaveRun(const Run& run);
   void Event(const Run& run, const std::string& kind, store::Severity severity, const std::string& message,
              nlohmann::json data = nlohmann::json::object());
+  // Adds why an attempt of the node's job ended (a requeue, or an end that
+  // is not a completion) to the node's history, with the last lines of its
+  // standard error when it failed.
+  void AddToHistory(store::PipelineNodeRecord& row, const sched::Job& job, const std::string& state);
   // Applies a job's final state to its node.
   void NodeJobFinished(Run& run, int node, const sched::Job& job);
   void ActOnAnomaly(const MetricsIntake::Found& found, bool may_act);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/safe_file.h"
 #include "core/state_dir.h"
 
 namespace gpuherd::exec {
@@ -44,6 +45,17 @@ Result<std::optional<std::string>> ReadWholeFile(const std::string& path) {
   }
   close(fd);
   return std::optional<std::string>(std::move(content));
+}
+
+// The shim and exit files live in a folder the job's user can write to: read
+// without following links, blocking or reading more than a record can be.
+constexpr size_t kMaxRecordBytes = 64 << 10;
+
+Result<std::optional<std::string>> ReadJobFile(const std::string& dir, const char* name) {
+  auto content = ReadSmallFileBeneath(dir, name, kMaxRecordBytes);
+  if (content.status().code() == Code::kNotFound) return std::optional<std::string>();
+  if (!content.ok()) return content.status();
+  return std::optional<std::string>(std::move(*content));
 }
 
 std::optional<ExitRecord::How> ParseHow(const std::string& name) {
@@ -110,7 +122,7 @@ Status WriteShimFile(const std::string& dir, const ShimIdentity& shim) {
 
 Result<std::optional<ShimIdentity>> ReadShimFile(const std::string& dir) {
   std::string path = ShimFilePath(dir);
-  auto content = ReadWholeFile(path);
+  auto content = ReadJobFile(dir, "shim");
   if (!content.ok()) return content.status();
   if (!content->has_value()) return std::optional<ShimIdentity>();
   try {
@@ -138,7 +150,7 @@ Status WriteExitRecord(const std::string& dir, const ExitRecord& record) {
 
 Result<std::optional<ExitRecord>> ReadExitRecord(const std::string& dir) {
   std::string path = ExitFilePath(dir);
-  auto content = ReadWholeFile(path);
+  auto content = ReadJobFile(dir, "exit");
   if (!content.ok()) return content.status();
   if (!content->has_value()) return std::optional<ExitRecord>();
   try {

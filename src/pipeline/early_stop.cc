@@ -9,12 +9,20 @@
 namespace gpuherd::pipeline {
 namespace {
 
-// The first observation at or past `step`, if any.
-const Observation* FirstAtOrPast(const PointHistory& h, int64_t step) {
+// How a point reached a rung: when (its first line at or past the rung's
+// step) and with what (the best value of its lines up to that one).
+struct RungArrival {
+  TimeMs at = 0;
+  double value = 0;
+};
+
+std::optional<RungArrival> ArrivalAt(const PointHistory& h, int64_t rung, ObjectiveMode mode) {
+  std::optional<double> best;
   for (const Observation& o : h.values) {
-    if (o.step >= step) return &o;
+    if (!best || Better(o.value, *best, mode)) best = o.value;
+    if (o.step >= rung) return RungArrival{o.at, *best};
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 std::string Num(double v) { return fmt::format("{:.6g}", v); }
@@ -25,12 +33,12 @@ StopDecision DecideAsha(const EarlyStopPolicy& policy, ObjectiveMode mode,
   int64_t max_step = 0;
   for (const Observation& o : me.values) max_step = std::max(max_step, o.step);
   for (int64_t rung : AshaRungs(policy, max_step)) {
-    const Observation* mine = FirstAtOrPast(me, rung);
-    if (mine == nullptr) break;
+    const std::optional<RungArrival> mine = ArrivalAt(me, rung, mode);
+    if (!mine) break;
     int arrived = 0, better = 0;
     for (size_t i = 0; i < points.size(); ++i) {
-      const Observation* theirs = FirstAtOrPast(points[i], rung);
-      if (theirs == nullptr) continue;
+      const std::optional<RungArrival> theirs = ArrivalAt(points[i], rung, mode);
+      if (!theirs) continue;
       const bool before = theirs->at < mine->at || (theirs->at == mine->at && i <= point);
       if (!before) continue;
       ++arrived;
@@ -85,6 +93,21 @@ bool Better(double a, double b, ObjectiveMode mode) {
   if (std::isnan(a)) return false;
   if (std::isnan(b)) return true;
   return mode == ObjectiveMode::kMin ? a < b : a > b;
+}
+
+std::vector<int> RankValues(const std::vector<std::optional<double>>& values, ObjectiveMode mode) {
+  std::vector<size_t> ranked;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i]) ranked.push_back(i);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](size_t a, size_t b) { return Better(*values[a], *values[b], mode); });
+  std::vector<int> ranks(values.size(), 0);
+  for (size_t r = 0; r < ranked.size(); ++r) {
+    const bool tie = r > 0 && !Better(*values[ranked[r - 1]], *values[ranked[r]], mode);
+    ranks[ranked[r]] = tie ? ranks[ranked[r - 1]] : static_cast<int>(r) + 1;
+  }
+  return ranks;
 }
 
 std::vector<int64_t> AshaRungs(const EarlyStopPolicy& policy, int64_t max_step) {

@@ -3,14 +3,17 @@
 // daemon reaches the same decision again after a restart.
 //
 // ASHA (asynchronous successive halving, Li et al. 2020): rungs at steps
-// grace · reduction^k (k = 0, 1, ...). When a point reaches a rung, its
-// value there (its first metric line at or past the rung's step) is ranked
-// among the values of the points that reached that rung before it, itself
-// included; it goes on only when it is in the top ceil(n / reduction) of
+// grace · reduction^k (k = 0, 1, ...). A point reaches a rung with its first
+// metric line at or past the rung's step; its value there is the best value
+// of its lines up to that one (the objective's own measure, and robust to
+// a noisy per-step metric, where the single latest value ranks points almost
+// at random). That value is ranked among the values of the points that
+// reached that rung before it, itself included; it goes on only when it is in the top ceil(n / reduction) of
 // those n. Rounding up lets the first point at a rung go on, as asynchronous
 // promotion must: nobody waits for a rung to fill. Arrivals are ordered by
 // the time of the metric line, then by point index, so the decision for a
 // rung is fixed once the point reaches it.
+// (The line's time is the job's own "time" field where it writes one.)
 //
 // Median stopping rule (Google Vizier, Golovin et al. 2017): a point is
 // stopped at step s (s >= grace) when its best value by step s is strictly
@@ -72,5 +75,9 @@ std::vector<int64_t> AshaRungs(const EarlyStopPolicy& policy, int64_t max_step);
 
 // True when `a` is strictly better than `b` (NaN is worse than any number).
 bool Better(double a, double b, ObjectiveMode mode);
+
+// Ranks by the objective: 1 for the best value, equal values sharing a
+// rank, 0 for points without a value. Indexed like `values`.
+std::vector<int> RankValues(const std::vector<std::optional<double>>& values, ObjectiveMode mode);
 
 }  // namespace gpuherd::pipeline

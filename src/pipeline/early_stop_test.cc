@@ -69,7 +69,9 @@ TEST(EarlyStopTest, AshaSecondRungJudgesOnlyThoseThatReachedIt) {
   auto points = AshaSweep();
   // At rung 3: B (0.2) arrived at t=11 after A (0.45, t=10): 2 arrivals, top 1.
   // A was first: goes on. G arrives third, worse than both: stops at rung 3.
-  points.push_back(Point(6, {{1, 0.1, 7}, {3, 0.5, 12}}));
+  // G: 0.3 at rung 1 (ties the best: goes on); best so far 0.3 at rung 3,
+  // where A (0.45) and B (0.2) arrived first: 2nd of 3, only the top 1 go on.
+  points.push_back(Point(6, {{1, 0.3, 7}, {3, 0.5, 12}}));
   StopDecision g = DecideEarlyStop(Asha(1, 3), ObjectiveMode::kMin, points, 6);
   EXPECT_TRUE(g.stop);
   EXPECT_EQ(g.at_step, 3);
@@ -78,13 +80,22 @@ TEST(EarlyStopTest, AshaSecondRungJudgesOnlyThoseThatReachedIt) {
 
 TEST(EarlyStopTest, AshaUsesTheFirstLineAtOrPastTheRung) {
   // Reduction 2: rungs at 1, 2, 4, 8. Lines at steps 2 and 5 only: rungs 1
-  // and 2 read step 2 (point 1 best: goes on), rung 4 reads step 5, where
-  // point 1 arrives second of two and is worse (higher is better): stops at 4.
+  // and 2 are reached with the line of step 2 (point 1's 0.5 is worse than
+  // point 0's 1.0, higher being better, and it arrived second): stopped at 1.
   std::vector<PointHistory> points = {Point(0, {{2, 1.0, 1}, {5, 1.0, 5}}),
-                                      Point(1, {{2, 2.0, 2}, {5, 0.5, 6}})};
+                                      Point(1, {{2, 0.5, 2}, {5, 3.0, 6}})};
   StopDecision d = DecideEarlyStop(Asha(1, 2), ObjectiveMode::kMax, points, 1);
   EXPECT_TRUE(d.stop);
-  EXPECT_EQ(d.at_step, 4) << d.reason;
+  EXPECT_EQ(d.at_step, 1) << d.reason;
+  EXPECT_FALSE(DecideEarlyStop(Asha(1, 2), ObjectiveMode::kMax, points, 0).stop);
+}
+
+TEST(EarlyStopTest, AshaRanksTheBestValueReachedByTheRung) {
+  // Point 1's latest value at rung 4 (0.5) is worse than point 0's 1.0, but
+  // its best by then (2.0, at step 1) is better: it goes on at every rung.
+  std::vector<PointHistory> points = {Point(0, {{1, 1.0, 1}, {4, 1.0, 5}}),
+                                      Point(1, {{1, 2.0, 2}, {4, 0.5, 6}})};
+  EXPECT_FALSE(DecideEarlyStop(Asha(1, 2), ObjectiveMode::kMax, points, 1).stop);
   EXPECT_FALSE(DecideEarlyStop(Asha(1, 2), ObjectiveMode::kMax, points, 0).stop);
 }
 

@@ -307,6 +307,7 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
                                            step->line, step->name, node.id, s.message()));
       };
       nlohmann::json job = step->resources;
+      if (!job.contains("max_restarts")) job["max_restarts"] = kNodeFaultRestarts;
       nlohmann::json argv = nlohmann::json::array();
       for (const std::string& arg : step->run) {
         auto text = Substitute(arg, values);

@@ -58,6 +58,13 @@ struct Plan {
   int Find(const std::string& id) const;
 };
 
+// A node's job is restarted by the queue after a GPU fault, a quarantine or
+// a lost supervisor (resuming from its checkpoint on another GPU) up to this
+// many times unless its step sets max_restarts: such ends are the
+// hardware's, and never use the node's `retries`, which are for failures of
+// the job itself. Preemptions restart it without counting at all.
+inline constexpr int kNodeFaultRestarts = 10;
+
 // What one run may hold, checked before the plan is built (nodes, edges)
 // and while it is built (bytes), so that neither the CLI nor the daemon
 // allocates a plan it would refuse.

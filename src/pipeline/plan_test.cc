@@ -242,6 +242,12 @@ TEST(ExpandTest, SobolPointsCoverEveryStratumOfEachParameter) {
   }
 }
 
+TEST(ExpandTest, HardwareRestartsAreTheQueuesNotTheNodesRetries) {
+  Plan plan = MustExpand(MustParse("steps:\n  a: {run: x, retries: 1}\n  b: {run: x, max_restarts: 2}\n"));
+  EXPECT_EQ(plan.nodes[0].job["max_restarts"], kNodeFaultRestarts);
+  EXPECT_EQ(plan.nodes[1].job["max_restarts"], 2);
+}
+
 TEST(ExpandTest, KeepsIdsUniqueWhenARandomSweepRepeatsAPoint) {
   Plan plan = MustExpand(MustParse(R"(
 steps:

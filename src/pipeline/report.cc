@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/html.h"
+
 // Generated at build time from npm's uplot package (src/pipeline/CMakeLists.txt).
 #ifdef GPUHERD_HAVE_UPLOT
 extern "C" const unsigned char gpuherd_uplot_js[];
@@ -46,20 +48,6 @@ std::string Hours(double value) { return fmt::format("{:.4g}", value); }
 std::string Seconds(double seconds) {
   if (seconds <= 0) return "-";
   return FormatDuration(static_cast<DurationMs>(std::llround(seconds * 1000)));
-}
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 std::string MatrixValue(const NodeReport& node, const std::string& name) {
@@ -112,30 +100,27 @@ void AddLines(const std::vector<Line>& unsorted, NodeReport* node) {
 // The objective's best value per point, then each step's ranking by it.
 void RankPoints(Report* report) {
   for (auto& [step, objective] : report->objectives) {
-    std::vector<size_t> ranked;
+    std::vector<size_t> in_step;
+    std::vector<std::optional<double>> values;
     for (size_t i = 0; i < report->nodes.size(); ++i) {
       NodeReport& node = report->nodes[i];
       if (node.step != step) continue;
-      auto curve = node.curves.find(objective.metric);
-      if (curve == node.curves.end()) continue;
-      for (const CurvePoint& c : curve->second) {
-        if (!node.objective_value || Better(c.value, *node.objective_value, objective.mode)) {
-          node.objective_value = c.value;
-          node.objective_at = c.step;
+      if (auto curve = node.curves.find(objective.metric); curve != node.curves.end()) {
+        for (const CurvePoint& c : curve->second) {
+          if (!node.objective_value || Better(c.value, *node.objective_value, objective.mode)) {
+            node.objective_value = c.value;
+            node.objective_at = c.step;
+          }
         }
       }
-      if (node.objective_value) ranked.push_back(i);
+      in_step.push_back(i);
+      values.push_back(node.objective_value);
     }
-    std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-      return Better(*report->nodes[a].objective_value, *report->nodes[b].objective_value, objective.mode);
-    });
-    for (size_t r = 0; r < ranked.size(); ++r) {
-      // Equal values share a rank.
-      const bool tie = r > 0 && !Better(*report->nodes[ranked[r - 1]].objective_value,
-                                        *report->nodes[ranked[r]].objective_value, objective.mode);
-      report->nodes[ranked[r]].rank = tie ? report->nodes[ranked[r - 1]].rank : static_cast<int>(r) + 1;
+    const std::vector<int> ranks = RankValues(values, objective.mode);
+    for (size_t k = 0; k < in_step.size(); ++k) {
+      report->nodes[in_step[k]].rank = ranks[k];
+      if (ranks[k] == 1 && !report->best.count(step)) report->best[step] = in_step[k];
     }
-    if (!ranked.empty()) report->best[step] = ranked.front();
   }
 }
 
@@ -187,7 +172,21 @@ Result<Report> Summarize(const ReportData& data) {
     node.job_id = Int(n, "job_id");
     node.stdout_path = Str(n, "stdout_path");
     if (auto it = n.find("attempt_history"); it != n.end() && it->is_array()) {
-      for (const json& a : *it) node.attempt_history.push_back(a.is_object() ? Str(a, "reason") : IdText(a));
+      for (const json& a : *it) {
+        if (!a.is_object()) {
+          node.attempt_history.push_back(IdText(a));
+          continue;
+        }
+        // "failed (job 12): exited with code 1; stderr: ...last line"
+        std::string text = Str(a, "state").empty() ? Str(a, "reason")
+                                                   : Str(a, "state") + (a.contains("job") ? " (job " + Str(a, "job") + ")" : "") +
+                                                         ": " + Str(a, "reason");
+        if (auto tail = a.find("stderr_tail"); tail != a.end() && tail->is_array() && !tail->empty() &&
+                                                tail->back().is_string()) {
+          text += "; stderr: " + tail->back().get<std::string>();
+        }
+        node.attempt_history.push_back(text);
+      }
     }
     if (node.state == "stopped") ++report.stopped;
     if (auto it = n.find("matrix"); it != n.end() && it->is_object()) {
@@ -416,8 +415,10 @@ std::string Parameters(const NodeReport& n) {
   return out.empty() ? "no parameters" : out;
 }
 
+}  // namespace
+
 // One sentence per step with an objective: which point is best, and why.
-std::vector<std::string> BestLines(const Report& r) {
+std::vector<std::string> BestPointLines(const Report& r) {
   std::vector<std::string> lines;
   for (const auto& [step, o] : r.objectives) {
     auto best = r.best.find(step);
@@ -432,6 +433,8 @@ std::vector<std::string> BestLines(const Report& r) {
   }
   return lines;
 }
+
+namespace {
 
 constexpr const char* kNoObjective =
     "No objective declared, so no point is ranked: add objective: {metric: NAME, mode: min|max} "
@@ -466,12 +469,12 @@ void HtmlTable(const std::vector<std::string>& header, const std::vector<std::ve
                const char* css_class, std::string* out, const std::vector<std::string>* links = nullptr,
                const char* links_header = "logs") {
   *out += fmt::format("<table class=\"{}\"><thead><tr>", css_class);
-  for (const auto& h : header) *out += "<th>" + Escape(h) + "</th>";
+  for (const auto& h : header) *out += "<th>" + HtmlEscape(h) + "</th>";
   if (links) *out += fmt::format("<th>{}</th>", links_header);
   *out += "</tr></thead><tbody>\n";
   for (size_t r = 0; r < rows.size(); ++r) {
     *out += "<tr>";
-    for (const auto& c : rows[r]) *out += "<td>" + Escape(c) + "</td>";
+    for (const auto& c : rows[r]) *out += "<td>" + HtmlEscape(c) + "</td>";
     if (links) *out += "<td>" + (*links)[r] + "</td>";
     *out += "</tr>\n";
   }
@@ -621,22 +624,22 @@ std::string ParallelCoordinates(const StepPlot& plot) {
   auto y = [&](double f) { return top + (height - top - bottom) * (1.0 - f); };
   std::string svg = fmt::format(
       "<svg class=\"plot\" viewBox=\"0 0 {} {}\" width=\"100%\" role=\"img\" aria-label=\"parallel coordinates of "
-      "step {}\">\n", width, height, Escape(plot.step));
+      "step {}\">\n", width, height, HtmlEscape(plot.step));
   for (size_t a = 0; a < axes; ++a) {
     const PlotAxis& axis = plot.axes[a];
     svg += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#999\"/>\n", x(a),
                        y(0), y(1));
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-weight=\"bold\">{}{}</text>\n",
-                       x(a), top - 18, Escape(axis.name), axis.log ? " (log)" : "");
+                       x(a), top - 18, HtmlEscape(axis.name), axis.log ? " (log)" : "");
     if (axis.numeric) {
       svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x(a), top - 4,
-                         Escape(axis.Label(1)));
+                         HtmlEscape(axis.Label(1)));
       svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x(a),
-                         height - bottom + 16, Escape(axis.Label(0)));
+                         height - bottom + 16, HtmlEscape(axis.Label(0)));
     } else {
       for (const auto& c : axis.categories) {
         svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", x(a) + 4,
-                           y(axis.Position(c)) + 4, Escape(c));
+                           y(axis.Position(c)) + 4, HtmlEscape(c));
       }
     }
   }
@@ -649,7 +652,7 @@ std::string ParallelCoordinates(const StepPlot& plot) {
     }
     svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"><title>{} "
                        "(rank {})</title></polyline>\n",
-                       path, RankColour(n.rank, ranks), n.rank == 1 ? 3 : 1.5, Escape(n.id), n.rank);
+                       path, RankColour(n.rank, ranks), n.rank == 1 ? 3 : 1.5, HtmlEscape(n.id), n.rank);
   }
   return svg + "</svg>\n";
 }
@@ -664,29 +667,29 @@ std::string ParameterPlot(const StepPlot& plot, size_t axis) {
   std::string svg = fmt::format("<svg class=\"param\" viewBox=\"0 0 {} {}\" width=\"{}\" role=\"img\">\n", width,
                                 height, width);
   svg += fmt::format("<text x=\"{:.1f}\" y=\"16\" text-anchor=\"middle\" font-weight=\"bold\">{} vs {}{}</text>\n",
-                     width / 2, Escape(py.name), Escape(px.name), px.log ? " (log axis)" : "");
+                     width / 2, HtmlEscape(py.name), HtmlEscape(px.name), px.log ? " (log axis)" : "");
   svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" "
                      "stroke=\"#ccc\"/>\n", x(0), y(1), x(1) - x(0), y(0) - y(1));
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text><text x=\"{:.1f}\" y=\"{:.1f}\" "
                      "text-anchor=\"end\">{}</text>\n",
-                     x(0), height - bottom + 16, Escape(px.Label(0)), x(1), height - bottom + 16,
-                     Escape(px.Label(1)));
+                     x(0), height - bottom + 16, HtmlEscape(px.Label(0)), x(1), height - bottom + 16,
+                     HtmlEscape(px.Label(1)));
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text><text x=\"{:.1f}\" "
                      "y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
-                     x(0) - 4, y(1) + 10, Escape(py.Label(1)), x(0) - 4, y(0), Escape(py.Label(0)));
+                     x(0) - 4, y(1) + 10, HtmlEscape(py.Label(1)), x(0) - 4, y(0), HtmlEscape(py.Label(0)));
   const int ranks = plot.points.back()->rank;
   for (const NodeReport* n : plot.points) {
     svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>{}: {}</title></circle>\n",
                        x(px.Position(AxisValue(plot, axis, *n))),
                        y(py.Position(AxisValue(plot, plot.axes.size() - 1, *n))), n->rank == 1 ? 6 : 4,
-                       RankColour(n->rank, ranks), Escape(n->id), Number(*n->objective_value));
+                       RankColour(n->rank, ranks), HtmlEscape(n->id), Number(*n->objective_value));
   }
   return svg + "</svg>\n";
 }
 
 std::string LogLink(const NodeReport& n) {
   if (!n.stdout_path.empty()) {
-    return "<a href=\"file://" + Escape(n.stdout_path) + "\">stdout</a>";
+    return "<a href=\"file://" + HtmlEscape(n.stdout_path) + "\">stdout</a>";
   }
   return n.job_id > 0 ? "<code>gpuherd logs " + std::to_string(n.job_id) + "</code>" : "";
 }
@@ -695,7 +698,7 @@ constexpr const char* kStyle = R"(
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:14px;max-width:100%}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;overflow-wrap:anywhere}
-td:first-child,th:first-child{text-align:left}
+td:first-child,th:first-child,table.sortable td:nth-child(2){text-align:left}
 table.sortable th{cursor:pointer;background:#f3f3f3;user-select:none}
 table.sortable th.asc::after{content:" \25B2"} table.sortable th.desc::after{content:" \25BC"}
 .note{color:#855;font-style:italic} .chart{margin:1em 0} .best{font-size:1.15em;background:#eef8ee;padding:.6em 1em}
@@ -771,16 +774,16 @@ ChartLibrary EmbeddedChartLibrary() {
 std::string RenderHtml(const Report& r, const ChartLibrary& charts) {
   Tables t = MakeTables(r);
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
-  out += "<title>" + Escape(Headline(r)) + "</title>\n<style>" + std::string(kStyle) + "</style>\n";
+  out += "<title>" + HtmlEscape(Headline(r)) + "</title>\n<style>" + std::string(kStyle) + "</style>\n";
   if (charts.available()) out += "<style>" + std::string(charts.css) + "</style>\n";
-  out += "</head><body>\n<h1>" + Escape(Headline(r)) + "</h1>\n";
+  out += "</head><body>\n<h1>" + HtmlEscape(Headline(r)) + "</h1>\n";
   if (r.objectives.empty()) {
-    out += "<p class=\"note\">" + Escape(kNoObjective) + "</p>\n";
+    out += "<p class=\"note\">" + HtmlEscape(kNoObjective) + "</p>\n";
   } else {
-    for (const auto& line : BestLines(r)) out += "<p class=\"best\">" + Escape(line) + "</p>\n";
+    for (const auto& line : BestPointLines(r)) out += "<p class=\"best\">" + HtmlEscape(line) + "</p>\n";
   }
-  out += "<p>" + Escape(Summary(r)) + "</p>\n";
-  if (!r.run_dir.empty()) out += "<p>Run folder: <code>" + Escape(r.run_dir) + "</code></p>\n";
+  out += "<p>" + HtmlEscape(Summary(r)) + "</p>\n";
+  if (!r.run_dir.empty()) out += "<p>Run folder: <code>" + HtmlEscape(r.run_dir) + "</code></p>\n";
   if (!r.params.empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [k, v] : r.params) rows.push_back({k, v});
@@ -793,11 +796,11 @@ std::string RenderHtml(const Report& r, const ChartLibrary& charts) {
   HtmlTable(t.comparison_header, t.comparison, "sortable", &out, &links);
   if (!t.omitted_metrics.empty()) {
     out += "<p class=\"note\">Also logged (in the CSV: <code>gpuherd report " + std::to_string(r.id) +
-           " --format csv</code>): " + Escape(fmt::format("{}", fmt::join(t.omitted_metrics, ", "))) + "</p>\n";
+           " --format csv</code>): " + HtmlEscape(fmt::format("{}", fmt::join(t.omitted_metrics, ", "))) + "</p>\n";
   }
   for (const StepPlot& plot : StepPlots(r)) {
-    out += "<h2>Parameters and " + Escape(plot.objective.metric) + " (step " + Escape(plot.step) + ")</h2>\n";
-    out += "<p>A line per point, from its parameters to its best " + Escape(plot.objective.metric) +
+    out += "<h2>Parameters and " + HtmlEscape(plot.objective.metric) + " (step " + HtmlEscape(plot.step) + ")</h2>\n";
+    out += "<p>A line per point, from its parameters to its best " + HtmlEscape(plot.objective.metric) +
            "; green is best.</p>\n";
     out += ParallelCoordinates(plot);
     out += "<div class=\"params\">\n";
@@ -841,7 +844,7 @@ std::string RenderMarkdown(const Report& r) {
   if (r.objectives.empty()) {
     out += std::string(kNoObjective) + "\n\n";
   } else {
-    for (const auto& line : BestLines(r)) out += "**" + MarkdownCell(line) + "**\n\n";
+    for (const auto& line : BestPointLines(r)) out += "**" + MarkdownCell(line) + "**\n\n";
   }
   out += MarkdownCell(Summary(r)) + "\n\n";
   if (!r.params.empty()) {
@@ -932,8 +935,8 @@ Comparison Compare(const Report& a, const Report& b) {
 std::string RenderComparisonHtml(const Report& a, const Report& b) {
   Comparison c = Compare(a, b);
   std::string title = fmt::format("pipelines {} and {} compared", a.id, b.id);
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + Escape(title) +
-                    "</title>\n<style>" + std::string(kStyle) + "</style>\n</head><body>\n<h1>" + Escape(title) +
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + HtmlEscape(title) +
+                    "</title>\n<style>" + std::string(kStyle) + "</style>\n</head><body>\n<h1>" + HtmlEscape(title) +
                     "</h1>\n";
   HtmlTable(c.summary_header, c.summary, "compare", &out);
   out += "<h2>Points in both runs</h2>\n";

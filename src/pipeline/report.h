@@ -104,6 +104,10 @@ bool LowerIsBetter(std::string_view metric);
 // the API promises.
 Result<Report> Summarize(const ReportData& data);
 
+// One sentence per step with an objective: "Best of step train by acc
+// (max): train[lr=0.1] with acc = 0.97 at step 300 (lr=0.1)."
+std::vector<std::string> BestPointLines(const Report& report);
+
 // The charting library inlined into the HTML; empty parts mean "no charts".
 struct ChartLibrary {
   std::string_view js;

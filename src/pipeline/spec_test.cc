@@ -306,6 +306,20 @@ TEST(LoadPipelineTest, ReadsTheSweepExampleAndRemembersItsFolder) {
   EXPECT_EQ(spec->FindStep("nothing"), nullptr);
 }
 
+TEST(LoadPipelineTest, TheAshaExampleDeclaresItsObjectiveAndPolicy) {
+  auto spec = LoadPipeline(std::string(GPUHERD_EXAMPLES_DIR) + "/asha.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const StepSpec* train = spec->FindStep("train");
+  ASSERT_NE(train, nullptr);
+  EXPECT_EQ(train->matrix.sampler, Matrix::Sampler::kSobol);
+  ASSERT_TRUE(train->objective && train->early_stop);
+  EXPECT_EQ(train->objective->metric, "acc");
+  EXPECT_EQ(train->early_stop->grace, 25);
+  auto sweep = LoadPipeline(std::string(GPUHERD_EXAMPLES_DIR) + "/sweep.yaml");
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_TRUE(sweep->FindStep("train")->objective.has_value());
+}
+
 TEST(LoadPipelineTest, ReportsAMissingFile) {
   auto spec = LoadPipeline("/nonexistent/pipeline.yaml");
   ASSERT_FALSE(spec.ok());

@@ -189,8 +189,9 @@ std::string SchemaVersion6() {
   return "ALTER TABLE pipeline_nodes ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0 CHECK (gpu_seconds >= 0);";
 }
 
-// A point stopped early by its step's early_stop policy ends 'stopped'.
-// SQLite cannot change a CHECK constraint in place: the table is rebuilt.
+// A point stopped early by its step's early_stop policy ends 'stopped', and
+// a node keeps why each of its attempts ended (history_json). SQLite cannot
+// change a CHECK constraint in place: the table is rebuilt.
 std::string SchemaVersion7() {
   return R"sql(
 CREATE TABLE pipeline_nodes_v7 (
@@ -206,6 +207,7 @@ CREATE TABLE pipeline_nodes_v7 (
   ended INTEGER NOT NULL,
   reason TEXT NOT NULL,
   gpu_seconds REAL NOT NULL DEFAULT 0 CHECK (gpu_seconds >= 0),
+  history_json TEXT NOT NULL DEFAULT '[]',
   PRIMARY KEY (run_id, node_id)
 ) WITHOUT ROWID;
 INSERT INTO pipeline_nodes_v7 (run_id, node_id, key, step, state, attempts, job_id, started, ended, reason,
@@ -224,7 +226,7 @@ constexpr Migration kMigrations[] = {
     {4, "alerts", &SchemaVersion4},
     {5, "pipeline runs, nodes and metrics", &SchemaVersion5},
     {6, "GPU time of every pipeline node's attempts", &SchemaVersion6},
-    {7, "pipeline nodes stopped early", &SchemaVersion7},
+    {7, "pipeline nodes stopped early, and why each attempt ended", &SchemaVersion7},
 };
 
 std::string HintFor(int primary_code) {
