@@ -28,6 +28,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     std::vector<std::string> allow_hosts;
     int user_max_gpus = 0, user_max_queued = 0;
     bool no_preemption = false, no_backfill = false;
+    bool mps = false;
     std::string alert_rules, alert_command;
     std::vector<std::string> webhooks;
     int metrics_port = -1;
@@ -55,6 +56,9 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-preemption", flags->no_preemption, "Never preempt running jobs");
   cmd->add_flag("--no-backfill", flags->no_backfill, "Start jobs strictly in priority order");
+  cmd->add_flag("--mps", flags->mps,
+                "Start NVIDIA's MPS control daemon per GPU so that fractions of one user get their compute "
+                "share (needs nvidia-cuda-mps-control on PATH)");
   cmd->add_option("--alert-rules", flags->alert_rules,
                   "Alert rules YAML replacing the built-in ones (deploy/alerts/default-rules.yaml)");
   cmd->add_option("--webhook", flags->webhooks, "POST alerts (Alertmanager's webhook JSON) here; repeatable");
@@ -101,6 +105,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     options.queue.scheduler.max_queued_jobs_per_user = flags->user_max_queued;
     options.queue.scheduler.preemption = !flags->no_preemption;
     options.queue.scheduler.backfill = !flags->no_backfill;
+    options.mps = flags->mps;
     options.home = ctx->dir().root;
     options.driver = flags->driver.choice();
     options.port = flags->port;

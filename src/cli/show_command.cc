@@ -10,6 +10,23 @@
 #include "cli/job_format.h"
 
 namespace gpuherd::cli {
+namespace {
+
+std::string Mib(const nlohmann::json& bytes) { return fmt::format("{} MiB", bytes.get<uint64_t>() >> 20); }
+
+// "512 MiB used of 4096 MiB (fence active)": what the job holds against its
+// share, and whether the memory fence or only the watchdog enforces it.
+std::string MemoryFenceLine(const nlohmann::json& f) {
+  const std::string state = f.value("state", std::string());
+  std::string line = f.contains("used_bytes") ? Mib(f["used_bytes"]) + " used of " + Mib(f["share_bytes"])
+                                              : "share " + Mib(f["share_bytes"]);
+  if (state == "active") return line + " (fence active: an allocation past the share fails)";
+  if (state == "preloaded") return line + " (fence preloaded, no CUDA call seen yet; the memory watchdog enforces the share)";
+  if (state == "off") return line + " (fence off: " + f.value("detail", std::string()) + "; the memory watchdog enforces the share)";
+  return line + " (no fence; the memory watchdog enforces the share)";
+}
+
+}  // namespace
 
 void AddShowCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
@@ -43,6 +60,9 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     if (j.exit_code) std::printf("  exit code  %d\n", *j.exit_code);
     if (j.exit_signal) std::printf("  signal     %d\n", *j.exit_signal);
     if (!j.priority_explained.empty()) std::printf("  priority   %s\n", j.priority_explained.c_str());
+    if (reply->contains("memory_fence")) {
+      std::printf("  gpu memory %s\n", MemoryFenceLine((*reply)["memory_fence"]).c_str());
+    }
     if (!j.logs.empty()) std::printf("  logs       %s\n", j.logs.c_str());
   });
 }

@@ -19,6 +19,7 @@
 #include "daemon/alert_service.h"
 #include "api/events.h"
 #include "daemon/burnin_jobs.h"
+#include "daemon/mps_control.h"
 #include "daemon/dashboard.h"
 #include "daemon/routes/access.h"
 #include "daemon/routes/routes.h"
@@ -90,6 +91,7 @@ struct Daemon::Impl {
   std::unique_ptr<telemetry::Sampler> sampler;
   std::unique_ptr<EventLoop> loop;
   std::unique_ptr<exec::Executor> executor;
+  std::unique_ptr<MpsControl> mps;  // --mps; quits its control daemons after the jobs are gone
   std::unique_ptr<JobService> jobs;
   std::unique_ptr<LocalBackend> local_backend;
   std::unique_ptr<exec::CommandRunner> slurm_runner;
@@ -305,6 +307,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!fleet.ok()) return fleet.status().Annotate("cannot enumerate GPUs");
   state.fleet = *fleet;
   if (state.fleet.simulated) spdlog::warn("SIMULATED fleet of {} GPUs: {}", state.fleet.gpus.size(), state.sim_reason);
+  if (options.mps) {
+    if (state.fleet.simulated) {
+      return FailedPrecondition("--mps needs real GPUs; this fleet is simulated (" + state.sim_reason + ")");
+    }
+    std::vector<std::string> uuids;
+    for (const auto& g : state.fleet.gpus) uuids.push_back(g.uuid);
+    auto mps = StartMpsControl(options.home, uuids);
+    if (!mps.ok()) return mps.status();
+    impl->mps = std::move(mps).value();
+  }
 
   telemetry::TelemetryOptions telemetry_options;
   telemetry_options.ring_capacity = options.ring_capacity;
@@ -332,6 +344,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   auto* sim = dynamic_cast<gpu::sim::SimDriver*>(impl->driver.get());
   impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), sim, dir, options.queue,
                                             [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
+  impl->jobs->SetMps(impl->mps.get());
   GPUHERD_RETURN_IF_ERROR(impl->jobs->Load());
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
   // After the queue's reload is committed, so that the runs see their jobs'

@@ -40,6 +40,8 @@ struct DaemonOptions {
   // Slurm backend exists when slurm.site.shared_dir is set.
   std::string pipeline_backend = "local";
   SlurmBackendOptions slurm;
+  // Start NVIDIA's MPS control daemon per GPU (mps_control.h).
+  bool mps = false;
 };
 
 class Daemon {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 
 #include "exec/fd_io.h"
 #include "exec/job_files.h"
+#include "exec/shim_fence.h"
 #include "exec/shim_input.h"
 #include "host/clock.h"
 
@@ -194,7 +196,9 @@ class Shim {
     start.cwd = spec_.cwd.empty() ? spec_.dir.c_str() : spec_.cwd.c_str();
     start.candidates = ExecCandidates(spec_);
     std::vector<std::string> env_strings;
-    for (const auto& [key, value] : spec_.env) env_strings.push_back(key + "=" + value);
+    std::map<std::string, std::string> env = spec_.env;
+    AddMemoryFence(spec_, &env);
+    for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
     for (auto& e : env_strings) start.envp.push_back(e.data());
     start.envp.push_back(nullptr);
     std::vector<std::string> argv = spec_.argv;
