@@ -1,5 +1,6 @@
 #include "exec/shim_containment.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -7,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -18,6 +20,26 @@ namespace {
 // How long the shim waits for a job's processes to die after SIGKILL; only a
 // process stuck in the kernel (uninterruptible I/O) takes longer.
 constexpr std::chrono::seconds kKillTimeout{10};
+
+// True when the shim's only child is `main`, read from the kernel's list of
+// its children (one thread: the shim starts none). Every orphan of the job is
+// reparented to the shim, so then the job has no other process left, and the
+// walk through all of /proc (about 1 ms on a busy machine) is spared. False
+// when the list cannot be read.
+bool HasNoChildBut(pid_t self, pid_t main) {
+  std::string path = "/proc/" + std::to_string(self) + "/task/" + std::to_string(self) + "/children";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[64];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n < 0 || n == sizeof(buf) - 1) return false;
+  buf[n] = '\0';
+  char* end = nullptr;
+  long first = std::strtol(buf, &end, 10);
+  while (*end == ' ' || *end == '\n') ++end;
+  return *end == '\0' && (first == 0 || first == main);
+}
 
 }  // namespace
 
@@ -59,6 +81,7 @@ std::string ShimContainment::KillAll(pid_t main) {
   // Walk down from the shim until no live descendant is left: a process
   // forked during one pass is found, and killed, by the next.
   const pid_t self = getpid();
+  if (HasNoChildBut(self, main)) return "";
   const auto deadline = std::chrono::steady_clock::now() + kKillTimeout;
   while (true) {
     std::vector<host::ProcessEntry> processes = host::ListProcesses();

@@ -152,6 +152,8 @@ Cgroups Cgroups::Open(const std::string& mount_in, const std::string& parent) {
   Cgroups c;
   std::string mount = mount_in;
   while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
+  c.mount_ = mount;
+  c.parent_ = parent;
   if (mount.empty()) {
     c.reason_ = "not asked for";
     return c;
@@ -240,9 +242,8 @@ std::string Cgroups::Describe() const {
   if (version_ == CgroupVersion::kNone) return "none (" + reason_ + "), subreaper only";
   std::string list;
   for (const auto& ctl : controllers_) list += (list.empty() ? "" : ", ") + ctl;
-  std::string where = version_ == CgroupVersion::kV2 ? unified_parent_ : "";
-  if (version_ == CgroupVersion::kV1 && !v1_parent_.empty()) where = v1_parent_.begin()->second;
-  return std::string("cgroup ") + (version_ == CgroupVersion::kV2 ? "v2" : "v1") + " (" + list + ") at " + where;
+  std::string where = version_ == CgroupVersion::kV2 ? mount_ + "/" + parent_ : mount_ + "/*/" + parent_;
+  return std::string("cgroup ") + (version_ == CgroupVersion::kV2 ? "v2" : "v1") + " (" + list + ") under " + where;
 }
 
 Cgroup Cgroups::Child(const std::string& name) const {

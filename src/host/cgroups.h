@@ -64,8 +64,9 @@ class Cgroups {
   CgroupVersion version() const { return version_; }
   // The controllers in use: memory, cpu, pids (and freezer on v1).
   const std::vector<std::string>& controllers() const { return controllers_; }
-  // For the log and `show`: "cgroup v1 (memory, cpu, pids, freezer)" or
-  // "none (cannot write /sys/fs/cgroup/...: Permission denied)".
+  // For the log and `show`: "cgroup v1 (memory, cpu, pids, freezer) under
+  // /sys/fs/cgroup/*/gpuherd/home-1a2b3c4d" or "none (cannot create
+  // /sys/fs/cgroup/memory/gpuherd: Permission denied), subreaper only".
   std::string Describe() const;
   // The group called `name` under the parent (not created).
   Cgroup Child(const std::string& name) const;
@@ -77,6 +78,7 @@ class Cgroups {
   std::vector<std::string> controllers_;
   std::string unified_parent_;                   // v2
   std::map<std::string, std::string> v1_parent_;  // v1: controller → parent directory
+  std::string mount_, parent_;
   std::string reason_;                            // why there are none
   bool has_kill_ = false;                         // v2 cgroup.kill (Linux 5.14)
 };

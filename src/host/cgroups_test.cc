@@ -68,7 +68,7 @@ TEST_F(CgroupFixtureTest, DetectsV2AndDelegatesControllers) {
   Cgroups cgroups = Cgroups::Open(mount_.string(), "gpuherd/home-x");
   ASSERT_EQ(cgroups.version(), CgroupVersion::kV2) << cgroups.Describe();
   EXPECT_EQ(cgroups.controllers(), (std::vector<std::string>{"memory", "cpu", "pids"}));
-  EXPECT_EQ(cgroups.Describe(), "cgroup v2 (memory, cpu, pids) at " + (mount_ / "gpuherd/home-x").string());
+  EXPECT_EQ(cgroups.Describe(), "cgroup v2 (memory, cpu, pids) under " + (mount_ / "gpuherd/home-x").string());
   // Each level enables the controllers for the next, one write per controller.
   EXPECT_EQ(Read(mount_ / "gpuherd/cgroup.subtree_control"), "cpu memory pids\n+memory+cpu+pids");
   EXPECT_NE(Read(mount_ / "cgroup.subtree_control").find("+memory"), std::string::npos);
@@ -122,7 +122,7 @@ TEST_F(CgroupFixtureTest, DetectsV1HierarchiesAndWritesV1Limits) {
   Cgroups cgroups = Cgroups::Open(mount_.string(), "gpuherd/home-y");
   ASSERT_EQ(cgroups.version(), CgroupVersion::kV1) << cgroups.Describe();
   EXPECT_EQ(cgroups.Describe(),
-            "cgroup v1 (memory, cpu, pids, freezer) at " + (mount_ / "cpu/gpuherd/home-y").string());
+            "cgroup v1 (memory, cpu, pids, freezer) under " + (mount_ / "*/gpuherd/home-y").string());
   EXPECT_TRUE(fs::is_directory(mount_ / "freezer/gpuherd/home-y"));
   Cgroup job = cgroups.Child("job-3-1");
   ASSERT_EQ(job.v1.size(), 4u);
