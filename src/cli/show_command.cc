@@ -44,6 +44,7 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     if (j.contains("priority_explained")) {
       std::printf("  priority   %s\n", j["priority_explained"].get<std::string>().c_str());
     }
+    if (j.contains("containment")) std::printf("  containment %s\n", j["containment"].get<std::string>().c_str());
     if (j.contains("logs")) std::printf("  logs       %s\n", j["logs"].get<std::string>().c_str());
   });
 }

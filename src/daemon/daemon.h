@@ -37,6 +37,9 @@ struct DaemonOptions {
   // Slurm backend exists when slurm.site.shared_dir is set.
   std::string pipeline_backend = "local";
   SlurmBackendOptions slurm;
+  // Containment: where control groups are mounted; empty: none, the job
+  // shims' subreaper only (README "Containment").
+  std::string cgroup_root = "/sys/fs/cgroup";
 };
 
 class Daemon {
