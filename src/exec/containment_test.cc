@@ -3,8 +3,10 @@
 // group (cgroup v1 here; root only) and through the shim's subreaper where
 // no control group can be written; --mem and --cpus are enforced.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -237,7 +239,10 @@ TEST_P(CgroupLimitTest, CpuAndMemoryLimitsAreSetOnTheJobsGroup) {
   spec.limits.memory_bytes = 512 << 20;
   ASSERT_TRUE(executor_->Launch(spec).ok());
   host::Cgroup group = executor_->cgroups().Child("job-5-1");
-  ASSERT_TRUE(WaitUntil([&] { return !host::CgroupPids(group).empty(); })) << ReadFile(spec.dir + "/stderr");
+  // Once the job has printed its groups it is in them (and sleeps on).
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(spec.dir + "/stdout").find("freezer:") != std::string::npos; }))
+      << ReadFile(spec.dir + "/stderr");
+  EXPECT_FALSE(host::CgroupPids(group).empty());
   EXPECT_EQ(ReadFile(group.v1.at("cpu") + "/cpu.cfs_quota_us"), "100000\n");
   EXPECT_EQ(ReadFile(group.v1.at("cpu") + "/cpu.cfs_period_us"), "100000\n");
   EXPECT_EQ(ReadFile(group.v1.at("memory") + "/memory.limit_in_bytes"), std::to_string(512 << 20) + "\n");
@@ -248,6 +253,23 @@ TEST_P(CgroupLimitTest, CpuAndMemoryLimitsAreSetOnTheJobsGroup) {
   for (const char* c : {"memory", "cpu", "pids", "freezer"}) {
     EXPECT_NE(seen.find(std::string(c) + ":/" + parent_ + "/job-5-1"), std::string::npos) << c << " in\n" << seen;
   }
+}
+
+TEST_P(CgroupLimitTest, AJobRunAsAnotherUserJoinsBeforeItDropsRoot) {
+  chmod(home_.c_str(), 0755);  // nobody enters its attempt directory
+  LaunchSpec spec = Spec(6, kEscapes);
+  spec.uid = 65534;
+  spec.gid = 65534;
+  int escaped = LaunchEscaping(spec);
+  ASSERT_GT(escaped, 0);
+  EXPECT_NE(ReadFile("/proc/" + std::to_string(escaped) + "/status").find("Uid:\t65534"), std::string::npos);
+  std::vector<pid_t> in_group = host::CgroupPids(executor_->cgroups().Child("job-6-1"));
+  EXPECT_NE(std::find(in_group.begin(), in_group.end(), escaped), in_group.end());
+  ASSERT_TRUE(executor_->Signal(6, 1, SIGTERM).ok());
+  auto record = records_.WaitFor(6);
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->how, ExitRecord::How::kStopped) << record->message;
+  EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(marker_).empty(); }, seconds(2)));
 }
 
 TEST_P(CgroupLimitTest, StaleGroupsOfEndedJobsAreRemoved) {
