@@ -128,6 +128,10 @@ class ContainmentTest : public testing::TestWithParam<Mode> {
   void TearDown() override {
     for (int pid : ProcessesWithMarker(marker_)) kill(pid, SIGKILL);  // a failed test leaves none behind
     if (executor_) executor_->Shutdown();
+    // Every job group is gone, so the executor removed its parent group too.
+    if (executor_ && executor_->cgroups().version() == host::CgroupVersion::kV1) {
+      EXPECT_FALSE(fs::exists("/sys/fs/cgroup/freezer/" + parent_));
+    }
     fs::remove_all(home_);
     for (const char* c : {"memory", "cpu", "pids", "freezer"}) {
       rmdir(("/sys/fs/cgroup/" + std::string(c) + "/" + parent_).c_str());

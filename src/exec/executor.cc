@@ -162,6 +162,7 @@ void Executor::Shutdown() {
   std::lock_guard lock(launcher_mu_);
   shut_down_ = true;
   if (launcher_) launcher_->Close();
+  (void)cgroups_->RemoveParentIfEmpty();
 }
 
 }  // namespace gpuherd::exec

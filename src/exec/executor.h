@@ -68,7 +68,8 @@ class Executor {
   // callback; a missing one is delivered as kShimLost. Ok (and nothing new)
   // when the attempt is already watched.
   Status Adopt(int64_t job_id, int attempt, const std::string& dir);
-  // Stops the watcher and the launcher; running shims and jobs are NOT touched.
+  // Stops the watcher and the launcher; running shims and jobs are NOT touched
+  // (nor their groups: the parent group goes only when none is left).
   void Shutdown();
   // How many times a dead launcher was replaced (for tests and diagnostics).
   int launcher_restarts() const;

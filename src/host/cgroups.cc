@@ -274,6 +274,15 @@ std::vector<std::string> Cgroups::ListChildren() const {
   return {names.begin(), names.end()};
 }
 
+bool Cgroups::RemoveParentIfEmpty() const {
+  std::vector<std::string> parents;
+  if (version_ == CgroupVersion::kV2) parents.push_back(unified_parent_);
+  for (const auto& [ctl, dir] : v1_parent_) parents.push_back(dir);
+  bool gone = !parents.empty();
+  for (const auto& dir : parents) gone = (rmdir(dir.c_str()) == 0 || errno == ENOENT) && gone;
+  return gone;
+}
+
 Status CreateCgroup(const Cgroup& group, const CgroupLimits& limits) {
   if (group.empty()) return Status::Ok();
   for (const auto& dir : group.Dirs()) GPUHERD_RETURN_IF_ERROR(MakeDir(dir));

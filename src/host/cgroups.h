@@ -72,6 +72,10 @@ class Cgroups {
   Cgroup Child(const std::string& name) const;
   // Names of the groups now under the parent, sorted.
   std::vector<std::string> ListChildren() const;
+  // Removes the parent group where no job group is left in it (the kernel
+  // refuses otherwise), so that daemons of short-lived homes (tests) leave
+  // nothing behind; the next Open makes it again. True when it is gone.
+  bool RemoveParentIfEmpty() const;
 
  private:
   CgroupVersion version_ = CgroupVersion::kNone;

@@ -216,9 +216,8 @@ TEST(CgroupV1Test, RealProcessJoinsIsKilledAndGroupRemoved) {
   EXPECT_EQ(Read(job.v1.at("freezer") + "/freezer.state"), "THAWED\n");
   ASSERT_TRUE(RemoveCgroup(job).ok());
   for (const auto& dir : job.Dirs()) EXPECT_FALSE(fs::exists(dir)) << dir;
-  for (const char* c : {"memory", "cpu", "pids", "freezer"}) {
-    rmdir(("/sys/fs/cgroup/" + std::string(c) + "/" + parent).c_str());
-  }
+  EXPECT_TRUE(cgroups.RemoveParentIfEmpty());
+  EXPECT_FALSE(fs::exists("/sys/fs/cgroup/freezer/" + parent));
 }
 
 }  // namespace
