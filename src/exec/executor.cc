@@ -65,6 +65,11 @@ Executor::~Executor() { Shutdown(); }
 
 Result<int> Executor::Launch(const LaunchSpec& requested) {
   GPUHERD_RETURN_IF_ERROR(Validate(requested));
+  ++launches_in_flight_;
+  struct Done {
+    std::atomic<int>* count;
+    ~Done() { --*count; }
+  } done{&launches_in_flight_};
   LaunchSpec spec = requested;
   spec.cgroup = cgroups_->Child(host::JobCgroupName(spec.job_id, spec.attempt));
   if (watcher_->IsWatching(spec.job_id, spec.attempt)) {
@@ -158,11 +163,14 @@ int Executor::RemoveStaleCgroups() {
 }
 
 void Executor::Shutdown() {
+  const bool shims_running = watcher_->WatchedCount() > 0;
   watcher_->Stop();
   std::lock_guard lock(launcher_mu_);
+  const bool was_shut_down = shut_down_;
   shut_down_ = true;
   if (launcher_) launcher_->Close();
-  (void)cgroups_->RemoveParentIfEmpty();
+  // A launch counted here may have started a shim that has yet to make its group.
+  if (!was_shut_down && !shims_running && launches_in_flight_ == 0) (void)cgroups_->RemoveParentIfEmpty();
 }
 
 }  // namespace gpuherd::exec

@@ -5,6 +5,7 @@
 // with Adopt.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -69,7 +70,8 @@ class Executor {
   // when the attempt is already watched.
   Status Adopt(int64_t job_id, int attempt, const std::string& dir);
   // Stops the watcher and the launcher; running shims and jobs are NOT touched
-  // (nor their groups: the parent group goes only when none is left).
+  // (nor their groups: the parent group goes only when no shim of this
+  // executor runs or is being started, since a starting shim makes its group).
   void Shutdown();
   // How many times a dead launcher was replaced (for tests and diagnostics).
   int launcher_restarts() const;
@@ -98,6 +100,7 @@ class Executor {
   mutable std::mutex launcher_mu_;
   std::unique_ptr<LauncherClient> launcher_;  // replaced when it died; guarded by launcher_mu_
   bool shut_down_ = false;                    // guarded by launcher_mu_
+  std::atomic<int> launches_in_flight_{0};
   int launcher_restarts_ = 0;                 // guarded by launcher_mu_
   std::unique_ptr<ExitWatcher> watcher_;
 };

@@ -375,10 +375,13 @@ class Shim {
   }
 
   std::string OutOfMemoryMessage(const std::string& end) const {
-    uint64_t mib = spec_.limits.memory_bytes >> 20;
     std::string processes = oom_kills_ == 1 ? "a process" : std::to_string(oom_kills_) + " processes";
+    if (spec_.limits.memory_bytes == 0) {
+      return "out of memory: the kernel killed " + processes +
+             " of the job (it has no --mem limit: the machine ran short); " + end;
+    }
     return "out of memory: the kernel killed " + processes + " of the job at its memory limit (--mem " +
-           std::to_string(mib) + " MiB); " + end;
+           std::to_string(spec_.limits.memory_bytes >> 20) + " MiB); " + end;
   }
 
   void AppendContainmentProblem(ExitRecord& r) const {
