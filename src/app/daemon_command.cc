@@ -35,6 +35,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     std::string pipeline_backend = "local", slurm_shared_dir, slurm_partition, slurm_account, slurm_poll = "1s";
     std::vector<std::string> slurm_args;
     int slurm_shards = 10;
+    std::string cgroup_root = "/sys/fs/cgroup";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("daemon", "Run the gpuherd daemon in the foreground");
@@ -84,8 +85,13 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
                   "Shards per GPU in gres.conf: a job's tenth of a GPU asks for a tenth of them")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  cmd->add_option("--cgroup-root", flags->cgroup_root,
+                  "Where control groups are mounted: each job runs in its own group under gpuherd/ there "
+                  "(\"none\": no control groups, the job's shim alone finds its processes)")
+      ->capture_default_str();
   cmd->callback([ctx, flags] {
     daemon::DaemonOptions options;
+    options.cgroup_root = flags->cgroup_root == "none" ? "" : flags->cgroup_root;
     options.pipeline_backend = flags->pipeline_backend;
     options.slurm.site.shared_dir = flags->slurm_shared_dir;
     options.slurm.site.partition = flags->slurm_partition;

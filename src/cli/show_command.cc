@@ -63,6 +63,9 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     if (reply->contains("memory_fence")) {
       std::printf("  gpu memory %s\n", MemoryFenceLine((*reply)["memory_fence"]).c_str());
     }
+    if (reply->contains("containment") && (*reply)["containment"].is_string()) {
+      std::printf("  containment %s\n", (*reply)["containment"].get<std::string>().c_str());
+    }
     if (!j.logs.empty()) std::printf("  logs       %s\n", j.logs.c_str());
   });
 }

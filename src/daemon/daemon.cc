@@ -336,17 +336,29 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   impl->loop = std::make_unique<EventLoop>([raw] { return raw->CommitTurn(); });
 
   exec::ExecutorOptions exec_options;
+  exec_options.cgroup_mount = options.cgroup_root;
+  exec_options.cgroup_parent = exec::CgroupParentFor(options.home);
   auto executor = exec::Executor::Start(exec_options, [raw](exec::ExitRecord record) {
     raw->loop->Post([raw, record = std::move(record)] { raw->jobs->OnExit(record); });
   });
   if (!executor.ok()) return executor.status().Annotate("cannot start the job executor");
   impl->executor = std::move(executor).value();
+  if (impl->executor->cgroups().version() == host::CgroupVersion::kNone) {
+    spdlog::warn("job containment: {}: a job's processes are found through its shim alone",
+                 impl->executor->containment());
+  } else {
+    spdlog::info("job containment: {}", impl->executor->containment());
+  }
   auto* sim = dynamic_cast<gpu::sim::SimDriver*>(impl->driver.get());
   impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), sim, dir, options.queue,
                                             [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
   impl->jobs->SetMps(impl->mps.get());
   GPUHERD_RETURN_IF_ERROR(impl->jobs->Load());
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
+  // Every running attempt is adopted now; the groups of the others are stale.
+  if (int stale = impl->executor->RemoveStaleCgroups(); stale > 0) {
+    spdlog::info("removed {} control groups of jobs that ended while no daemon ran", stale);
+  }
   // After the queue's reload is committed, so that the runs see their jobs'
   // final states; only then does the queue report changes to them.
   impl->local_backend = std::make_unique<LocalBackend>(impl->jobs.get(), &impl->state, dir);

@@ -42,6 +42,9 @@ struct DaemonOptions {
   SlurmBackendOptions slurm;
   // Start NVIDIA's MPS control daemon per GPU (mps_control.h).
   bool mps = false;
+  // Containment: where control groups are mounted; empty: none, the job
+  // shims' subreaper only (README "Containment").
+  std::string cgroup_root = "/sys/fs/cgroup";
 };
 
 class Daemon {

@@ -543,6 +543,8 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   l.cpus = AffinityFor(state_->fleet, job.gpus);
   l.time_limit = job.spec.time_limit;
   l.grace = job.spec.checkpoint_grace;
+  l.limits.memory_bytes = job.spec.mem_bytes;  // enforced in the job's control group
+  l.limits.cpus = job.spec.cpus;
 
   // The job protocol (README "Job protocol").
   std::string visible;
@@ -734,6 +736,8 @@ void JobService::OnExit(const exec::ExitRecord& r) {
     case StopIntent::kMemory: return Finish(e, JobState::kFailed, job.reason);
     case StopIntent::kNone: break;
   }
+  // The shim's message says which limit and what ended.
+  if (r.out_of_memory) return Finish(e, JobState::kFailed, r.message);
   switch (r.how) {
     case How::kExited:
       if (r.code == 0) return Finish(e, JobState::kCompleted, "exited with code 0");
@@ -1056,6 +1060,7 @@ Result<json> JobService::Show(sched::JobId id) {
           sched::ExplainPriority(config_.scheduler.weights, sched::PriorityInputsOf(p, now, config_.scheduler));
     }
     if (job.spec.fractional() && job.attempt > 0) j["memory_fence"] = MemoryFence(job);
+    if (executor_ != nullptr) j["containment"] = executor_->containment();
     return j;
   }
   auto stored = state_->store->GetJob(id);
