@@ -1,5 +1,5 @@
 // The Store's GPU health transitions and imported passports (schema version
-// 7). Same class as store.cc; kept apart so that each file holds one family of
+// 8). Same class as store.cc; kept apart so that each file holds one family of
 // tables.
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
