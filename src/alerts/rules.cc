@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kGpuSeries[] = {
     "gpu_util_pct", "mem_util_pct", "mem_used_pct", "temp_c", "temp_over_slowdown_c", "power_w",
     "fan_pct", "sm_clock_mhz", "pcie_replays", "pcie_packets", "ecc_sbe", "ecc_dbe",
-    "retired_pending", "xids", "health_score",
+    "retired_pending", "xids", "xids_fatal", "pcie_downtrained", "health_score",
 };
 
 struct FunctionEntry {
@@ -41,7 +41,8 @@ constexpr ComparisonEntry kComparisons[] = {
     {Comparison::kNotEqual, "!="},  {Comparison::kLess, "<"},          {Comparison::kGreater, ">"},
 };
 
-const std::set<std::string> kRuleKeys = {"name", "expr", "for", "severity", "action", "while_job", "summary"};
+const std::set<std::string> kRuleKeys = {"name",   "expr",      "for",     "severity",
+                                         "action", "while_job", "summary", "settle"};
 
 // A window as ParseDuration reads it back: "5m", "30d", "90s".
 std::string WindowText(DurationMs d) {
@@ -75,7 +76,7 @@ Result<Rule> ParseRule(const YAML::Node& node, const std::string& origin) {
     std::string key = Scalar(entry.first);
     if (!kRuleKeys.count(key)) {
       return RuleError(Where(origin, entry.first),
-                       fmt::format("unknown key '{}' (expected name, expr, for, severity, action, while_job, summary)",
+                       fmt::format("unknown key '{}' (expected name, expr, for, severity, action, while_job, settle, summary)",
                                    key));
     }
   }
@@ -102,6 +103,17 @@ Result<Rule> ParseRule(const YAML::Node& node, const std::string& origin) {
       return RuleError(Where(origin, node["for"]),
                        fmt::format("rule '{}': for: '{}' is not a duration (e.g. 30s, 10m, 1h)", rule.name,
                                    Scalar(node["for"])));
+    }
+  }
+  if (node["settle"]) {
+    if (!ParseDuration(Scalar(node["settle"]), &rule.settle) || rule.settle < 0) {
+      return RuleError(Where(origin, node["settle"]),
+                       fmt::format("rule '{}': settle: '{}' is not a duration (e.g. 5m)", rule.name,
+                                   Scalar(node["settle"])));
+    }
+    if (rule.scope != Scope::kGpu) {
+      return RuleError(Where(origin, node["settle"]),
+                       fmt::format("rule '{}': settle applies to GPU series only", rule.name));
     }
   }
   if (node["severity"]) {

@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
       {{"burnin"}, AddBurnInCommand},
       {{"health"}, AddHealthCommand},
       {{"healthcheck"}, AddHealthcheckCommand},
+      {{"passport"}, AddPassportCommand},
       {{"doctor"}, AddDoctorCommand},
       {{"slurm"}, AddSlurmCommands},
       {{"k8s"}, AddK8sCommands},

@@ -1,6 +1,7 @@
 #include "cli/fleet_source.h"
 
 #include "api/decode.h"
+#include "cli/no_driver.h"
 
 namespace gpuherd::cli {
 
@@ -17,8 +18,10 @@ Result<std::unique_ptr<FleetSource>> FleetSource::Open(const CommandContext& ctx
   } else {
     source->direct_reason_ = "simulated fleet asked for on the command line; the daemon is not consulted";
   }
-  auto local = LocalFleet::Open(flags.choice(), clock);
-  if (!local.ok()) return local.status();
+  // Never a simulated fleet unless asked for: a view of fake GPUs presented as
+  // this machine's is worse than an error.
+  auto local = LocalFleet::Open(StrictChoice(flags), clock);
+  if (!local.ok()) return flags.asked_for_sim() ? local.status() : NoDriver(local.status());
   source->local_ = std::move(local).value();
   return source;
 }

@@ -1,5 +1,6 @@
 // Where the read-only fleet views get their data: the running daemon, or,
-// when none runs or a simulated fleet is asked for, the GPUs read directly.
+// when none runs or a simulated fleet is asked for, the GPUs read directly
+// (never a simulated fleet unless asked for: no driver is a NoDriver error).
 #pragma once
 
 #include <memory>

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/fleet_source.h"
+#include "cli/no_driver.h"
 #include "cli/fleet_table.h"
 #include "cli/table.h"
 #include "core/time.h"
@@ -52,7 +53,7 @@ void AddTopCommand(CLI::App& app, CommandContext* ctx) {
     }
     auto clock = host::NewRealClock();
     auto source = FleetSource::Open(*ctx, flags->driver, clock.get());
-    if (!source.ok()) return ctx->Fail(source.status());
+    if (!source.ok()) return FailMaybeNoDriver(ctx, source.status());
     bool tty = ::isatty(STDOUT_FILENO);
     std::signal(SIGINT, OnInterrupt);
     TimeMs next = clock->Now();

@@ -219,6 +219,29 @@ ALTER TABLE pipeline_nodes_v7 RENAME TO pipeline_nodes;
 )sql";
 }
 
+std::string SchemaVersion8() {
+  return R"sql(
+CREATE TABLE gpu_health_transitions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL CHECK (gpu_uuid <> ''),
+  from_state TEXT NOT NULL,
+  to_state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  evidence_json TEXT NOT NULL,
+  shadow INTEGER NOT NULL CHECK (shadow IN (0, 1))
+);
+CREATE INDEX gpu_health_transitions_by_gpu ON gpu_health_transitions (gpu_uuid, id);
+CREATE TABLE passport_imports (
+  card_key TEXT NOT NULL CHECK (card_key <> ''),
+  source TEXT NOT NULL,
+  imported_at INTEGER NOT NULL,
+  passport_json TEXT NOT NULL,
+  PRIMARY KEY (card_key, source)
+) WITHOUT ROWID;
+)sql";
+}
+
 constexpr Migration kMigrations[] = {
     {1, "GPUs, rollups and events", &SchemaVersion1},
     {2, "jobs and drained GPUs", &SchemaVersion2},
@@ -227,6 +250,7 @@ constexpr Migration kMigrations[] = {
     {5, "pipeline runs, nodes and metrics", &SchemaVersion5},
     {6, "GPU time of every pipeline node's attempts", &SchemaVersion6},
     {7, "pipeline nodes stopped early, and why each attempt ended", &SchemaVersion7},
+    {8, "GPU health transitions and imported card passports", &SchemaVersion8},
 };
 
 std::string HintFor(int primary_code) {

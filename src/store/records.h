@@ -207,6 +207,29 @@ struct MetricRecord {
 
 // Everything that happened in one turn of the daemon's loop, committed in one
 // transaction (one fsync) before anyone is told.
+// A GPU's move between health states (in_service, suspect, quarantined,
+// requalifying, retired) with why and on what evidence; shadow: a decision
+// recorded but not carried out.
+struct HealthTransitionRecord {
+  int64_t id = 0;              // assigned by the store
+  TimeMs time = 0;
+  std::string gpu_uuid;
+  std::string from_state, to_state;
+  std::string reason;
+  std::string evidence_json = "[]";
+  bool shadow = false;
+};
+
+// A card's passport brought from another machine (`gpuherd passport import`),
+// keyed by serial (UUID where the card has none); `source` names where it was
+// exported (host and time), so the same file imported twice is kept once.
+struct PassportImportRecord {
+  std::string card_key;
+  std::string source;
+  TimeMs imported_at = 0;
+  std::string passport_json;
+};
+
 struct WriteBatch {
   std::vector<GpuRecord> gpus;
   std::vector<RollupRecord> rollups;

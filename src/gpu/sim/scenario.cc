@@ -46,6 +46,8 @@ const std::vector<KindInfo>& Kinds() {
       {FaultKind::kReplayAccelerating, "replay_accelerating",
        {"rate", "doubling", "duration", "fades"}},
       {FaultKind::kClockUnstable, "clock_unstable", {"amount", "duration", "fades"}},
+      {FaultKind::kTransientDrop, "transient_drop", {"count"}},
+      {FaultKind::kUnderclock, "underclock", {"factor", "duration"}},
   };
   return kKinds;
 }
@@ -460,6 +462,17 @@ class Parser {
         }
         break;
       }
+      case FaultKind::kTransientDrop: {
+        fault.count = 6;  // 3 Hz of full/idle swings within a second
+        if (entry["count"]) {
+          auto count = IntOf(entry["count"], "count");
+          if (!count.ok()) return count.status();
+          if (*count < 2 || *count > 1000) return Error(entry["count"], "count must be 2 to 1000 swings");
+          fault.count = static_cast<uint64_t>(*count);
+        }
+        break;
+      }
+      case FaultKind::kUnderclock:
       case FaultKind::kSlow: {
         if (!entry["factor"]) {
           return Error(entry, where + " needs factor: (the share of its normal rates, e.g. 0.8)");
