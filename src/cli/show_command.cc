@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/job_format.h"
+#include "cli/table.h"
 
 namespace gpuherd::cli {
 
@@ -27,12 +28,12 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
       return;
     }
     std::string command;
-    for (const auto& a : j.value("command", nlohmann::json::array())) command += (command.empty() ? "" : " ") + a.get<std::string>();
+    for (const auto& a : j.value("command", nlohmann::json::array())) command += (command.empty() ? "" : " ") + Printable(a.get<std::string>());
     TimeMs now = j.value("now", int64_t{0});
-    std::printf("job %lld  %s\n", static_cast<long long>(j.value("id", int64_t{0})), j.value("name", std::string()).c_str());
+    std::printf("job %lld  %s\n", static_cast<long long>(j.value("id", int64_t{0})), Printable(j.value("name", std::string())).c_str());
     std::printf("  state      %s%s\n", StateCell(j.value("state", std::string()), ctx->color()).c_str(),
-                j.value("reason", std::string()).empty() ? "" : ("  (" + j.value("reason", std::string()) + ")").c_str());
-    std::printf("  user       %s\n", j.value("user", std::string()).c_str());
+                j.value("reason", std::string()).empty() ? "" : ("  (" + Printable(j.value("reason", std::string())) + ")").c_str());
+    std::printf("  user       %s\n", Printable(j.value("user", std::string())).c_str());
     std::printf("  command    %s\n", command.c_str());
     std::printf("  gpus       %s on %s\n", GpusRequested(j).c_str(), GpusAssigned(j).c_str());
     std::printf("  time       %s (submitted %s)\n", JobTime(j, now).c_str(),
@@ -42,9 +43,9 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     if (j.contains("exit_code")) std::printf("  exit code  %d\n", j["exit_code"].get<int>());
     if (j.contains("exit_signal")) std::printf("  signal     %d\n", j["exit_signal"].get<int>());
     if (j.contains("priority_explained")) {
-      std::printf("  priority   %s\n", j["priority_explained"].get<std::string>().c_str());
+      std::printf("  priority   %s\n", Printable(j["priority_explained"].get<std::string>()).c_str());
     }
-    if (j.contains("logs")) std::printf("  logs       %s\n", j["logs"].get<std::string>().c_str());
+    if (j.contains("logs")) std::printf("  logs       %s\n", Printable(j["logs"].get<std::string>()).c_str());
   });
 }
 
