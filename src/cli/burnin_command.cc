@@ -116,15 +116,13 @@ Result<std::vector<int>> ChooseGpus(const std::string& text, const gpu::Fleet& f
     const std::string id = text.substr(start, comma - start);
     start = comma + 1;
     if (id.empty()) continue;
-    auto it = std::find_if(fleet.gpus.begin(), fleet.gpus.end(), [&](const gpu::GpuInfo& g) {
-      return g.uuid == id || std::to_string(g.index) == id;
-    });
-    if (it == fleet.gpus.end()) {
+    int position = gpu::FindGpu(fleet.gpus, id);
+    if (position < 0) {
       return InvalidArgument(fmt::format("--gpu: no GPU '{}' in this fleet of {} (indices 0-{}); give indices or "
                                          "UUIDs separated by commas, or all",
                                          id, fleet.gpus.size(), fleet.gpus.size() - 1));
     }
-    chosen.insert(static_cast<int>(it - fleet.gpus.begin()));
+    chosen.insert(position);
   }
   if (chosen.empty()) return InvalidArgument("--gpu names no GPU; give indices or UUIDs, or all");
   return std::vector<int>(chosen.begin(), chosen.end());

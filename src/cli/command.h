@@ -33,7 +33,6 @@ struct DriverFlags {
   void AddTo(CLI::App* command);
 };
 
-void AddDaemonCommand(CLI::App& app, CommandContext* ctx);
 void AddGpusCommand(CLI::App& app, CommandContext* ctx);
 void AddTopCommand(CLI::App& app, CommandContext* ctx);
 void AddEventsCommand(CLI::App& app, CommandContext* ctx);

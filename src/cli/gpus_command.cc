@@ -23,7 +23,7 @@ void AddGpusCommand(CLI::App& app, CommandContext* ctx) {
     auto fleet = (*source)->Fleet();
     if (!fleet.ok()) return ctx->Fail(fleet.status());
     if (flags->json) {
-      std::printf("%s\n", fleet->dump(2).c_str());
+      std::printf("%s\n", nlohmann::json(*fleet).dump(2).c_str());
       return;
     }
     if (!(*source)->direct_reason().empty() && !flags->driver.asked_for_sim()) {

@@ -17,12 +17,12 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;  // set by SIGINT; read by the refresh loop
 void OnInterrupt(int) { g_interrupted = 1; }
 
-std::string RenderEvents(const nlohmann::json& events, bool color) {
+std::string RenderEvents(const std::vector<api::Event>& events, bool color) {
   std::string out;
-  for (const auto& e : events) {
-    std::string severity = e.value("severity", std::string("info"));
-    std::string line = fmt::format("{}  {:<8} {:<16} {}", FormatTimeUtc(e.value("time", int64_t{0})).substr(11, 8),
-                                   severity, e.value("kind", std::string()), e.value("message", std::string()));
+  for (const api::Event& e : events) {
+    const std::string& severity = e.severity;
+    std::string line = fmt::format("{}  {:<8} {:<16} {}", FormatTimeUtc(e.time).substr(11, 8), severity, e.kind,
+                                   e.message);
     if (severity == "critical") line = Colored(line, kRed, color);
     else if (severity == "warning") line = Colored(line, kYellow, color);
     out += line + "\n";
@@ -60,7 +60,7 @@ void AddTopCommand(CLI::App& app, CommandContext* ctx) {
       auto fleet = (*source)->Fleet();
       if (!fleet.ok()) return ctx->Fail(fleet.status());
       auto events = (*source)->RecentEvents(8);
-      std::string frame = fmt::format("gpuherd top — {} — {}{}\n\n", fleet->value("hostname", std::string()),
+      std::string frame = fmt::format("gpuherd top — {} — {}{}\n\n", fleet->hostname,
                                       FormatTimeUtc(clock->Now()).substr(0, 19),
                                       (*source)->direct_reason().empty() ? "" : " (direct: no daemon)");
       frame += RenderFleetTable(*fleet, ctx->color());

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "burnin/result.h"
-#include "cli/http_client.h"
-#include "daemon/auth.h"
+#include "http/client.h"
+#include "http/token.h"
 #include "daemon/daemon.h"
 #include "exec/launcher.h"
 #include "host/clock.h"
@@ -89,11 +89,11 @@ class MonitoringTest : public ::testing::Test {
     daemon_.reset();
   }
 
-  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
-    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
+    http::Client client(http::Endpoint{daemon_->socket_path()});
     auto r = client.Request(method, target, body);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : cli::ClientResponse{};
+    return r.ok() ? *r : http::ClientResponse{};
   }
   json Get(const std::string& target) {
     auto r = Call("GET", target);
@@ -489,7 +489,7 @@ TEST_F(MonitoringTest, MetricsOnBothPortsWithoutAToken) {
   StartDaemon(options);
   Step();
   for (int port : {daemon_->tcp_port(), daemon_->metrics_port()}) {
-    cli::HttpClient tcp(cli::HttpEndpoint{"", "127.0.0.1", port});
+    http::Client tcp(http::Endpoint{"", "127.0.0.1", port});
     auto r = tcp.Request("GET", "/metrics");
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->status, 200);
@@ -498,7 +498,7 @@ TEST_F(MonitoringTest, MetricsOnBothPortsWithoutAToken) {
     EXPECT_THAT(r->body, HasSubstr("gpuherd_alerts_firing{rule=\"gpu_xid\""));
     EXPECT_THAT(r->body, HasSubstr("gpuherd_jobs{state=\"pending\"} 0\n"));
   }
-  cli::HttpClient metrics_only(cli::HttpEndpoint{"", "127.0.0.1", daemon_->metrics_port()});
+  http::Client metrics_only(http::Endpoint{"", "127.0.0.1", daemon_->metrics_port()});
   auto other = metrics_only.Request("GET", "/v1/health");
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(other->status, 404);

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
-#include "daemon/auth.h"
+#include "http/client.h"
+#include "http/token.h"
 #include "exec/launcher.h"
 
 namespace gpuherd::daemon {
@@ -52,16 +52,16 @@ class DaemonTest : public ::testing::Test {
 
   // Over the unix socket unless `tcp`: there the caller is known by its peer
   // credentials; over TCP only the token authenticates.
-  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "",
+  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "",
                            bool with_token = false, bool tcp = false) {
     std::map<std::string, std::string> headers;
-    if (with_token) headers["Authorization"] = "Bearer " + *ReadToken(StateDir{home_.string()});
-    cli::HttpEndpoint endpoint{daemon_->socket_path()};
-    if (tcp) endpoint = cli::HttpEndpoint{"", "127.0.0.1", daemon_->tcp_port()};
-    cli::HttpClient client(endpoint);
+    if (with_token) headers["Authorization"] = "Bearer " + *http::ReadToken(StateDir{home_.string()});
+    http::Endpoint endpoint{daemon_->socket_path()};
+    if (tcp) endpoint = http::Endpoint{"", "127.0.0.1", daemon_->tcp_port()};
+    http::Client client(endpoint);
     auto r = client.Request(method, target, body, headers);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : cli::ClientResponse{};
+    return r.ok() ? *r : http::ClientResponse{};
   }
 
   fs::path home_;

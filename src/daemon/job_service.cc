@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "exec/job_files.h"
+#include "fence/fence_report.h"
 #include "gpu/sim/sim_driver.h"
 #include "gpu/xid.h"
 #include "sched/job_spec.h"
@@ -542,6 +543,8 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   l.cpus = AffinityFor(state_->fleet, job.gpus);
   l.time_limit = job.spec.time_limit;
   l.grace = job.spec.checkpoint_grace;
+  l.limits.memory_bytes = job.spec.mem_bytes;  // enforced in the job's control group
+  l.limits.cpus = job.spec.cpus;
 
   // The job protocol (README "Job protocol").
   std::string visible;
@@ -559,6 +562,11 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   if (job.spec.fractional()) {
     l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_tenths * 10);
     l.env["GPUHERD_GPU_MEM_LIMIT_MB"] = std::to_string(job.spec.gpu_mem_bytes >> 20);
+    // Exactly the share the scheduler counts: what the memory fence enforces.
+    l.env["GPUHERD_GPU_MEM_LIMIT_BYTES"] = std::to_string(job.spec.gpu_mem_bytes);
+    if (mps_ != nullptr && job.gpus.size() == 1 && OneUserOn(job.gpus[0], job.spec.uid)) {
+      for (const auto& [key, value] : mps_->JobEnv(job.gpus[0], job.spec.gpu_mem_bytes)) l.env[key] = value;
+    }
   }
   if (job.spec.whole_gpus() > 1) {
     // torchrun-style single-node rendezvous; the port is unique per job.
@@ -728,6 +736,8 @@ void JobService::OnExit(const exec::ExitRecord& r) {
     case StopIntent::kMemory: return Finish(e, JobState::kFailed, job.reason);
     case StopIntent::kNone: break;
   }
+  // The shim's message says which limit and what ended.
+  if (r.out_of_memory) return Finish(e, JobState::kFailed, r.message);
   switch (r.how) {
     case How::kExited:
       if (r.code == 0) return Finish(e, JobState::kCompleted, "exited with code 0");
@@ -1016,6 +1026,25 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
   return out;
 }
 
+bool JobService::OneUserOn(int gpu, uint32_t uid) const {
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.spec.uid == uid) continue;
+    if (std::find(e.job.gpus.begin(), e.job.gpus.end(), gpu) != e.job.gpus.end()) return false;
+  }
+  return true;
+}
+
+// A fractional job's memory fence as its attempt folder tells it (README
+// "Fractional GPUs: the memory fence"): used against the share.
+json JobService::MemoryFence(const sched::Job& job) const {
+  fence::FenceReport report = fence::ReadFenceReport(AttemptDir(job.id, job.attempt));
+  json j = {{"state", report.state}, {"share_bytes", job.spec.gpu_mem_bytes}};
+  if (!report.detail.empty()) j["detail"] = report.detail;
+  if (report.used_bytes) j["used_bytes"] = *report.used_bytes;
+  if (report.share_bytes && *report.share_bytes != job.spec.gpu_mem_bytes) j["fence_share_bytes"] = *report.share_bytes;
+  return j;
+}
+
 Result<json> JobService::Show(sched::JobId id) {
   TimeMs now = state_->clock->Now();
   if (auto it = jobs_.find(id); it != jobs_.end()) {
@@ -1030,6 +1059,8 @@ Result<json> JobService::Show(sched::JobId id) {
       j["priority_explained"] =
           sched::ExplainPriority(config_.scheduler.weights, sched::PriorityInputsOf(p, now, config_.scheduler));
     }
+    if (job.spec.fractional() && job.attempt > 0) j["memory_fence"] = MemoryFence(job);
+    if (executor_ != nullptr) j["containment"] = executor_->containment();
     return j;
   }
   auto stored = state_->store->GetJob(id);
@@ -1039,7 +1070,9 @@ Result<json> JobService::Show(sched::JobId id) {
   // An unreadable spec still shows the stored facts; its error is not needed here.
   (void)FromRecord(**stored, &e);
   const sched::Job& job = e.job;
-  return ToJson(job, now);
+  json j = ToJson(job, now);
+  if (job.spec.fractional() && job.attempt > 0) j["memory_fence"] = MemoryFence(job);
+  return j;
 }
 
 Result<json> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset) {

@@ -21,6 +21,7 @@
 #include "core/status.h"
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
+#include "daemon/mps_control.h"
 #include "daemon/work_queue.h"
 #include "exec/executor.h"
 #include "sched/job.h"
@@ -65,6 +66,9 @@ class JobService {
   // At start: reloads unfinished jobs and drains from the store and re-adopts
   // running attempts (their shims may have outlived the previous daemon).
   Status Load();
+  // With --mps: fractional jobs on a GPU whose fractions are all one user's
+  // connect to its MPS server. Null (the default): they time-share the SMs.
+  void SetMps(const MpsControl* mps) { mps_ = mps; }
 
   Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& caller,
                               const SubmitExtras& extras = {});
@@ -165,6 +169,9 @@ class JobService {
   // (the other fields are filled in any case).
   Status FromRecord(const store::JobRecord& record, Entry* e) const;
   nlohmann::json ToJson(const sched::Job& job, TimeMs now) const;
+  nlohmann::json MemoryFence(const sched::Job& job) const;
+  // Whether every running fraction on GPU `gpu` belongs to `uid`.
+  bool OneUserOn(int gpu, uint32_t uid) const;
   // A finished job's listing, serialized around the value of its "now" field.
   struct ListedJob {
     std::string user, state;
@@ -185,6 +192,7 @@ class JobService {
   DaemonState* state_;
   exec::Executor* executor_;
   gpu::sim::SimDriver* sim_;
+  const MpsControl* mps_ = nullptr;
   StateDir dir_;
   QueueConfig config_;
   sched::JobId next_id_ = 1;

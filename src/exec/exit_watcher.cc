@@ -163,6 +163,11 @@ Status ExitWatcher::Signal(int64_t job_id, int attempt, int signal) {
   return Status::Ok();
 }
 
+size_t ExitWatcher::WatchedCount() const {
+  std::lock_guard lock(mu_);
+  return watched_.size();
+}
+
 bool ExitWatcher::IsWatching(int64_t job_id, int attempt) const {
   std::lock_guard lock(mu_);
   return watched_.count({job_id, attempt}) != 0;

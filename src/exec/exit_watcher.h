@@ -41,6 +41,8 @@ class ExitWatcher {
   // pid. NotFound when the attempt is not (or no longer) watched.
   Status Signal(int64_t job_id, int attempt, int signal);
   bool IsWatching(int64_t job_id, int attempt) const;
+  // How many attempts are watched now.
+  size_t WatchedCount() const;
   // Stops the thread without delivering what is still watched; the shims go on.
   void Stop();
 

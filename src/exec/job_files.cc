@@ -141,6 +141,7 @@ std::string ExitRecordToJson(const ExitRecord& r) {
   json j = {{"job_id", r.job_id}, {"attempt", r.attempt}, {"how", HowName(r.how)},
             {"code", r.code},     {"signal", r.signal},   {"started", r.started},
             {"ended", r.ended},   {"message", r.message}};
+  if (r.out_of_memory) j["out_of_memory"] = true;
   return j.dump() + "\n";
 }
 
@@ -166,6 +167,7 @@ Result<std::optional<ExitRecord>> ReadExitRecord(const std::string& dir) {
     r.started = j.at("started").get<TimeMs>();
     r.ended = j.at("ended").get<TimeMs>();
     r.message = j.at("message").get<std::string>();
+    r.out_of_memory = j.value("out_of_memory", false);
     return std::optional<ExitRecord>(std::move(r));
   } catch (const json::exception& e) {
     return DataLoss("corrupt exit record " + path + ": " + e.what());

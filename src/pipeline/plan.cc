@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/sobol.h"
 #include "pipeline/suggest.h"
 #include "pipeline/template.h"
 #include "sched/job_spec.h"
@@ -47,6 +48,45 @@ std::string Draw(std::mt19937_64& gen, const Distribution& d) {
 
 using Point = std::vector<std::pair<std::string, std::string>>;
 
+// A coordinate u in [0, 1) of a Sobol' point as a value of `d`: the same
+// maps as the uniform sampler's, with u in place of a draw.
+std::string FromUnit(double u, const Distribution& d) {
+  switch (d.kind) {
+    case Distribution::Kind::kChoice:
+      return d.choices[std::min(d.choices.size() - 1, static_cast<size_t>(u * static_cast<double>(d.choices.size())))];
+    case Distribution::Kind::kInteger: {
+      const auto lo = static_cast<int64_t>(d.lo);
+      const auto span = static_cast<uint64_t>(static_cast<int64_t>(d.hi) - lo) + 1;
+      const auto k = std::min(span - 1, static_cast<uint64_t>(u * static_cast<double>(span)));
+      return std::to_string(lo + static_cast<int64_t>(k));
+    }
+    case Distribution::Kind::kUniform:
+      return fmt::format("{:.4g}", d.lo + (d.hi - d.lo) * u);
+    case Distribution::Kind::kLogUniform: {
+      const double a = std::log(d.lo), b = std::log(d.hi);
+      return fmt::format("{:.4g}", std::exp(a + (b - a) * u));
+    }
+  }
+  return "";
+}
+
+// One Sobol' dimension per parameter, in file order. The spec allows at
+// most kSobolMaxDimensions parameters with this sampler.
+std::vector<Point> SobolPoints(const Matrix& matrix) {
+  std::vector<Point> points;
+  auto seq = SobolSequence::Make(static_cast<int>(matrix.random.size()), matrix.seed);
+  if (!seq.ok()) return points;
+  for (int i = 0; i < matrix.count; ++i) {
+    std::vector<double> u = seq->Next();
+    Point p;
+    for (size_t k = 0; k < matrix.random.size(); ++k) {
+      p.emplace_back(matrix.random[k].name, FromUnit(u[k], matrix.random[k].distribution));
+    }
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
 std::vector<Point> SweepPoints(const Matrix& matrix) {
   std::vector<Point> points;
   switch (matrix.kind) {
@@ -70,6 +110,7 @@ std::vector<Point> SweepPoints(const Matrix& matrix) {
       break;
     }
     case Matrix::Kind::kRandom: {
+      if (matrix.sampler == Matrix::Sampler::kSobol) return SobolPoints(matrix);
       std::mt19937_64 gen(matrix.seed);
       for (int i = 0; i < matrix.count; ++i) {
         Point p;
@@ -198,6 +239,10 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
   plan.run_dir = std::filesystem::path(run_dir).lexically_normal().string();
   plan.params = spec.params;
   plan.backend = spec.backend;
+  for (const StepSpec& step : spec.steps) {
+    if (step.objective) plan.objectives[step.name] = *step.objective;
+    if (step.early_stop) plan.early_stops[step.name] = *step.early_stop;
+  }
   std::vector<std::string> param_names;
   for (const auto& [name, value] : spec.params) param_names.push_back(name);
   for (const auto& [name, value] : overrides) {
@@ -262,6 +307,7 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
                                            step->line, step->name, node.id, s.message()));
       };
       nlohmann::json job = step->resources;
+      if (!job.contains("max_restarts")) job["max_restarts"] = kNodeFaultRestarts;
       nlohmann::json argv = nlohmann::json::array();
       for (const std::string& arg : step->run) {
         auto text = Substitute(arg, values);

@@ -213,6 +213,41 @@ TEST(ExpandTest, RandomPointsDependOnlyOnTheSeed) {
   }
 }
 
+TEST(ExpandTest, SobolPointsCoverEveryStratumOfEachParameter) {
+  // 8 points over [0, 8) per parameter: one in each unit interval, whatever
+  // the seed; independent draws would leave some empty.
+  const char* yaml = R"(steps:
+  t:
+    matrix: {random: {sampler: sobol, seed: SEED, count: 8, params: {a: {uniform: [0, 8]}, b: {int: [0, 7]},
+             c: {choice: [p, q, r, s, t, u, v, w]}}}}
+    run: x ${{ matrix.a }} ${{ matrix.b }} ${{ matrix.c }}
+    objective: {metric: loss, mode: min}
+)";
+  for (const char* seed : {"1", "42"}) {
+    std::string text = yaml;
+    text.replace(text.find("SEED"), 4, seed);
+    Plan plan = MustExpand(MustParse(text));
+    ASSERT_EQ(plan.nodes.size(), 8u);
+    std::set<int> a, b;
+    std::set<std::string> c;
+    for (const PlanNode& n : plan.nodes) {
+      a.insert(static_cast<int>(std::stod(n.matrix[0].second)));
+      b.insert(std::stoi(n.matrix[1].second));
+      c.insert(n.matrix[2].second);
+    }
+    EXPECT_EQ(a.size(), 8u) << "seed " << seed;
+    EXPECT_EQ(b.size(), 8u) << "seed " << seed;
+    EXPECT_EQ(c.size(), 8u) << "seed " << seed;
+    EXPECT_EQ(plan.objectives.count("t"), 1u);
+  }
+}
+
+TEST(ExpandTest, HardwareRestartsAreTheQueuesNotTheNodesRetries) {
+  Plan plan = MustExpand(MustParse("steps:\n  a: {run: x, retries: 1}\n  b: {run: x, max_restarts: 2}\n"));
+  EXPECT_EQ(plan.nodes[0].job["max_restarts"], kNodeFaultRestarts);
+  EXPECT_EQ(plan.nodes[1].job["max_restarts"], 2);
+}
+
 TEST(ExpandTest, KeepsIdsUniqueWhenARandomSweepRepeatsAPoint) {
   Plan plan = MustExpand(MustParse(R"(
 steps:

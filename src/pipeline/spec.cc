@@ -17,6 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/yaml.h"
+#include "pipeline/sobol.h"
 #include "pipeline/suggest.h"
 #include "pipeline/template.h"
 #include "sched/job_spec.h"
@@ -35,7 +36,7 @@ constexpr int kMaxRetries = 100;
 const std::vector<std::string>& ResourceKeys() {
   static const std::vector<std::string> kKeys = {
       "gpus",       "gpu_mem",    "model",       "min_cc",       "cpus",  "mem",
-      "priority",   "time_limit", "checkpoint",  "preemptible", "max_restarts", "labels"};
+      "priority",   "time_limit", "checkpoint",  "preemptible", "max_restarts", "labels", "mixed_models"};
   return kKeys;
 }
 
@@ -425,7 +426,8 @@ class Parser {
     GPUHERD_RETURN_IF_ERROR(CheckKeys(
         node,
         With(ResourceKeys(),
-             {"run", "needs", "matrix", "env", "cwd", "retries", "if", "artifacts", "anomalies"}),
+             {"run", "needs", "matrix", "env", "cwd", "retries", "if", "artifacts", "anomalies", "objective",
+              "early_stop"}),
         where));
     StepSpec step;
     step.name = name;
@@ -434,6 +436,7 @@ class Parser {
     const size_t index = spec_.steps.size();
 
     if (YAML::Node m = node["matrix"]) GPUHERD_RETURN_IF_ERROR(ParseMatrix(m, &step.matrix));
+    GPUHERD_RETURN_IF_ERROR(ParseObjective(node, where, &step));
 
     YAML::Node run = node["run"];
     if (!run) return Error(key, where + " needs run: (the command, e.g. run: python3 train.py)");
@@ -635,7 +638,18 @@ class Parser {
       return Error(node, "random must be a mapping such as {seed: 7, count: 12, params: {lr: "
                          "{loguniform: [1e-4, 1e-1]}}}");
     }
-    GPUHERD_RETURN_IF_ERROR(CheckKeys(node, {"seed", "count", "params"}, "matrix.random"));
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(node, {"seed", "count", "params", "sampler"}, "matrix.random"));
+    if (node["sampler"]) {
+      auto sampler = ScalarOf(node["sampler"], "random.sampler");
+      if (!sampler.ok()) return sampler.status();
+      if (*sampler == "sobol") {
+        matrix->sampler = Matrix::Sampler::kSobol;
+      } else if (*sampler != "uniform") {
+        return Error(node["sampler"], fmt::format("random.sampler must be uniform (independent draws, the "
+                                                  "default) or sobol (quasi-random, even coverage), not '{}'",
+                                                  *sampler));
+      }
+    }
     if (node["seed"]) {
       auto seed = IntOf(node["seed"], "random.seed", 0, std::numeric_limits<int64_t>::max());
       if (!seed.ok()) return seed.status();
@@ -712,6 +726,79 @@ class Parser {
       }
       matrix->random.push_back({*name, std::move(dist)});
     }
+    if (matrix->sampler == Matrix::Sampler::kSobol && matrix->random.size() > kSobolMaxDimensions) {
+      return Error(params, fmt::format("the sobol sampler takes at most {} parameters, this matrix has {}; use "
+                                       "sampler: uniform", kSobolMaxDimensions, matrix->random.size()));
+    }
+    return Status::Ok();
+  }
+
+  // `objective:` and `early_stop:` of a swept step.
+  Status ParseObjective(const YAML::Node& node, const std::string& where, StepSpec* step) const {
+    YAML::Node o = node["objective"];
+    YAML::Node e = node["early_stop"];
+    if (o) {
+      if (step->matrix.kind == Matrix::Kind::kNone) {
+        return Error(o, where + " has objective: but no matrix:; an objective ranks the points of a sweep");
+      }
+      if (!o.IsMap()) return Error(o, "objective must be a mapping such as {metric: val_loss, mode: min}");
+      GPUHERD_RETURN_IF_ERROR(CheckKeys(o, {"metric", "mode"}, "objective"));
+      if (!o["metric"]) return Error(o, "objective needs metric: (a field of the step's metric lines, e.g. val_loss)");
+      auto metric = ScalarOf(o["metric"], "objective.metric");
+      if (!metric.ok()) return metric.status();
+      if (metric->empty() || metric->size() > 128 || metric->find_first_of(std::string("\0\n\r\t\x1b", 5)) !=
+                                                         std::string::npos) {
+        return Error(o["metric"], "objective.metric must be a metric name of 1 to 128 printable characters");
+      }
+      if (!o["mode"]) return Error(o, "objective needs mode: min (lower is better) or mode: max");
+      auto mode = ScalarOf(o["mode"], "objective.mode");
+      if (!mode.ok()) return mode.status();
+      if (*mode != "min" && *mode != "max") {
+        return Error(o["mode"], fmt::format("objective.mode must be min or max, not '{}'", *mode));
+      }
+      step->objective = Objective{*metric, *mode == "min" ? ObjectiveMode::kMin : ObjectiveMode::kMax};
+    }
+    if (!e) return Status::Ok();
+    if (!step->objective) {
+      return Error(e, where + " has early_stop: but no objective:; say which metric decides, e.g. "
+                              "objective: {metric: val_loss, mode: min}");
+    }
+    if (!e.IsMap()) return Error(e, "early_stop must be a mapping such as {policy: asha, grace: 100, reduction: 3}");
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(e, {"policy", "grace", "reduction", "min_completed"}, "early_stop"));
+    EarlyStopPolicy policy;
+    if (!e["policy"]) return Error(e, "early_stop needs policy: asha or policy: median");
+    auto name = ScalarOf(e["policy"], "early_stop.policy");
+    if (!name.ok()) return name.status();
+    if (*name == "asha") {
+      policy.kind = EarlyStopPolicy::Kind::kAsha;
+    } else if (*name == "median") {
+      policy.kind = EarlyStopPolicy::Kind::kMedian;
+    } else {
+      return Error(e["policy"], fmt::format("early_stop.policy must be asha or median, not '{}'", *name));
+    }
+    if (!e["grace"]) {
+      return Error(e, "early_stop needs grace: (training steps before the first decision, the 'step' of metric lines)");
+    }
+    auto grace = IntOf(e["grace"], "early_stop.grace", 1, int64_t{1} << 40);
+    if (!grace.ok()) return grace.status();
+    policy.grace = *grace;
+    if (e["reduction"]) {
+      if (policy.kind != EarlyStopPolicy::Kind::kAsha) {
+        return Error(e["reduction"], "early_stop.reduction is ASHA's; the median rule has none");
+      }
+      auto reduction = IntOf(e["reduction"], "early_stop.reduction", 2, 100);
+      if (!reduction.ok()) return reduction.status();
+      policy.reduction = static_cast<int>(*reduction);
+    }
+    if (e["min_completed"]) {
+      if (policy.kind != EarlyStopPolicy::Kind::kMedian) {
+        return Error(e["min_completed"], "early_stop.min_completed is the median rule's; ASHA has none");
+      }
+      auto n = IntOf(e["min_completed"], "early_stop.min_completed", 1, 10000);
+      if (!n.ok()) return n.status();
+      policy.min_completed = static_cast<int>(*n);
+    }
+    step->early_stop = policy;
     return Status::Ok();
   }
 

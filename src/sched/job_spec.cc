@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kAllowedFields[] = {
     "command", "cwd",  "env",        "gpus",       "gpu_mem",     "model",
     "min_cc",  "cpus", "mem",        "priority",   "time_limit",  "checkpoint",
-    "preemptible", "max_restarts", "depends_on", "name", "labels"};
+    "preemptible", "max_restarts", "depends_on", "name", "labels", "mixed_models"};
 constexpr int kMaxGpus = 4096;
 constexpr int kMaxRestarts = 1000;
 constexpr uint64_t kMiB = 1ull << 20;
@@ -253,6 +253,12 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
   } else if (key == "preemptible") {
     if (!v.is_boolean()) return FieldError(key, "must be true or false, got " + Shown(v));
     spec->preemptible = v.get<bool>();
+  } else if (key == "mixed_models") {
+    if (!v.is_boolean()) {
+      return FieldError(key, "must be true (a multi-GPU job may span GPU models) or false (one "
+                             "model, the default), got " + v.dump());
+    }
+    spec->mixed_models = v.get<bool>();
   } else if (key == "max_restarts") {
     Result<int64_t> n = GetInteger(v, key, 0, kMaxRestarts);
     if (!n.ok()) return n.status();

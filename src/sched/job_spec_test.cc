@@ -26,7 +26,8 @@ TEST(ParseJobSpecTest, FullSpec) {
     "env": {"SEED": "7", "EPOCHS": 3}, "gpus": 2, "gpu_mem": "20G", "model": "H100",
     "min_cc": "8.0", "cpus": 8, "mem": "64GiB", "priority": 50, "time_limit": "2h",
     "checkpoint": {"grace": "60s"}, "preemptible": true, "max_restarts": 3,
-    "depends_on": [4, 5], "name": "resnet", "labels": {"team": "vision"}})");
+    "depends_on": [4, 5], "name": "resnet", "labels": {"team": "vision"},
+    "mixed_models": true})");
   Result<JobSpec> spec = ParseJobSpec(j);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->argv, (std::vector<std::string>{"python", "train.py", "--lr", "0.1"}));
@@ -47,6 +48,7 @@ TEST(ParseJobSpecTest, FullSpec) {
   EXPECT_EQ(spec->depends_on, (std::vector<JobId>{4, 5}));
   EXPECT_EQ(spec->name, "resnet");
   EXPECT_EQ(spec->labels.at("team"), "vision");
+  EXPECT_TRUE(spec->mixed_models);
 }
 
 TEST(ParseJobSpecTest, DefaultsWithOnlyACommand) {
@@ -55,6 +57,7 @@ TEST(ParseJobSpecTest, DefaultsWithOnlyACommand) {
   EXPECT_EQ(spec->gpu_tenths, 0);
   EXPECT_EQ(spec->checkpoint_grace, 30 * kSecondMs);
   EXPECT_FALSE(spec->preemptible);
+  EXPECT_FALSE(spec->mixed_models);
 }
 
 TEST(ParseJobSpecTest, GpuFractionsInTenths) {
@@ -149,6 +152,8 @@ TEST(ParseJobSpecTest, BadValuesSayWhatToWrite) {
       {"checkpoint", Json{{"grace", "later"}}, "'checkpoint.grace'"},
       {"checkpoint", "60s", "{\"grace\": \"60s\"}"},
       {"preemptible", "yes", "true or false"},
+      {"mixed_models", "true", "must be true"},
+      {"mixed_models", 1, "must be true"},
       {"max_restarts", -1, "from 0"},
       {"depends_on", 4, "array of job ids"},
       {"depends_on", Json{0}, "from 1"},

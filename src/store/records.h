@@ -176,7 +176,7 @@ struct PipelineNodeRecord {
   std::string node_id;         // "train[lr=0.1,seed=1]"
   std::string key;             // "train/0"
   std::string step;
-  std::string state;           // "waiting", "active", "completed", "failed", "cancelled", "skipped"
+  std::string state;           // "waiting", "active", "completed", "failed", "cancelled", "skipped", "stopped"
   int attempts = 0;            // jobs submitted for it so far
   int64_t job_id = 0;          // its latest job; 0 before the first
   TimeMs started = 0, ended = 0;
@@ -184,6 +184,10 @@ struct PipelineNodeRecord {
   // GPU time of the node's attempts that have ended, every retry and requeue
   // included (a fraction of a GPU counts its share).
   double gpu_seconds = 0;
+  // Why each of its jobs' attempts that did not complete ended, oldest
+  // first: a JSON array of {"job", "attempt", "ended", "state", "reason",
+  // "stderr_tail"} (the last lines of a failed attempt's standard error).
+  std::string history_json = "[]";
 };
 
 // One line of a job's metrics file. A pipeline job's lines carry its run and

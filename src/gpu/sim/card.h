@@ -9,7 +9,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 #include "gpu/sim/scenario.h"
 #include "gpu/sim/sim_driver.h"
 #include "gpu/types.h"

@@ -12,7 +12,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 
 namespace gpuherd::gpu::sim {
 
