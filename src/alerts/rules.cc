@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/yaml.h"
+
 extern "C" const unsigned char gpuherd_default_rules_yaml[];
 
 namespace gpuherd::alerts {
@@ -57,7 +59,7 @@ std::string WindowText(DurationMs d) {
 }
 
 std::string Where(const std::string& origin, const YAML::Node& node) {
-  return fmt::format("{}:{}", origin, node.Mark().line + 1);
+  return fmt::format("{}:{}", origin, YamlReader::Line(node));
 }
 
 Status RuleError(const std::string& where, const std::string& message) {
@@ -277,8 +279,10 @@ Result<Condition> ParseCondition(const std::string& text) {
 }
 
 Result<std::vector<Rule>> ParseRules(const std::string& yaml_text, const std::string& origin) {
+  auto loaded = LoadYaml(yaml_text, origin);
+  if (!loaded.ok()) return loaded.status();
   try {
-    YAML::Node doc = YAML::Load(yaml_text);
+    const YAML::Node doc = *loaded;
     if (!doc.IsMap() || !doc["rules"] || !doc["rules"].IsSequence()) {
       return RuleError(origin + ":1", "expected a top-level 'rules:' list");
     }
@@ -305,11 +309,9 @@ Result<std::vector<Rule>> ParseRules(const std::string& yaml_text, const std::st
 }
 
 Result<std::vector<Rule>> LoadRulesFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound(fmt::format("cannot read alert rules file {}", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseRules(text.str(), path);
+  auto text = ReadTextFile(path, YamlLimits().max_bytes);
+  if (!text.ok()) return text.status().Annotate("alert rules file");
+  return ParseRules(*text, path);
 }
 
 const char* DefaultRulesYaml() { return reinterpret_cast<const char*>(gpuherd_default_rules_yaml); }

@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/job_format.h"
+#include "cli/table.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -48,25 +49,25 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     if (!job.ok()) return ctx->Fail(job.status());
     const api::JobView& j = *job;
     std::string command;
-    for (const std::string& a : j.command) command += (command.empty() ? "" : " ") + a;
-    std::printf("job %lld  %s\n", static_cast<long long>(j.id), j.name.c_str());
+    for (const std::string& a : j.command) command += (command.empty() ? "" : " ") + Printable(a);
+    std::printf("job %lld  %s\n", static_cast<long long>(j.id), Printable(j.name).c_str());
     std::printf("  state      %s%s\n", StateCell(j.state, ctx->color()).c_str(),
-                j.reason.empty() ? "" : ("  (" + j.reason + ")").c_str());
-    std::printf("  user       %s\n", j.user.c_str());
+                j.reason.empty() ? "" : ("  (" + Printable(j.reason) + ")").c_str());
+    std::printf("  user       %s\n", Printable(j.user).c_str());
     std::printf("  command    %s\n", reply->contains("command") ? command.c_str() : "(its owner's)");
     std::printf("  gpus       %s on %s\n", api::GpusRequested(j).c_str(), api::GpusAssigned(j).c_str());
     std::printf("  time       %s (submitted %s)\n", api::JobTime(j, j.now).c_str(), FormatTimeUtc(j.submitted).c_str());
     std::printf("  attempt    %d (restarts %d of %d)\n", j.attempt, j.restarts, j.max_restarts);
     if (j.exit_code) std::printf("  exit code  %d\n", *j.exit_code);
     if (j.exit_signal) std::printf("  signal     %d\n", *j.exit_signal);
-    if (!j.priority_explained.empty()) std::printf("  priority   %s\n", j.priority_explained.c_str());
+    if (!j.priority_explained.empty()) std::printf("  priority   %s\n", Printable(j.priority_explained).c_str());
     if (reply->contains("memory_fence")) {
       std::printf("  gpu memory %s\n", MemoryFenceLine((*reply)["memory_fence"]).c_str());
     }
     if (reply->contains("containment") && (*reply)["containment"].is_string()) {
       std::printf("  containment %s\n", (*reply)["containment"].get<std::string>().c_str());
     }
-    if (!j.logs.empty()) std::printf("  logs       %s\n", j.logs.c_str());
+    if (!j.logs.empty()) std::printf("  logs       %s\n", Printable(j.logs).c_str());
   });
 }
 
