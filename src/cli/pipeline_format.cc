@@ -113,11 +113,11 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
   const json objectives = pipeline.value("objectives", json::object());
   for (const auto& [step, b] : best_points.items()) {
     const json o = objectives.value(step, json::object());
-    out += fmt::format("best of {} by {} ({}): {} with {} = {} at step {}\n", step, Text(o, "metric"),
+    out += Printable(fmt::format("best of {} by {} ({}): {} with {} = {} at step {}", step, Text(o, "metric"),
                        Text(o, "mode"), Text(b, "node"), Text(b, "metric"),
                        b.contains("value") && b["value"].is_number() ? fmt::format("{:.6g}", b["value"].get<double>())
                                                                      : "-",
-                       Text(b, "step"));
+                       Text(b, "step"))) + "\n";
   }
   const bool ranked = !objectives.empty();
   std::vector<std::string> header = {"NODE", "STATE", "GPU", "ELAPSED", "ATTEMPTS", "LATEST"};
@@ -152,7 +152,7 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
       if (tail.is_array() && !tail.empty() && tail.back().is_string()) {
         line += " (stderr: " + tail.back().get<std::string>() + ")";
       }
-      out += line + "\n";
+      out += Printable(line) + "\n";
     }
   }
   return out;
