@@ -106,11 +106,14 @@ bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out,
   auto it = request.query.find(name);
   if (it == request.query.end()) return true;
   const std::string& text = it->second;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  if (ec != std::errc() || ptr != text.data() + text.size()) {
-    *error = "query parameter '" + name + "' must be an integer, got '" + text + "'";
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value < -kMaxQueryInt || value > kMaxQueryInt) {
+    *error = "query parameter '" + name + "' must be an integer from " + std::to_string(-kMaxQueryInt) + " to " +
+             std::to_string(kMaxQueryInt) + ", got '" + text.substr(0, 64) + "'";
     return false;
   }
+  *out = value;
   return true;
 }
 
@@ -142,6 +145,24 @@ bool IsMutation(const HttpRequest& request) {
 }
 
 HttpResponse Api::Handle(const HttpRequest& request, const Caller& caller) {
+  // Every event this request causes (a note, a submit, a cancel, a drain, a
+  // pipeline's jobs) names who caused it in its data: {"by": {user, uid}}.
+  const size_t events_before = state_->batch.events.size();
+  HttpResponse response = Route(request, caller);
+  if (IsMutation(request)) {
+    for (size_t i = events_before; i < state_->batch.events.size(); ++i) {
+      store::EventRecord& event = state_->batch.events[i];
+      json data = json::parse(event.data_json, nullptr, /*allow_exceptions=*/false);
+      if (!data.is_object()) data = json::object();
+      if (data.contains("by")) continue;
+      data["by"] = {{"user", caller.user}, {"uid", caller.uid}};
+      event.data_json = data.dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+  }
+  return response;
+}
+
+HttpResponse Api::Route(const HttpRequest& request, const Caller& caller) {
   std::vector<std::string> parts = SplitPath(request.path);
   if (request.path == "/metrics" && metrics_) {
     if (request.method != "GET" && request.method != "HEAD") return HttpErrorResponse(405, "use GET for /metrics");
@@ -173,7 +194,7 @@ HttpResponse Api::Handle(const HttpRequest& request, const Caller& caller) {
   }
   if (route(2, "events")) {
     if (get) return Events(request);
-    if (method == "POST") return AddEvent(request);
+    if (method == "POST") return AddEvent(request, caller);
     return HttpErrorResponse(405, "use GET or POST for /v1/events");
   }
   if (route(2, "shutdown")) {
@@ -335,7 +356,7 @@ HttpResponse Api::Events(const HttpRequest& request) {
   return JsonResponse({{"events", out}});
 }
 
-HttpResponse Api::AddEvent(const HttpRequest& request) {
+HttpResponse Api::AddEvent(const HttpRequest& request, const Caller& caller) {
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object()) {
     return HttpErrorResponse(400, "body must be a JSON object like {\"message\": \"replaced the fan of GPU 3\"}");
@@ -351,7 +372,7 @@ HttpResponse Api::AddEvent(const HttpRequest& request) {
   store::EventRecord event;
   event.time = state_->clock->Now();
   event.kind = "operator.note";
-  event.message = body["message"].get<std::string>();
+  event.message = body["message"].get<std::string>() + " (note by " + caller.user + ")";
   if (body.contains("severity")) {
     auto severity = body["severity"].is_string() ? store::ParseSeverity(body["severity"].get<std::string>())
                                                  : std::nullopt;

@@ -69,6 +69,8 @@ class Api {
   }
 
  private:
+  // Handle() without stamping the caller on the events.
+  HttpResponse Route(const HttpRequest& request, const Caller& caller);
   HttpResponse Health();
   HttpResponse Version();
   HttpResponse Gpus();
@@ -76,7 +78,7 @@ class Api {
   HttpResponse Samples(const std::string& id, const HttpRequest& request);
   HttpResponse Rollups(const std::string& id, const HttpRequest& request);
   HttpResponse Events(const HttpRequest& request);
-  HttpResponse AddEvent(const HttpRequest& request);
+  HttpResponse AddEvent(const HttpRequest& request, const Caller& caller);
   HttpResponse Shutdown(const Caller& caller);
   HttpResponse Jobs(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller);
   HttpResponse Pipelines(const std::vector<std::string>& parts, const HttpRequest& request, const Caller& caller);
@@ -101,8 +103,13 @@ class Api {
 HttpResponse JsonResponse(const nlohmann::json& body, int status = 200);
 // "/v1/jobs/7/logs" → {"v1", "jobs", "7", "logs"}.
 std::vector<std::string> SplitPath(const std::string& path);
+// The bound of every integer query parameter, 2^53: far beyond any id, time
+// (ms) or offset, and small enough that adding one or subtracting two of
+// them never overflows.
+inline constexpr int64_t kMaxQueryInt = int64_t{1} << 53;
 // An integer query parameter: true and `out` untouched when absent; false
-// with `error` naming the parameter when malformed.
+// with `error` naming the parameter and the range when malformed or beyond
+// ±kMaxQueryInt.
 bool QueryInt(const HttpRequest& request, const std::string& name, int64_t* out, std::string* error);
 // The HTTP status for a Status (400 invalid, 404 not found, 403 denied, ...).
 HttpResponse StatusResponse(const Status& status);

@@ -99,14 +99,15 @@ Result<DurationMs> GetDuration(const nlohmann::json& v, const std::string& field
   DurationMs d = 0;
   if (v.is_number()) {
     double secs = v.get<double>();
-    if (!std::isfinite(secs) || secs < 0 || secs > 1e9) {
-      return FieldError(field, "must be a duration like \"2h\" or seconds, got " + v.dump());
+    if (!std::isfinite(secs) || secs < 0 || secs * kSecondMs > static_cast<double>(kMaxDurationMs)) {
+      return FieldError(field, "must be a duration like \"2h\" or seconds from 0 to " +
+                                   std::to_string(kMaxDurationMs / kSecondMs) + ", got " + v.dump());
     }
     return static_cast<DurationMs>(std::llround(secs * kSecondMs));
   }
   if (!v.is_string() || !ParseDuration(v.get<std::string>(), &d) || d < 0) {
-    return FieldError(field, "must be a duration like \"90s\", \"30m\", \"2h\" or \"1d\", got " +
-                                 v.dump());
+    return FieldError(field, std::string("must be a duration like \"90s\", \"30m\", \"2h\" or \"1d\", from 0 to ") +
+                                 kMaxDurationText + ", got " + v.dump());
   }
   return d;
 }
