@@ -107,6 +107,24 @@ std::string ParseTarget(const std::string& target, HttpRequest* request) {
   return "";
 }
 
+// Fills `request` (all but the peer) from a parsed message; returns what is
+// wrong with its target, or an empty string. Shared by the server and
+// ParseHttpRequest so that both read a request the same way.
+std::string FillRequest(http::request<http::string_body>&& message, HttpRequest* request) {
+  request->method = std::string(message.method_string());
+  request->target = std::string(message.target());
+  std::string problem = ParseTarget(request->target, request);
+  if (!problem.empty()) return problem;
+  for (const auto& field : message) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto [it, inserted] = request->headers.emplace(name, std::string(field.value()));
+    if (!inserted) it->second.append(", ").append(field.value().data(), field.value().size());
+  }
+  request->body = std::move(message.body());
+  return "";
+}
+
 bool HasLineBreak(std::string_view text) {
   return text.find_first_of("\r\n") != std::string_view::npos;
 }
@@ -342,17 +360,8 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     head_only_ = message.method() == http::verb::head;
 
     HttpRequest request;
-    request.method = std::string(message.method_string());
-    request.target = std::string(message.target());
-    std::string problem = ParseTarget(request.target, &request);
+    std::string problem = FillRequest(std::move(message), &request);
     if (!problem.empty()) return SendErrorAndClose(400, problem);
-    for (const auto& field : message) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      auto [it, inserted] = request.headers.emplace(name, std::string(field.value()));
-      if (!inserted) it->second.append(", ").append(field.value().data(), field.value().size());
-    }
-    request.body = std::move(message.body());
     request.via_unix_socket = kIsUnix;
     request.peer_uid = peer_uid_;
     request.peer_gid = peer_gid_;
@@ -564,6 +573,28 @@ HttpResponse HttpErrorResponse(int status, const std::string& message) {
   nlohmann::json body = {{"error", message}};
   response.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return response;
+}
+
+Result<HttpRequest> ParseHttpRequest(std::string_view bytes, size_t max_body_bytes) {
+  http::request_parser<http::string_body> parser;
+  parser.eager(true);
+  parser.body_limit(max_body_bytes);
+  parser.header_limit(kMaxHeaderBytes);
+  ErrorCode ec;
+  while (!parser.is_done() && !bytes.empty()) {
+    size_t used = parser.put(net::buffer(bytes.data(), bytes.size()), ec);
+    if (ec == http::error::need_more && used == 0) break;
+    if (ec && ec != http::error::need_more) {
+      return InvalidArgument("malformed HTTP request (" + ec.message() + ")");
+    }
+    ec = {};
+    bytes.remove_prefix(used);
+  }
+  if (!parser.is_done()) return InvalidArgument("incomplete HTTP request");
+  HttpRequest request;
+  std::string problem = FillRequest(parser.release(), &request);
+  if (!problem.empty()) return InvalidArgument(problem);
+  return request;
 }
 
 class HttpServer::Impl {

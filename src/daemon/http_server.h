@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,11 @@ struct HttpResponse {
 // The handler may be called from several server threads at once. An exception
 // it throws becomes a 500 response; it never reaches the server's threads.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+// Reads one whole request from `bytes` as the server does (Beast's parser,
+// then the decoded path, query and lower-cased headers); InvalidArgument when
+// it is malformed, incomplete or over the limits. Bytes after it are ignored.
+Result<HttpRequest> ParseHttpRequest(std::string_view bytes, size_t max_body_bytes = 1 << 20);
 
 // {"error": message} with the given status.
 HttpResponse HttpErrorResponse(int status, const std::string& message);
