@@ -9,11 +9,15 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "core/owned_dirs.h"
+#include "pipeline/early_stop.h"
 #include "pipeline/spec.h"
 
 namespace gpuherd::daemon {
@@ -26,9 +30,35 @@ namespace fs = std::filesystem;
 // How many runs GET /v1/pipelines?all=1 lists: the most recent.
 constexpr int kMaxListedRuns = 1000;
 
+// An active node's stored reason while its job stops by early stopping.
+constexpr std::string_view kStoppingEarly = "stopping early: ";
+
+// A metric line's value at `path` ("loss", or "eval.loss" for a nested
+// field), when it is a number.
+std::optional<double> MetricValue(const json& line, const std::string& path) {
+  const json* at = &line;
+  size_t begin = 0;
+  while (true) {
+    const size_t dot = path.find('.', begin);
+    const std::string part = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+    if (!at->is_object()) return std::nullopt;
+    auto it = at->find(part);
+    if (it == at->end()) {
+      // A metric named with a dot at the top level ("eval.loss": 0.3).
+      if (begin == 0 && line.contains(path) && line[path].is_number()) return line[path].get<double>();
+      return std::nullopt;
+    }
+    at = &*it;
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  if (!at->is_number()) return std::nullopt;
+  return at->get<double>();
+}
+
 std::optional<NodeState> ParseNodeState(const std::string& name) {
   for (NodeState s : {NodeState::kWaiting, NodeState::kActive, NodeState::kCompleted, NodeState::kFailed,
-                      NodeState::kCancelled, NodeState::kSkipped}) {
+                      NodeState::kCancelled, NodeState::kSkipped, NodeState::kStopped}) {
     if (name == pipeline::NodeStateName(s)) return s;
   }
   return std::nullopt;
@@ -171,6 +201,11 @@ Status PipelineService::Load() {
       continue;
     }
     Run& run = runs_.emplace(record.id, std::move(rebuilt).value()).first->second;
+    if (!run.plan.early_stops.empty()) {
+      auto lines = state_->store->ListRunMetrics(record.id, "");
+      if (!lines.ok()) return lines.status();
+      for (const store::MetricRecord& line : *lines) TakeObjectiveLine(run, line);
+    }
     for (size_t i = 0; i < run.nodes.size(); ++i) {
       store::PipelineNodeRecord& row = run.nodes[i];
       if (row.state != pipeline::NodeStateName(NodeState::kActive)) continue;
@@ -386,6 +421,8 @@ void PipelineService::FinishRun(Run& run, pipeline::Outcome outcome, const std::
 
 void PipelineService::NodeJobFinished(Run& run, int node, const sched::Job& job) {
   store::PipelineNodeRecord& row = run.nodes[node];
+  std::string early_stop_reason;
+  if (row.reason.starts_with(kStoppingEarly)) early_stop_reason = row.reason.substr(kStoppingEarly.size());
   row.ended = job.ended > 0 ? job.ended : state_->clock->Now();
   row.reason = job.reason;
   NodeState state = NodeState::kFailed;
@@ -399,6 +436,13 @@ void PipelineService::NodeJobFinished(Run& run, int node, const sched::Job& job)
       row.reason = "stopped by an anomaly check: " + stopped->second;
     }
     run.stopped_by_anomaly.erase(stopped);
+  }
+  // Stopped by its step's early_stop policy (the intent is in the node's
+  // stored reason, so it survives a daemon restart): a result, not a
+  // failure. A point that completed within its grace period keeps that.
+  if (!early_stop_reason.empty() && state != NodeState::kCompleted) {
+    state = NodeState::kStopped;
+    row.reason = "stopped early: " + early_stop_reason;
   }
   row.state = pipeline::NodeStateName(state);
   SaveNode(run, node);
@@ -538,9 +582,69 @@ void PipelineService::ActOnAnomaly(const MetricsIntake::Found& found, bool may_a
 void PipelineService::OnRound() {
   const TimeMs now = state_->clock->Now();
   std::vector<MetricsIntake::Found> found;
+  const size_t before = state_->batch.metrics.size();
   intake_.Poll(now, 0, &state_->batch.metrics, &found);
   for (auto& f : intake_.Tick(now)) found.push_back(std::move(f));
   for (const auto& f : found) ActOnAnomaly(f, /*may_act=*/true);
+  std::set<std::pair<int64_t, int>> news;  // (run, node) with new objective values
+  for (size_t i = before; i < state_->batch.metrics.size(); ++i) {
+    const store::MetricRecord& row = state_->batch.metrics[i];
+    auto run = runs_.find(row.run_id);
+    if (run == runs_.end()) continue;
+    if (int node = TakeObjectiveLine(run->second, row); node >= 0) news.insert({row.run_id, node});
+  }
+  for (const auto& [id, node] : news) CheckEarlyStop(runs_.at(id), node);
+}
+
+int PipelineService::TakeObjectiveLine(Run& run, const store::MetricRecord& row) {
+  auto node = run.by_id.find(row.node_id);
+  if (node == run.by_id.end() || !row.step) return -1;
+  const std::string& step = run.plan.nodes[node->second].step;
+  auto objective = run.plan.objectives.find(step);
+  if (objective == run.plan.objectives.end() || !run.plan.early_stops.count(step)) return -1;
+  const json line = json::parse(row.line_json, nullptr, false);
+  const std::optional<double> value = MetricValue(line, objective->second.metric);
+  if (!value) return -1;
+  run.objective_lines[node->second].push_back({*row.step, *value, row.time});
+  return node->second;
+}
+
+void PipelineService::CheckEarlyStop(Run& run, int node) {
+  store::PipelineNodeRecord& row = run.nodes[node];
+  if (row.state != pipeline::NodeStateName(NodeState::kActive) || row.reason.starts_with(kStoppingEarly)) return;
+  if (!job_nodes_.count(row.job_id)) return;
+  const std::string& step = run.plan.nodes[node].step;
+  const pipeline::EarlyStopPolicy& policy = run.plan.early_stops.at(step);
+  const pipeline::Objective& objective = run.plan.objectives.at(step);
+  // Every point of the step, this one at `me`.
+  std::vector<pipeline::PointHistory> points;
+  size_t me = 0;
+  for (size_t i = 0; i < run.plan.nodes.size(); ++i) {
+    if (run.plan.nodes[i].step != step) continue;
+    if (static_cast<int>(i) == node) me = points.size();
+    pipeline::PointHistory h;
+    h.point = static_cast<int>(i);
+    if (auto lines = run.objective_lines.find(static_cast<int>(i)); lines != run.objective_lines.end()) {
+      h.values = lines->second;
+    }
+    h.completed = run.nodes[i].state == pipeline::NodeStateName(NodeState::kCompleted);
+    points.push_back(std::move(h));
+  }
+  const pipeline::StopDecision decision = pipeline::DecideEarlyStop(policy, objective.mode, points, me);
+  if (!decision.stop) return;
+  row.reason = std::string(kStoppingEarly) + decision.reason;
+  SaveNode(run, node);
+  Event(run, "pipeline.early_stop", store::Severity::kInfo,
+        fmt::format("{} (job {}) stopped early by {} on {}: {}", row.node_id, row.job_id,
+                    policy.kind == pipeline::EarlyStopPolicy::Kind::kAsha ? "ASHA" : "the median rule",
+                    objective.metric, decision.reason),
+        {{"node", row.node_id}, {"job", row.job_id}, {"step", decision.at_step}});
+  JobBackend* backend = BackendOfJob(row.job_id);
+  if (!backend) return;
+  // A cancel is SIGTERM, the checkpoint grace, then SIGKILL: the point
+  // checkpoints and its GPU is free as soon as it exits.
+  Status done = backend->Act(row.job_id, "cancel", Owner(run.record)).status();
+  if (!done.ok()) spdlog::warn("pipeline {}: cannot stop job {} early: {}", run.record.id, row.job_id, done.message());
 }
 
 void PipelineService::EndOfTurn() {
@@ -584,8 +688,8 @@ Result<PipelineService::Run> PipelineService::Stored(int64_t id, const Caller& c
 }
 
 json PipelineService::Summary(const Run& run) const {
-  std::map<std::string, int> counts = {{"completed", 0}, {"failed", 0},  {"running", 0},
-                                       {"waiting", 0},   {"skipped", 0}, {"cancelled", 0}};
+  std::map<std::string, int> counts = {{"completed", 0}, {"failed", 0},    {"running", 0}, {"waiting", 0},
+                                       {"skipped", 0},   {"cancelled", 0}, {"stopped", 0}};
   for (const auto& row : run.nodes) {
     // "running" counts the nodes whose job is queued or running.
     ++counts[row.state == pipeline::NodeStateName(NodeState::kActive) ? "running" : row.state];
@@ -602,6 +706,11 @@ json PipelineService::Detail(const Run& run) {
   j["run_dir"] = run.record.run_dir;
   j["params"] = run.plan.params;
   j["backend"] = run.plan.backend.name.empty() ? default_backend_ : run.plan.backend.name;
+  json objectives = json::object();
+  for (const auto& [step, o] : run.plan.objectives) {
+    objectives[step] = {{"metric", o.metric}, {"mode", o.mode == pipeline::ObjectiveMode::kMin ? "min" : "max"}};
+  }
+  j["objectives"] = std::move(objectives);
   // The latest line and the best value of every metric, per node.
   std::map<std::string, json> latest;
   std::map<std::string, std::map<std::string, double>> best;

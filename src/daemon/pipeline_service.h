@@ -81,6 +81,9 @@ class PipelineService {
     std::vector<store::PipelineNodeRecord> nodes;  // indexed like plan.nodes
     std::map<std::string, int> by_id;              // node id → index
     std::map<int, std::string> stopped_by_anomaly;  // node → why a check is stopping its job
+    // The objective's values of every node of a step with an early_stop
+    // policy, in the order they were read (rebuilt from the store at Load).
+    std::map<int, std::vector<pipeline::Observation>> objective_lines;
     bool dirty = true;                             // NextActions may have news
   };
 
@@ -101,6 +104,11 @@ class PipelineService {
   // Applies a job's final state to its node.
   void NodeJobFinished(Run& run, int node, const sched::Job& job);
   void ActOnAnomaly(const MetricsIntake::Found& found, bool may_act);
+  // Adds a stored metric line's objective value to its node's history when
+  // the node's step has an early_stop policy; returns the node, or -1.
+  int TakeObjectiveLine(Run& run, const store::MetricRecord& row);
+  // Stops the node's job when its step's policy says so (see early_stop.h).
+  void CheckEarlyStop(Run& run, int node);
   void WatchMetrics(const sched::Job& job, bool catch_up);
   Caller Owner(const store::PipelineRunRecord& record) const;
   nlohmann::json Summary(const Run& run) const;

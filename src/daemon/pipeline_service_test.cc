@@ -219,6 +219,54 @@ steps:
   EXPECT_EQ(Get("/v1/pipelines")["pipelines"].size(), 0u);  // nothing running
 }
 
+// ASHA (grace 1, reduction 3) over three points whose losses are 1000/step,
+// 2000/step and 3000/step: the best point starts writing at once, the others a
+// second later, so it reaches each rung first and the others arrive worse
+// (2 of 2, then 3 of 3, with only the top 1 going on) and are stopped at
+// the first rung. The best point runs to the end; the run succeeds and the
+// step that needs the sweep runs.
+TEST_F(PipelineServiceTest, AshaStopsThePointsBehindAndTheBestRunsToTheEnd) {
+  StartDaemon();
+  const std::string yaml = R"(name: asha
+defaults: {gpus: 0}
+steps:
+  train:
+    matrix: {scale: [1, 2, 3]}
+    objective: {metric: loss, mode: min}
+    early_stop: {policy: asha, grace: 1, reduction: 3}
+    run:
+      - sh
+      - -c
+      - >-
+        trap 'echo stopped > ${{ workspace }}/end; exit 0' TERM;
+        if [ ${{ matrix.scale }} != 1 ]; then sleep 1; fi;
+        for s in 1 2 3 4 5 6 7 8 9; do
+        echo "{\"step\": $s, \"loss\": $(( ${{ matrix.scale }} * 1000 / s ))}" >> $GPUHERD_METRICS_FILE;
+        sleep 0.3; done; echo done > ${{ workspace }}/end
+  after:
+    needs: [train]
+    run: ["sh", "-c", "echo ran > ${{ workspace }}/ran"]
+)";
+  int64_t id = Run(yaml);
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitFor([&] { return Show(id)["state"] != "running"; })) << Show(id).dump(2);
+  json run = Show(id);
+  EXPECT_EQ(run["outcome"], "succeeded") << run.dump(2);
+  EXPECT_EQ(run["objectives"]["train"]["metric"], "loss");
+  EXPECT_EQ(Node(run, "train[scale=1]")["state"], "completed");
+  for (const char* worse : {"train[scale=2]", "train[scale=3]"}) {
+    json n = Node(run, worse);
+    EXPECT_EQ(n["state"], "stopped") << n.dump();
+    EXPECT_NE(n["reason"].get<std::string>().find("stopped early: rung at step 1"), std::string::npos) << n.dump();
+    EXPECT_EQ(n["attempts"], 1);  // a stop is not a failure: no retry
+  }
+  const std::string dir = RunDir(id);
+  EXPECT_EQ(Read(dir + "/train/0/end"), "done\n");
+  EXPECT_EQ(Read(dir + "/train/1/end"), "stopped\n");  // SIGTERM, so it could checkpoint
+  EXPECT_EQ(Read(dir + "/after/ran"), "ran\n");
+  EXPECT_EQ(Get("/v1/pipelines?all=1")["pipelines"][0]["nodes"]["stopped"], 2);
+}
+
 // Eight points against a queue limit of 3 jobs per user: the nodes the queue
 // refuses wait for room instead of failing, and every point runs once.
 TEST_F(PipelineServiceTest, NodesBeyondTheOwnersQueueLimitWaitForRoom) {

@@ -189,6 +189,34 @@ std::string SchemaVersion6() {
   return "ALTER TABLE pipeline_nodes ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0 CHECK (gpu_seconds >= 0);";
 }
 
+// A point stopped early by its step's early_stop policy ends 'stopped'.
+// SQLite cannot change a CHECK constraint in place: the table is rebuilt.
+std::string SchemaVersion7() {
+  return R"sql(
+CREATE TABLE pipeline_nodes_v7 (
+  run_id INTEGER NOT NULL REFERENCES pipeline_runs (id),
+  node_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  step TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN
+    ('waiting', 'active', 'completed', 'failed', 'cancelled', 'skipped', 'stopped')),
+  attempts INTEGER NOT NULL CHECK (attempts >= 0),
+  job_id INTEGER NOT NULL,
+  started INTEGER NOT NULL,
+  ended INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  gpu_seconds REAL NOT NULL DEFAULT 0 CHECK (gpu_seconds >= 0),
+  PRIMARY KEY (run_id, node_id)
+) WITHOUT ROWID;
+INSERT INTO pipeline_nodes_v7 (run_id, node_id, key, step, state, attempts, job_id, started, ended, reason,
+                               gpu_seconds)
+  SELECT run_id, node_id, key, step, state, attempts, job_id, started, ended, reason, gpu_seconds
+  FROM pipeline_nodes;
+DROP TABLE pipeline_nodes;
+ALTER TABLE pipeline_nodes_v7 RENAME TO pipeline_nodes;
+)sql";
+}
+
 constexpr Migration kMigrations[] = {
     {1, "GPUs, rollups and events", &SchemaVersion1},
     {2, "jobs and drained GPUs", &SchemaVersion2},
@@ -196,6 +224,7 @@ constexpr Migration kMigrations[] = {
     {4, "alerts", &SchemaVersion4},
     {5, "pipeline runs, nodes and metrics", &SchemaVersion5},
     {6, "GPU time of every pipeline node's attempts", &SchemaVersion6},
+    {7, "pipeline nodes stopped early", &SchemaVersion7},
 };
 
 std::string HintFor(int primary_code) {
