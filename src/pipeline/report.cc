@@ -126,8 +126,10 @@ void RankPoints(Report* report) {
       }
       if (node.objective_value) ranked.push_back(i);
     }
+    // A named copy: clang 14 (the sanitizer build) cannot capture a structured binding.
+    const auto mode = objective.mode;
     std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-      return Better(*report->nodes[a].objective_value, *report->nodes[b].objective_value, objective.mode);
+      return Better(*report->nodes[a].objective_value, *report->nodes[b].objective_value, mode);
     });
     for (size_t r = 0; r < ranked.size(); ++r) {
       // Equal values share a rank.
