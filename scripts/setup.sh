@@ -14,6 +14,7 @@ GPUHERD_PACKAGES=(
   chromium  # the dashboard's browser test (driven by playwright-core from npm)
   libxgboost-dev  # the failure-risk model
   slurm-wlm munge  # the Slurm backend's tests run a real slurmctld and slurmd
+  libclang-rt-14-dev llvm-14  # libFuzzer and the sanitizers' runtimes, llvm-symbolizer (scripts/test-sanitize)
 )
 
 gpuherd_as_root() {

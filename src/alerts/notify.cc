@@ -62,7 +62,11 @@ nlohmann::json LabelsOf(const Alert& a, const PayloadContext& context) {
 nlohmann::json Common(const std::vector<nlohmann::json>& objects) {
   nlohmann::json common = nlohmann::json::object();
   if (objects.empty()) return common;
-  for (const auto& [key, value] : objects.front().items()) {
+  for (const auto& item : objects.front().items()) {
+    // Named references, not structured bindings: clang 14 (the sanitizer build)
+    // cannot capture those in a lambda.
+    const std::string& key = item.key();
+    const nlohmann::json& value = item.value();
     bool shared = std::all_of(objects.begin(), objects.end(),
                               [&](const nlohmann::json& o) { return o.contains(key) && o[key] == value; });
     if (shared) common[key] = value;

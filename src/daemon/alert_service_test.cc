@@ -200,10 +200,11 @@ faults:
   auto resolved = Transitions("alert.resolved");
   std::set<std::pair<std::string, int>> fired_rules;
   for (const auto& [key, times] : fired) fired_rules.insert(key);
-  // The DBE also reports XID 48, which the XID rule sees too.
+  // The DBE also reports XID 48, which the XID rule sees too, and which
+  // the catalogue calls fatal (gpu_xid_fatal, critical).
   std::set<std::pair<std::string, int>> expected = {
       {"gpu_temp_over_limit", 0}, {"gpu_temp_rising", 1}, {"gpu_xid", 2},         {"gpu_pcie_replay_rate", 3},
-      {"gpu_ecc_dbe", 4},         {"gpu_xid", 4},         {"ib_packet_loss", -1},
+      {"gpu_ecc_dbe", 4},         {"gpu_xid", 4},         {"gpu_xid_fatal", 4},   {"ib_packet_loss", -1},
   };
   EXPECT_EQ(fired_rules, expected);
   for (const auto& [key, times] : fired) EXPECT_EQ(times.size(), 1u) << key.first << " on GPU " << key.second;
@@ -300,7 +301,9 @@ gpus:
     ::usleep(20'000);
   }
   TimeMs idle_since = 0, memory_since = 0;
-  for (int i = 0; i < 5 && (idle_since == 0 || memory_since == 0); ++i) {
+  // gpu_idle_while_job settles for 10 minutes after a job starts before it
+  // may go pending (a job's first minutes load data), so this runs that long.
+  for (int i = 0; i < 400 && (idle_since == 0 || memory_since == 0); ++i) {
     Step();
     json listed = Get("/v1/alerts");
     for (const json& a : listed["alerts"]) {

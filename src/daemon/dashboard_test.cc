@@ -157,6 +157,11 @@ TEST_F(DashboardTest, HistoryGivesEveryGpusColumnsAndOnlyNewReadingsAfterSince) 
   EXPECT_EQ(Tcp("GET", "/v1/gpus/history?seconds=0").status, 400);
   EXPECT_EQ(Tcp("GET", "/v1/gpus/history?seconds=lots").status, 400);
   EXPECT_EQ(Tcp("GET", "/v1/gpus/history?since=x").status, 400);
+  // since + 1 overflowed (UBSan); every integer parameter has a range now.
+  auto huge = Tcp("GET", "/v1/gpus/history?since=9223372036854775807");
+  EXPECT_EQ(huge.status, 400);
+  EXPECT_NE(huge.body.find("from -9007199254740992 to 9007199254740992"), std::string::npos) << huge.body;
+  EXPECT_EQ(Tcp("GET", "/v1/gpus/history?since=-9223372036854775808").status, 400);
 }
 
 // After a restart the ring is empty; the stored per-minute means fill the

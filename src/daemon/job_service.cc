@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/owned_dirs.h"
 #include "exec/job_files.h"
 #include "fence/fence_report.h"
 #include "gpu/sim/sim_driver.h"
@@ -613,13 +614,10 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
     launches_->Post([this, id, attempt, launch = std::move(launch)] {
       // The job's own directories (checkpoints, metrics, the attempt's logs
       // below) belong to the user it runs as.
-      std::error_code ec;
       const std::string job_dir = fs::path(launch.dir).parent_path().string();
       for (const std::string& d : {job_dir, launch.env.at("GPUHERD_CHECKPOINT_DIR")}) {
-        fs::create_directories(d, ec);
-        if (launch.uid && ::chown(d.c_str(), *launch.uid, *launch.gid) != 0) {
-          spdlog::warn("job {}: cannot give {} to uid {}: {}", id, d, *launch.uid, std::strerror(errno));
-        }
+        Status made = MakeHomeDirs(dir_, d, launch.uid ? std::optional<DirOwner>(DirOwner{*launch.uid, *launch.gid}) : std::nullopt);
+        if (!made.ok()) spdlog::warn("job {}: {}", id, made.message());
       }
       Result<int> pid = executor_->Launch(launch);
       post_([this, id, attempt, pid] { OnLaunched(id, attempt, pid); });
@@ -657,7 +655,7 @@ void JobService::Stop(Entry& e, StopIntent intent, const std::string& reason) {
   bool already = job.state == JobState::kStopping;
   job.state = JobState::kStopping;
   e.intent = intent;
-  e.stop_deadline = state_->clock->Now() + job.spec.checkpoint_grace;
+  e.stop_deadline = SaturatingAdd(state_->clock->Now(), job.spec.checkpoint_grace);
   job.reason = reason;
   Touch(e);
   Event(job, "job.stopping", intent == StopIntent::kFault ? store::Severity::kWarning : store::Severity::kInfo,

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/safe_file.h"
+#include "core/owned_dirs.h"
 #include "pipeline/early_stop.h"
 #include "pipeline/spec.h"
 
@@ -113,16 +114,12 @@ bool LowerIsBetter(const std::string& metric) {
   return false;
 }
 
-// Creates `path` (and its parents) for the run's owner: the jobs run as that
-// user when the daemon is root, and must write their workspaces.
-Status MakeDir(const std::string& path, const Caller& owner) {
-  std::error_code ec;
-  fs::create_directories(path, ec);
-  if (ec) return IoError("cannot create " + path + ": " + ec.message());
-  if (::geteuid() == 0 && owner.uid != 0 && ::chown(path.c_str(), owner.uid, owner.gid) != 0) {
-    return IoError(fmt::format("cannot give {} to uid {}: {}", path, owner.uid, std::strerror(errno)));
-  }
-  return Status::Ok();
+// Creates `path` (and its parents below `pipelines`, <home>/pipelines) for the run's
+// owner: the jobs run as that user when the daemon is root, and must write
+// their workspaces. The owner controls the run folder's entries, so nothing
+// on the way is followed (owned_dirs.h).
+Status MakeDir(const std::string& pipelines, const std::string& path, const Caller& owner) {
+  return MakeDirsBeneath(pipelines, path, DirOwner{owner.uid, owner.gid});
 }
 
 }  // namespace
@@ -325,15 +322,16 @@ Result<json> PipelineService::Create(const json& body, const Caller& caller) {
   // The run's folder, each node's workspace, artifact and checkpoint
   // folders, made before any job starts.
   std::error_code ec;
-  fs::create_directories(dir_.root + "/pipelines", ec);
+  const std::string pipelines = dir_.root + "/pipelines";
+  fs::create_directories(pipelines, ec);
   fs::permissions(dir_.root + "/pipelines", fs::perms(0711), ec);
-  GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir, owner));
-  GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/.checkpoints", owner));
+  GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir, owner));
+  GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/.checkpoints", owner));
   for (const pipeline::PlanNode& n : plan->nodes) {
-    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/" + n.step, owner));
-    GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/" + n.key, owner));
-    for (const std::string& a : n.artifacts) GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/" + a, owner));
-    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/.checkpoints/" + n.step, owner));
+    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/" + n.step, owner));
+    GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/" + n.key, owner));
+    for (const std::string& a : n.artifacts) GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/" + a, owner));
+    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/.checkpoints/" + n.step, owner));
   }
   ++next_id_;
 

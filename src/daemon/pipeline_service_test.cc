@@ -151,6 +151,23 @@ TEST_F(PipelineServiceTest, InvalidFileIsRefusedWithItsLineAndNothingIsStored) {
   EXPECT_EQ(Call("GET", "/v1/pipelines/1").status, 404);
 }
 
+// The owner of a run folder controls what is in it: a link planted where the
+// daemon is about to make a node's folder is not followed (the daemon made,
+// and as root chowned, folders wherever it pointed).
+TEST_F(PipelineServiceTest, LinkPlantedInTheRunFolderIsNotFollowed) {
+  StartDaemon();
+  fs::create_directories(home_ / "victim");
+  fs::create_directories(RunDir(1));
+  fs::create_directory_symlink(home_ / "victim", RunDir(1) + "/train");
+  json body = {{"yaml", "name: p\nsteps:\n  train:\n    matrix: {x: [1, 2]}\n    run: \"true\"\n"},
+               {"source", "p.yaml"}};
+  auto r = Call("POST", "/v1/pipelines", body.dump());
+  EXPECT_NE(r.status, 201) << r.body;
+  EXPECT_NE(r.body.find("symbolic link"), std::string::npos) << r.body;
+  EXPECT_TRUE(fs::is_empty(home_ / "victim"));
+  EXPECT_EQ(Get("/v1/jobs")["jobs"].size(), 0u);
+}
+
 // A sweep whose point b fails on its first attempt: the retry is a new job
 // that finds the node's checkpoint folder, knows it resumes, and the report
 // step reads every point's workspace.

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/safe_file.h"
+#include "core/owned_dirs.h"
 #include "core/state_dir.h"
 #include "sched/job_spec.h"
 
@@ -73,8 +74,8 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Create(DaemonState* state, e
   if (::chmod(dir.c_str(), 01777) != 0 && ::geteuid() == 0) {
     return IoError("cannot make " + dir + " writable for the jobs' users");
   }
-  fs::create_directories(dir + "/ids", ec);
-  if (ec) return IoError("cannot create " + dir + "/ids: " + ec.message());
+  // Every user may write in `dir`: a link planted as ids/ is not followed.
+  GPUHERD_RETURN_IF_ERROR(MakeDirsBeneath(dir, dir + "/ids", std::nullopt));
   return std::unique_ptr<SlurmBackend>(new SlurmBackend(state, runner, std::move(options), std::move(post)));
 }
 

@@ -7,12 +7,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/safe_file.h"
 #include "core/state_dir.h"
+#include "exec/proc_stat.h"
 
 namespace gpuherd::exec {
 namespace {
@@ -74,23 +74,9 @@ std::string StdoutPath(const std::string& dir) { return dir + "/stdout"; }
 std::string StderrPath(const std::string& dir) { return dir + "/stderr"; }
 
 Result<uint64_t> ProcessStartTime(int pid) {
-  auto content = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
-  if (!content.ok()) return content.status();
-  if (!content->has_value()) return NotFound("no process " + std::to_string(pid));
-  // The command name (field 2) may hold spaces and parentheses: fields are
-  // counted after its last ')'. Field 3 (state) follows it; 22 is starttime.
-  const std::string& stat = **content;
-  size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos) return DataLoss("unreadable /proc/" + std::to_string(pid) + "/stat");
-  std::istringstream fields(stat.substr(close_paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(fields >> field)) return DataLoss("short /proc/" + std::to_string(pid) + "/stat");
-  }
-  char* end = nullptr;
-  uint64_t start = std::strtoull(field.c_str(), &end, 10);
-  if (end == field.c_str() || *end != '\0') return DataLoss("bad start time in /proc/" + std::to_string(pid) + "/stat");
-  return start;
+  auto stat = ReadProcStat(pid);
+  if (!stat.ok()) return stat.status();
+  return stat->start_time;
 }
 
 bool IsAlive(const ShimIdentity& id) {

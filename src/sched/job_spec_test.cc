@@ -8,6 +8,7 @@
 namespace gpuherd::sched {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using testing::kGiB;
 using Json = nlohmann::json;
@@ -110,6 +111,23 @@ TEST(ParseJobSpecTest, UnknownFieldIsNamedWithTheAllowedOnes) {
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("'checkpoint.every'"));
   EXPECT_THAT(r.status().message(), HasSubstr("allowed: grace"));
+}
+
+// A grace of 106751991167 days overflowed Now() + grace when the job was
+// stopped: every duration is bounded at parse time, with the range said.
+TEST(ParseJobSpecTest, DurationsBeyondTheRangeAreRefusedWithIt) {
+  for (const Json& grace : {Json("106751991167d"), Json("11575d"), Json(1e18), Json(1e9 + 1)}) {
+    Result<JobSpec> r = ParseWith("checkpoint", Json{{"grace", grace}});
+    ASSERT_FALSE(r.ok()) << grace.dump();
+    EXPECT_THAT(r.status().message(), HasSubstr("'checkpoint.grace'"));
+    EXPECT_THAT(r.status().message(), AnyOf(HasSubstr("to 11574d"), HasSubstr("to 1000000000")));
+  }
+  Result<JobSpec> r = ParseWith("time_limit", "106751991167d");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("11574d"));
+  r = ParseWith("time_limit", "11574d");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_LE(r->time_limit, kMaxDurationMs);
 }
 
 TEST(ParseJobSpecTest, UserComesFromCredentialsNotTheSpec) {

@@ -1,8 +1,28 @@
 #include "daemon/routes/routes.h"
 
+#include <nlohmann/json.hpp>
+
 namespace gpuherd::daemon::routes {
 
 http::Response Routes::Handle(const http::Request& request, const Caller& caller) {
+  // Every event a mutating request causes (a note, a submit, a cancel, a
+  // drain, a pipeline's jobs) names who caused it: {"by": {user, uid}}.
+  const size_t events_before = ctx_.state->batch.events.size();
+  http::Response response = Route(request, caller);
+  if (request.method != "GET" && request.method != "HEAD") {
+    for (size_t i = events_before; i < ctx_.state->batch.events.size(); ++i) {
+      store::EventRecord& event = ctx_.state->batch.events[i];
+      nlohmann::json data = nlohmann::json::parse(event.data_json, nullptr, /*allow_exceptions=*/false);
+      if (!data.is_object()) data = nlohmann::json::object();
+      if (data.contains("by")) continue;
+      data["by"] = {{"user", caller.user}, {"uid", caller.uid}};
+      event.data_json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+  }
+  return response;
+}
+
+http::Response Routes::Route(const http::Request& request, const Caller& caller) {
   if (request.path == "/metrics" && ctx_.metrics) return MetricsRoute(ctx_, request);
   Parts parts = SplitPath(request.path);
   if (parts.empty() || parts[0] != "v1") {

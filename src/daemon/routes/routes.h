@@ -40,6 +40,8 @@ class Routes {
   http::Response Handle(const http::Request& request, const Caller& caller);
 
  private:
+  http::Response Route(const http::Request& request, const Caller& caller);
+
   RouteContext ctx_;
 };
 
