@@ -120,12 +120,12 @@ TEST(ParseJobSpecTest, DurationsBeyondTheRangeAreRefusedWithIt) {
     Result<JobSpec> r = ParseWith("checkpoint", Json{{"grace", grace}});
     ASSERT_FALSE(r.ok()) << grace.dump();
     EXPECT_THAT(r.status().message(), HasSubstr("'checkpoint.grace'"));
-    EXPECT_THAT(r.status().message(), AnyOf(HasSubstr("to 11574d"), HasSubstr("to 1000000000")));
+    EXPECT_THAT(r.status().message(), AnyOf(HasSubstr("to 366d"), HasSubstr("to 31622400 (366 days)")));
   }
   Result<JobSpec> r = ParseWith("time_limit", "106751991167d");
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("11574d"));
-  r = ParseWith("time_limit", "11574d");
+  EXPECT_THAT(r.status().message(), HasSubstr("366d"));
+  r = ParseWith("time_limit", "366d");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_LE(r->time_limit, kMaxDurationMs);
 }
