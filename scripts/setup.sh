@@ -10,10 +10,11 @@ GPUHERD_BUILD="${GPUHERD_BUILD:-$GPUHERD_ROOT/build}"
 GPUHERD_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache python3 sqlite3 clang prometheus
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libsqlitecpp-dev libsqlite3-dev
-  libspdlog-dev libfmt-dev libboost-dev libgtest-dev libgmock-dev libcpp-httplib-dev
+  libspdlog-dev libfmt-dev libboost-dev libgtest-dev libgmock-dev libssl-dev
   chromium  # the dashboard's browser test (driven by playwright-core from npm)
   libxgboost-dev  # the failure-risk model
   slurm-wlm munge  # the Slurm backend's tests run a real slurmctld and slurmd
+  libclang-rt-14-dev llvm-14  # libFuzzer and the sanitizers' runtimes, llvm-symbolizer (scripts/test-sanitize)
 )
 
 gpuherd_as_root() {

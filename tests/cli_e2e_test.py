@@ -106,15 +106,15 @@ class GpusTest(unittest.TestCase):
         self.assertTrue(out.startswith("SIMULATED FLEET"), out)
         self.assertIn("IDX", out)
 
-    def test_without_driver_or_daemon_falls_back_to_sim_and_says_why(self):
+    def test_without_driver_or_daemon_never_shows_a_simulated_fleet(self):
         home = Home()
         try:
-            proc = run("gpus", "--json", home=home.dir)
-            fleet = json.loads(proc.stdout)
-            if fleet["driver"] == "nvml":
+            proc = run("gpus", "--json", home=home.dir, check=False)
+            if proc.returncode == 0 and json.loads(proc.stdout)["driver"] == "nvml":
                 self.skipTest("this machine has an NVIDIA driver")
-            self.assertTrue(fleet["simulated"])
-            self.assertIn("no NVIDIA driver", fleet["sim_reason"])
+            self.assertEqual(proc.returncode, 3, proc.stderr)
+            self.assertEqual(proc.stdout, "")
+            self.assertIn("no NVIDIA driver: ", proc.stderr)
         finally:
             home.close()
 
@@ -173,11 +173,14 @@ class NvmlTest(unittest.TestCase):
         self.assertNotIn("SIMULATED", table)
         self.assertIn("Gen3 x8 ! (max Gen3 x16)", table)
 
-    def test_missing_library_falls_back_and_says_why(self):
+    def test_missing_library_exits_3_and_says_why(self):
+        # Never a simulated fleet unless asked for: no driver is exit 3 with the reason.
         self.env["GPUHERD_NVML_LIBRARY"] = os.path.join(self.dir, "libnvidia-ml.so.1")
-        fleet = json.loads(self.gpuherd("gpus", "--json").stdout)
-        self.assertTrue(fleet["simulated"])
-        self.assertIn("libnvidia-ml.so.1", fleet["sim_reason"])
+        proc = self.gpuherd("gpus", "--json")
+        self.assertEqual(proc.returncode, 3, proc.stdout)
+        self.assertEqual(proc.stdout, "")
+        self.assertIn("no NVIDIA driver: cannot load the NVML library", proc.stderr)
+        self.assertIn("libnvidia-ml.so.1", proc.stderr)
 
     def test_compare_script_against_a_stand_in_nvidia_smi(self):
         compare = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "gpu",

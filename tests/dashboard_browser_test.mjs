@@ -111,7 +111,10 @@ test('read-only page shows the simulated fleet of 8 GPUs with live charts', asyn
 });
 
 test('a job submitted through the CLI appears; cancel needs the token in the UI and the API', async () => {
-  const blocker = cli('submit', '--gpus', '8', '--name', 'dash-blocker', '--', 'sleep', '60').trim();
+  // Every GPU of the simulated fleet (H100s and RTX 3090s): allowed to mix models.
+  const mixed = path.join(home, 'mixed-models.json');
+  fs.writeFileSync(mixed, JSON.stringify({ mixed_models: true }));
+  const blocker = cli('submit', '-f', mixed, '--gpus', '8', '--name', 'dash-blocker', '--', 'sleep', '60').trim();
   const waiting = cli('submit', '--gpus', '1', '--name', 'dash-waiting', '--', 'sleep', '60').trim();
   const page = await newPage(`http://127.0.0.1:${port}/#/queue`);
   const row = page.locator(`[data-testid=job-row][data-job="${waiting}"]`);
@@ -172,7 +175,13 @@ test('job detail shows the log tail and the metric curves', async () => {
   const script = 'for i in 1 2 3 4; do echo "training line $i"; echo "{\\"step\\": $i, \\"loss\\": 0.$((10 - i))}" >> "$GPUHERD_METRICS_FILE"; done';
   const id = cli('submit', '--gpus', '0', '--name', 'dash-metrics', '--', 'sh', '-c', script).trim();
   await waitFor('the job to end', () => show(id).state === 'completed');
-  const page = await newPage(`http://127.0.0.1:${port}/#/jobs/${id}`);
+  // Without the token the job's facts show, its output does not: it is its owner's.
+  const anonymous = await newPage(`http://127.0.0.1:${port}/#/jobs/${id}`);
+  await waitFor('the refusal', async () => /API token/.test(await anonymous.locator('[data-testid=job-log]').innerText()));
+  assert.doesNotMatch(await anonymous.locator('[data-testid=job-log]').innerText(), /training line/);
+  await anonymous.context().close();
+  const page = await newPage(cli('dashboard').trim());
+  await page.goto(`http://127.0.0.1:${port}/#/jobs/${id}`);
   await waitFor('the log', async () => /training line 4/.test(await page.locator('[data-testid=job-log]').innerText()));
   await page.locator('[data-testid=job-metrics] .uplot').waitFor();
   assert.match(await page.locator('[data-testid=job-metrics]').innerText(), /loss/);
@@ -187,7 +196,8 @@ test('pipelines show the DAG and the sweep with the token; the report downloads'
     'steps:',
     '  train:',
     '    matrix: {lr: [0.1, 0.2]}',
-    '    run: ["sh", "-c", "echo \'{\\"step\\": 1, \\"loss\\": 0.5}\' >> $GPUHERD_METRICS_FILE"]',
+    '    run: ["sh", "-c", "echo \'{\\"step\\": 1, \\"loss\\": ${{ matrix.lr }}}\' >> $GPUHERD_METRICS_FILE"]',
+    '    objective: {metric: loss, mode: min}',
     '  summary:',
     '    needs: [train]',
     '    run: ["true"]',
@@ -209,6 +219,9 @@ test('pipelines show the DAG and the sweep with the token; the report downloads'
   assert.equal(await page.locator('[data-testid=dag-node][data-state=completed]').count(), 3);
   assert.equal(await page.locator('[data-testid=sweep-row]').count(), 3);
   assert.match(await page.locator('[data-testid=sweep-table]').innerText(), /train\[lr=0.1\]/);
+  // The objective names the best point and ranks the sweep best first.
+  assert.match(await page.locator('[data-testid=best-point]').innerText(), /Best of train by loss \(min\): train\[lr=0.1\] with loss = 0.100000 at step 1/);
+  assert.match(await page.locator('[data-testid=sweep-row]').first().innerText(), /^1\s+train\[lr=0.1\]/);
   await page.screenshot({ path: path.join(OUT, 'dashboard-pipeline.png'), fullPage: true });
   console.log(`screenshot: ${path.join(OUT, 'dashboard-pipeline.png')}`);
   const [download] = await Promise.all([page.waitForEvent('download'),

@@ -137,17 +137,25 @@ class PipelineCliTest(unittest.TestCase):
         for row in rows:
             self.assertAlmostEqual(float(row["gpu_hours"]), float(row["gpus"]) * float(row["elapsed_s"]) / 3600)
 
-    def test_report_markdown_shows_final_and_best(self):
+    def test_report_markdown_ranks_the_points_by_the_objective(self):
         results = self.results(self.detail())
         md = self.gh("report", str(self.pid), "--format", "md").stdout
-        header = next(line for line in md.splitlines() if line.startswith("| node |"))
+        header = next(line for line in md.splitlines() if line.startswith("| rank | point |"))
         columns = [c.strip() for c in header.strip("|").split("|")]
-        final, best = columns.index("acc final"), columns.index("acc best (max)")
+        best = columns.index("acc best (max)")
+        self.assertIn("loss last", columns)
+        ranked = []
         for node_id, result in results.items():
-            row = next(line for line in md.splitlines() if line.startswith(f"| {node_id} |"))
+            row = next(line for line in md.splitlines() if f"| {node_id} |" in line)
             cells = [c.strip() for c in row.strip("|").split("|")]
-            self.assertAlmostEqual(float(cells[final]), result["final_acc"], delta=1e-5)
             self.assertAlmostEqual(float(cells[best]), result["best_acc"], delta=1e-5)
+            ranked.append((int(cells[0]), result["best_acc"]))
+        # Rank 1 has the highest accuracy, and ranks follow the accuracy.
+        ranked.sort()
+        self.assertEqual([acc for _, acc in ranked], sorted((acc for _, acc in ranked), reverse=True))
+        top = max(results, key=lambda n: results[n]["best_acc"])
+        self.assertIn("**Best of step train by acc (max):", md)
+        self.assertEqual(ranked[0][1], results[top]["best_acc"])
         self.assertIn("## Step timings", md)
 
     def test_report_html_goes_to_the_run_folder_with_the_curves(self):

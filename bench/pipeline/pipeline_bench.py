@@ -29,10 +29,10 @@ import urllib.request
 
 
 class Daemon:
-    def __init__(self, binary, home):
+    def __init__(self, binary, home, sim=4):
         self.home = home
         self.log = open(os.path.join(home, "daemon.out"), "w")
-        self.proc = subprocess.Popen([binary, "--home", home, "daemon", "--sim", "4", "--port", "0",
+        self.proc = subprocess.Popen([binary, "--home", home, "daemon", "--sim", str(sim), "--port", "0",
                                       "--interval", "1s"], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while not os.path.exists(os.path.join(home, "api-port")):

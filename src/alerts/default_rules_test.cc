@@ -47,6 +47,8 @@ gpu::GpuSample Healthy(TimeMs t) {
   s.pcie_replay_count = 10;
   s.ecc_sbe_volatile = 0;
   s.ecc_dbe_volatile = 0;
+  s.pcie_gen = 4;
+  s.pcie_width = 16;
   return s;
 }
 
@@ -55,12 +57,15 @@ struct Scenario {
   std::function<void(TimeMs t, IbReading& r)> ib;
   std::function<void(TimeMs t, std::vector<HealthPoint>& h)> health;
   bool job = true;
+  TimeMs job_from = -kHourMs;  // since the start; before 0: the job ran before the series
   TimeMs end = 40 * kMinuteMs;
 };
 
 struct Outcome {
   std::map<std::string, std::vector<TimeMs>> fired, resolved;  // by rule, since the start
   std::map<std::string, std::vector<Action>> actions;         // of kFiring transitions, by rule
+  std::map<std::string, std::vector<TimeMs>> pending;
+  std::map<std::string, store::Severity> severity;
 };
 
 Outcome Play(const Scenario& scenario) {
@@ -69,9 +74,14 @@ Outcome Play(const Scenario& scenario) {
   info.index = 0;
   info.uuid = "GPU-0";
   info.temp_slowdown_c = 87;
+  info.max_pcie_gen = 4;
+  info.max_pcie_width = 16;
   GpuInput gpu;
   gpu.info = &info;
   gpu.job_running = scenario.job;
+  if (scenario.job && scenario.job_from < 0) {
+    engine.Evaluate(EvalInput{{gpu}, {}}, kT0 + scenario.job_from);  // the job's start, before the readings
+  }
   IbPortInput port{"mlx5_0", "1", {}};
   const size_t keep = static_cast<size_t>(engine.LongestWindow() / kStep) + 2;
 
@@ -86,6 +96,7 @@ Outcome Play(const Scenario& scenario) {
     port.recent.push_back(reading);
     if (port.recent.size() > keep) port.recent.erase(port.recent.begin());
     if (scenario.health) scenario.health(t, gpu.health);
+    gpu.job_running = scenario.job && t >= scenario.job_from;
 
     for (const AlertTransition& tr : engine.Evaluate(EvalInput{{gpu}, {port}}, kT0 + t)) {
       if (tr.to == AlertState::kFiring) {
@@ -93,6 +104,8 @@ Outcome Play(const Scenario& scenario) {
         out.actions[tr.alert.rule].push_back(tr.alert.action);
       }
       if (tr.to == AlertState::kResolved) out.resolved[tr.alert.rule].push_back(t);
+      if (tr.to == AlertState::kPending) out.pending[tr.alert.rule].push_back(t);
+      out.severity[tr.alert.rule] = tr.alert.severity;
     }
   }
   return out;
@@ -217,6 +230,64 @@ TEST(DefaultRulesTest, AnyXid) {
   ExpectOnly(Play(s), "gpu_xid", kOnset, kOnset + 5 * kMinuteMs + kStep);
 }
 
+TEST(DefaultRulesTest, FatalXidIsCritical) {
+  for (int xid : {48, 79, 95}) {
+    Scenario s;
+    s.change = [&](TimeMs t, gpu::GpuSample& x) {
+      if (t == kOnset) x.xids.push_back({kT0 + t, xid, ""});
+    };
+    Outcome out = Play(s);
+    ASSERT_EQ(out.fired["gpu_xid_fatal"].size(), 1u) << xid;
+    EXPECT_NEAR(out.fired["gpu_xid_fatal"][0], kOnset, kStep);
+    EXPECT_EQ(out.severity["gpu_xid_fatal"], store::Severity::kCritical);
+    EXPECT_EQ(out.fired["gpu_xid"].size(), 1u);
+  }
+  // An application's XID stays a warning.
+  Scenario app;
+  app.change = [&](TimeMs t, gpu::GpuSample& x) {
+    if (t == kOnset) x.xids.push_back({kT0 + t, 31, ""});
+  };
+  EXPECT_EQ(Play(app).fired.count("gpu_xid_fatal"), 0u);
+}
+
+TEST(DefaultRulesTest, PcieDownTrainRaisesAnAlert) {
+  const TimeMs off = kOnset + 10 * kMinuteMs;
+  Scenario s;
+  s.change = [&](TimeMs t, gpu::GpuSample& x) {
+    if (During(t, kOnset, off)) x.pcie_width = 8;
+  };
+  ExpectOnly(Play(s), "gpu_pcie_downtrained", kOnset + kMinuteMs, off);
+  // A lower generation on an idle card is power saving, not a fault.
+  Scenario idle;
+  idle.job = false;
+  idle.change = [&](TimeMs t, gpu::GpuSample& x) {
+    x.gpu_util_pct = 0;
+    x.pcie_gen = 1;
+  };
+  EXPECT_TRUE(Play(idle).fired.empty());
+  // Under load, it is a down-train.
+  Scenario busy;
+  busy.change = [&](TimeMs t, gpu::GpuSample& x) {
+    if (During(t, kOnset, off)) x.pcie_gen = 3;
+  };
+  ExpectOnly(Play(busy), "gpu_pcie_downtrained", kOnset + kMinuteMs, off);
+}
+
+TEST(DefaultRulesTest, AJobsStartMakesNothingPending) {
+  // An idle card gets a job: it loads data for 5 minutes (idle), then warms
+  // from 35 °C towards 80 °C with the slowest heat sink (110 s).
+  Scenario s;
+  s.job_from = kOnset;
+  s.change = [&](TimeMs t, gpu::GpuSample& x) {
+    double since = static_cast<double>(std::max<TimeMs>(t - kOnset - 5 * kMinuteMs, 0)) / kSecond;
+    x.temp_c = 35 + 45 * (1 - std::exp(-since / 110.0));
+    if (t < kOnset + 5 * kMinuteMs) x.gpu_util_pct = 5;
+  };
+  Outcome out = Play(s);
+  EXPECT_TRUE(out.pending.empty()) << out.pending.begin()->first;
+  EXPECT_TRUE(out.fired.empty());
+}
+
 TEST(DefaultRulesTest, InfinibandPacketLoss) {
   Scenario s;
   s.ib = [&](TimeMs t, IbReading& r) {
@@ -243,7 +314,8 @@ TEST(DefaultRulesTest, EveryDefaultRuleIsExercisedAbove) {
   for (const Rule& r : DefaultRules()) names.insert(r.name);
   EXPECT_EQ(names, (std::set<std::string>{"gpu_idle_while_job", "gpu_memory_high", "gpu_pcie_replay_rate",
                                           "gpu_temp_over_limit", "gpu_temp_rising", "gpu_ecc_dbe", "gpu_xid",
-                                          "ib_packet_loss", "gpu_health_drop"}));
+                                          "ib_packet_loss", "gpu_health_drop", "gpu_xid_fatal",
+                                          "gpu_pcie_downtrained"}));
 }
 
 std::string ReadFile(const std::string& path) {

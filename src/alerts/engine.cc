@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/xid.h"
+
 namespace gpuherd::alerts {
 namespace {
 
@@ -66,6 +68,20 @@ const GpuSeries kGpuSeries[] = {
     {"xids",
      [](const gpu::GpuInfo&, const gpu::GpuSample& s) -> std::optional<double> {
        return static_cast<double>(s.xids.size());
+     }},
+    {"xids_fatal",
+     [](const gpu::GpuInfo&, const gpu::GpuSample& s) -> std::optional<double> {
+       return static_cast<double>(std::count_if(s.xids.begin(), s.xids.end(), [](const gpu::XidEvent& x) {
+         return gpu::XidIsFatal(x.xid);
+       }));
+     }},
+    {"pcie_downtrained",
+     [](const gpu::GpuInfo& info, const gpu::GpuSample& s) -> std::optional<double> {
+       if (!s.pcie_width || !info.max_pcie_width) return std::nullopt;
+       if (*s.pcie_width < *info.max_pcie_width) return 1.0;
+       bool busy = s.gpu_util_pct && *s.gpu_util_pct > 50;
+       if (busy && s.pcie_gen && info.max_pcie_gen && *s.pcie_gen < *info.max_pcie_gen) return 1.0;
+       return 0.0;
      }},
 };
 
@@ -253,12 +269,25 @@ DurationMs AlertEngine::LongestWindow() const {
 std::vector<AlertTransition> AlertEngine::Evaluate(const EvalInput& in, TimeMs now) {
   std::vector<AlertTransition> out;
   std::set<Key> seen;
+  // When a job came onto each GPU (first seen running), for rules' settle.
+  for (const GpuInput& gpu : in.gpus) {
+    if (gpu.info == nullptr) continue;
+    if (gpu.job_running) {
+      job_since_.emplace(gpu.info->uuid, now);
+    } else {
+      job_since_.erase(gpu.info->uuid);
+    }
+  }
   for (const Rule& rule : rules_) {
     if (rule.scope == Scope::kGpu) {
       for (const GpuInput& gpu : in.gpus) {
         if (gpu.info == nullptr) continue;
         std::optional<double> value = EvaluateGpu(rule.condition, gpu, now);
         if (rule.while_job && !gpu.job_running) value.reset();
+        if (rule.settle > 0 && gpu.job_running) {
+          auto since = job_since_.find(gpu.info->uuid);
+          if (since != job_since_.end() && now - since->second < rule.settle) value.reset();
+        }
         seen.insert({rule.name, gpu.info->uuid});
         Step(rule, gpu.info->uuid, gpu.info->index, value, now, out);
       }

@@ -110,6 +110,7 @@ class AlertEngine {
 
   std::vector<Rule> rules_;
   std::map<Key, Alert> active_;
+  std::map<std::string, TimeMs> job_since_;  // GPU UUID -> when a job was first seen on it
 };
 
 // The reduced series of `c` over a GPU's input at `now`; nullopt when there is

@@ -11,7 +11,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
+
+#include "http/server.h"
 
 namespace gpuherd::alerts {
 namespace {
@@ -118,21 +119,23 @@ TEST(NotifyOptionsTest, RejectsWhatCannotWork) {
 class Receiver {
  public:
   explicit Receiver(std::vector<int> statuses) : statuses_(std::move(statuses)) {
-    server_.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
+    http::ServerOptions options;
+    options.tcp_port = 0;
+    auto server = http::Server::Start(options, [this](const http::Request& req) {
+      http::Response res;
+      if (req.method != "POST" || req.path != "/hook") return http::ErrorResponse(404, "no such hook");
       std::lock_guard<std::mutex> lock(mu_);
       bodies_.push_back(req.body);
       times_.push_back(std::chrono::steady_clock::now());
       res.status = statuses_[std::min(bodies_.size(), statuses_.size()) - 1];
-      res.set_content("{}", "application/json");
+      res.body = "{}";
+      return res;
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(*server);
+    port_ = server_->tcp_port();
   }
-  ~Receiver() {
-    server_.stop();
-    thread_.join();
-  }
+  ~Receiver() { server_->Stop(); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
   std::vector<std::string> bodies() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -144,10 +147,9 @@ class Receiver {
   }
 
  private:
-  httplib::Server server_;
   std::vector<int> statuses_;
+  std::unique_ptr<http::Server> server_;
   int port_ = 0;
-  std::thread thread_;
   std::mutex mu_;
   std::vector<std::string> bodies_;
   std::vector<std::chrono::steady_clock::time_point> times_;

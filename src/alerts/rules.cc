@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/yaml.h"
+
 extern "C" const unsigned char gpuherd_default_rules_yaml[];
 
 namespace gpuherd::alerts {
@@ -19,7 +21,7 @@ namespace {
 constexpr const char* kGpuSeries[] = {
     "gpu_util_pct", "mem_util_pct", "mem_used_pct", "temp_c", "temp_over_slowdown_c", "power_w",
     "fan_pct", "sm_clock_mhz", "pcie_replays", "pcie_packets", "ecc_sbe", "ecc_dbe",
-    "retired_pending", "xids", "health_score",
+    "retired_pending", "xids", "xids_fatal", "pcie_downtrained", "health_score",
 };
 
 struct FunctionEntry {
@@ -41,7 +43,8 @@ constexpr ComparisonEntry kComparisons[] = {
     {Comparison::kNotEqual, "!="},  {Comparison::kLess, "<"},          {Comparison::kGreater, ">"},
 };
 
-const std::set<std::string> kRuleKeys = {"name", "expr", "for", "severity", "action", "while_job", "summary"};
+const std::set<std::string> kRuleKeys = {"name",   "expr",      "for",     "severity",
+                                         "action", "while_job", "summary", "settle"};
 
 // A window as ParseDuration reads it back: "5m", "30d", "90s".
 std::string WindowText(DurationMs d) {
@@ -56,7 +59,7 @@ std::string WindowText(DurationMs d) {
 }
 
 std::string Where(const std::string& origin, const YAML::Node& node) {
-  return fmt::format("{}:{}", origin, node.Mark().line + 1);
+  return fmt::format("{}:{}", origin, YamlReader::Line(node));
 }
 
 Status RuleError(const std::string& where, const std::string& message) {
@@ -75,7 +78,7 @@ Result<Rule> ParseRule(const YAML::Node& node, const std::string& origin) {
     std::string key = Scalar(entry.first);
     if (!kRuleKeys.count(key)) {
       return RuleError(Where(origin, entry.first),
-                       fmt::format("unknown key '{}' (expected name, expr, for, severity, action, while_job, summary)",
+                       fmt::format("unknown key '{}' (expected name, expr, for, severity, action, while_job, settle, summary)",
                                    key));
     }
   }
@@ -102,6 +105,17 @@ Result<Rule> ParseRule(const YAML::Node& node, const std::string& origin) {
       return RuleError(Where(origin, node["for"]),
                        fmt::format("rule '{}': for: '{}' is not a duration (e.g. 30s, 10m, 1h)", rule.name,
                                    Scalar(node["for"])));
+    }
+  }
+  if (node["settle"]) {
+    if (!ParseDuration(Scalar(node["settle"]), &rule.settle) || rule.settle < 0) {
+      return RuleError(Where(origin, node["settle"]),
+                       fmt::format("rule '{}': settle: '{}' is not a duration (e.g. 5m)", rule.name,
+                                   Scalar(node["settle"])));
+    }
+    if (rule.scope != Scope::kGpu) {
+      return RuleError(Where(origin, node["settle"]),
+                       fmt::format("rule '{}': settle applies to GPU series only", rule.name));
     }
   }
   if (node["severity"]) {
@@ -265,8 +279,10 @@ Result<Condition> ParseCondition(const std::string& text) {
 }
 
 Result<std::vector<Rule>> ParseRules(const std::string& yaml_text, const std::string& origin) {
+  auto loaded = LoadYaml(yaml_text, origin);
+  if (!loaded.ok()) return loaded.status();
   try {
-    YAML::Node doc = YAML::Load(yaml_text);
+    const YAML::Node doc = *loaded;
     if (!doc.IsMap() || !doc["rules"] || !doc["rules"].IsSequence()) {
       return RuleError(origin + ":1", "expected a top-level 'rules:' list");
     }
@@ -293,11 +309,9 @@ Result<std::vector<Rule>> ParseRules(const std::string& yaml_text, const std::st
 }
 
 Result<std::vector<Rule>> LoadRulesFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound(fmt::format("cannot read alert rules file {}", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseRules(text.str(), path);
+  auto text = ReadTextFile(path, YamlLimits().max_bytes);
+  if (!text.ok()) return text.status().Annotate("alert rules file");
+  return ParseRules(*text, path);
 }
 
 const char* DefaultRulesYaml() { return reinterpret_cast<const char*>(gpuherd_default_rules_yaml); }

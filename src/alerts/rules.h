@@ -49,7 +49,11 @@ enum class Scope { kGpu, kIbPort };
 //   (temperature minus the card's slowdown threshold), power_w, fan_pct,
 //   sm_clock_mhz, pcie_replays (counter), pcie_packets (estimated packets per
 //   second: throughput / 256 bytes), ecc_sbe, ecc_dbe (volatile counters),
-//   retired_pending (0/1), xids (XIDs reported by each reading), health_score
+//   retired_pending (0/1), xids (XIDs reported by each reading), xids_fatal
+//   (those NVIDIA's catalogue calls fatal: 48, 79, 95, ...), pcie_downtrained
+//   (1 when the link runs narrower than the card's maximum width, or at a lower
+//   generation while the GPU is over 50% busy; idle cards lower the generation
+//   to save power), health_score
 //   (from burn-ins). Port series: ib_packet_loss (port_rcv_errors +
 //   port_xmit_discards) and ib_<counter> for each counter file.
 std::optional<Scope> SeriesScope(const std::string& series);
@@ -75,6 +79,10 @@ struct Rule {
   Scope scope = Scope::kGpu;
   bool while_job = false;        // kGpu: only while a job holds the GPU
   DurationMs for_duration = 0;   // how long the condition holds before firing
+  // kGpu: the condition is not evaluated for this long after a job starts on
+  // the GPU (a job's start warms the card and leaves it idle while it loads
+  // data; neither should make an alert pending).
+  DurationMs settle = 0;
   store::Severity severity = store::Severity::kWarning;
   Action action = Action::kNotify;
   std::string summary;           // one line for people

@@ -141,3 +141,24 @@ TEST(ActionTest, NamesRoundTrip) {
 
 }  // namespace
 }  // namespace gpuherd::alerts
+
+namespace gpuherd::alerts {
+namespace {
+
+// Alert rules are read with the same bounded reader as pipelines.
+TEST(RulesLimitsTest, AliasBombIsRefusedWithTheFile) {
+  std::string text = "x0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i <= 9; ++i) {
+    text += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) text += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  text += "rules: []\n";
+  auto rules = ParseRules(text, "rules.yaml");
+  ASSERT_FALSE(rules.ok());
+  EXPECT_THAT(rules.status().message(), HasSubstr("rules.yaml:"));
+  EXPECT_THAT(rules.status().message(), HasSubstr("alias"));
+}
+
+}  // namespace
+}  // namespace gpuherd::alerts

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 
 namespace gpuherd::burnin {
 namespace {
@@ -180,7 +180,7 @@ ModelReference ReferenceFromHistory(const std::string& model, std::span<const Bu
   }
   if (!fp32.empty()) ref.fleet_fp32_tflops = Median(fp32);
   if (!memory.empty()) ref.fleet_mem_bandwidth_gbs = Median(memory);
-  if (const gpu::sim::GpuModel* known = gpu::sim::FindModel(model)) {
+  if (const gpu::GpuModel* known = gpu::FindModel(model)) {
     ref.nominal_fp32_tflops = known->fp32_tflops;
     ref.nominal_mem_bandwidth_gbs = known->mem_bandwidth_gbs;
   }

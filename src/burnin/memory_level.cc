@@ -6,7 +6,7 @@
 
 #include "burnin/device_run.h"
 #include "burnin/pcie.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 
 namespace gpuherd::burnin {
 namespace {
@@ -41,7 +41,7 @@ Status DeviceRun::Level2() {
 }
 
 std::optional<double> DeviceRun::NominalMemoryGbs() const {
-  const gpu::sim::GpuModel* model = gpu::sim::FindModel(gpu_.name);
+  const gpu::GpuModel* model = gpu::FindModel(gpu_.name);
   if (!model) return std::nullopt;
   return model->mem_bandwidth_gbs;
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "burnin/health.h"
+#include "core/html.h"
 
 namespace gpuherd::burnin {
 namespace {
@@ -16,22 +17,6 @@ constexpr int kMarginLeft = 52, kMarginRight = 56, kMarginTop = 22, kMarginBotto
 constexpr const char* kTempColor = "#d62728";
 constexpr const char* kPowerColor = "#1f77b4";
 constexpr const char* kSlowdownColor = "#ff7f0e";
-
-std::string Escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // 1, 2 or 5 times a power of ten, so that `span` holds about `ticks` steps.
 double NiceStep(double span, int ticks) {
@@ -122,7 +107,7 @@ std::string RankedTable(const std::vector<const BurnInRun*>& ranked) {
         "<tr><td>{}</td><td><a href=\"#gpu-{}\">{}</a></td><td>{}</td><td><code>{}</code></td>"
         "<td>{}</td><td class=\"{}\">{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        ++rank, run->gpu_index, run->gpu_index, Escape(run->gpu_name), Escape(run->gpu_uuid),
+        ++rank, run->gpu_index, run->gpu_index, HtmlEscape(run->gpu_name), HtmlEscape(run->gpu_uuid),
         RunOutcomeName(run->outcome), VerdictClass(h.verdict), VerdictName(h.verdict),
         VerdictClass(h.verdict), scored ? std::to_string(h.score) : "–",
         Num(run->rates.fp32_tflops), h.ratio_to_fleet ? Num(*h.ratio_to_fleet * 100, "{:.0f} %") : "–",
@@ -135,12 +120,12 @@ std::string RankedTable(const std::vector<const BurnInRun*>& ranked) {
 
 std::string GpuSection(const BurnInRun& run) {
   const Health& h = run.health;
-  std::string html = fmt::format("<section id=\"gpu-{}\"><h2>{}</h2>\n", run.gpu_index, Escape(Title(run)));
+  std::string html = fmt::format("<section id=\"gpu-{}\"><h2>{}</h2>\n", run.gpu_index, HtmlEscape(Title(run)));
   html += fmt::format(
       "<p>Level {} · {} · PCI {} · {} – {}{}</p>\n", run.level, RunOutcomeName(run.outcome),
-      Escape(run.pci_bus_id), FormatTimeUtc(run.started), FormatTimeUtc(run.finished),
+      HtmlEscape(run.pci_bus_id), FormatTimeUtc(run.started), FormatTimeUtc(run.finished),
       run.level >= 3 ? " · stress " + FormatDuration(run.stress_duration) : "");
-  if (!run.outcome_reason.empty()) html += "<p class=\"note\">" + Escape(run.outcome_reason) + "</p>\n";
+  if (!run.outcome_reason.empty()) html += "<p class=\"note\">" + HtmlEscape(run.outcome_reason) + "</p>\n";
   html += fmt::format("<p>Score <b class=\"{}\">{}</b> ({}){}</p>\n", VerdictClass(h.verdict),
                       h.verdict == Verdict::kUnknown ? "–" : std::to_string(h.score),
                       VerdictName(h.verdict), h.disqualified ? ": disqualified by errors" : "");
@@ -150,8 +135,8 @@ std::string GpuSection(const BurnInRun& run) {
   for (const Check& c : run.checks) {
     html += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td>"
                         "<td class=\"small\">{}</td></tr>\n",
-                        Escape(c.name), c.level, OutcomeClass(c.outcome), CheckOutcomeName(c.outcome),
-                        Escape(c.reason), Escape(c.message), Escape(ValuesText(c.values)));
+                        HtmlEscape(c.name), c.level, OutcomeClass(c.outcome), CheckOutcomeName(c.outcome),
+                        HtmlEscape(c.reason), HtmlEscape(c.message), HtmlEscape(ValuesText(c.values)));
   }
   html += "</table>\n";
 
@@ -163,7 +148,7 @@ std::string GpuSection(const BurnInRun& run) {
       html += fmt::format("<tr><td>{}</td><td><code>0x{:x}</code></td><td><code>0x{:x}</code></td>"
                           "<td><code>0x{:08x}</code></td><td><code>0x{:08x}</code></td>"
                           "<td><code>0x{:08x}</code></td></tr>\n",
-                          Escape(e.pattern), e.address, e.offset, e.expected, e.read, e.xor_bits);
+                          HtmlEscape(e.pattern), e.address, e.offset, e.expected, e.read, e.xor_bits);
     }
     html += "</table>\n";
   }
@@ -184,8 +169,8 @@ std::string GpuSection(const BurnInRun& run) {
   if (!h.factors.empty()) {
     html += "<h3>Score factors</h3><table><tr><th>factor</th><th>points off</th><th>why</th></tr>\n";
     for (const HealthFactor& f : h.factors) {
-      html += fmt::format("<tr><td>{}</td><td>{:.1f}</td><td>{}</td></tr>\n", Escape(f.name),
-                          f.penalty, Escape(f.detail));
+      html += fmt::format("<tr><td>{}</td><td>{:.1f}</td><td>{}</td></tr>\n", HtmlEscape(f.name),
+                          f.penalty, HtmlEscape(f.detail));
     }
     html += "</table>\n";
   }
@@ -210,7 +195,7 @@ std::string TemperatureCurveSvg(const BurnInRun& run, int width, int height) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "font-family=\"sans-serif\" font-size=\"11\">\n<title>{2}</title>\n"
       "<rect x=\"{3}\" y=\"{4}\" width=\"{5}\" height=\"{6}\" fill=\"none\" stroke=\"#888\"/>\n",
-      width, height, Escape("Temperature and power of " + Title(run)), kMarginLeft, kMarginTop,
+      width, height, HtmlEscape("Temperature and power of " + Title(run)), kMarginLeft, kMarginTop,
       plot_w, plot_h);
 
   double t_lo = 1e9, t_hi = -1e9, p_hi = 0;

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "burnin/report.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 #include "gpu/sim/sim_compute.h"
 #include "gpu/sim/sim_driver.h"
 #include "host/virtual_clock.h"
@@ -86,7 +86,7 @@ std::string Describe(const BurnInRun& run) {
 
 TEST(BurnInTest, CleanCardsOfEveryModelPassEveryCheckAndScoreHealthy) {
   std::string scenario = "gpus:\n";
-  for (const gpu::sim::GpuModel& model : gpu::sim::Catalog()) {
+  for (const gpu::GpuModel& model : gpu::Catalog()) {
     scenario += "  - {model: " + std::string(model.key) + "}\n";
   }
   const auto real_start = std::chrono::steady_clock::now();
@@ -94,7 +94,7 @@ TEST(BurnInTest, CleanCardsOfEveryModelPassEveryCheckAndScoreHealthy) {
   ASSERT_TRUE(out.status.ok()) << out.status.ToString();
   // A 15-minute level 3 of nine GPUs on the virtual clock takes seconds at most.
   EXPECT_LT(std::chrono::steady_clock::now() - real_start, std::chrono::seconds(20));
-  ASSERT_EQ(out.runs.size(), gpu::sim::Catalog().size());
+  ASSERT_EQ(out.runs.size(), gpu::Catalog().size());
   for (const BurnInRun& run : out.runs) {
     SCOPED_TRACE(run.gpu_name + "\n" + Describe(run));
     EXPECT_EQ(run.outcome, RunOutcome::kPassed);
@@ -124,7 +124,7 @@ TEST(BurnInTest, CleanCardsOfEveryModelPassEveryCheckAndScoreHealthy) {
     EXPECT_GT(run.curve.size(), 15u * 60);  // about a point a second
     EXPECT_EQ(run.memory_errors + run.compute_errors + run.nan_count, 0u);
     // BF16 stress exactly where the card has it (Ampere and later).
-    const gpu::sim::GpuModel* model = gpu::sim::FindModel(run.gpu_name);
+    const gpu::GpuModel* model = gpu::FindModel(run.gpu_name);
     ASSERT_TRUE(model);
     EXPECT_EQ(run.rates.bf16_tflops.has_value(), model->cc_major >= 8);
     EXPECT_EQ(Find(run, "stress.bf16") != nullptr, model->cc_major >= 8);
@@ -192,7 +192,7 @@ TEST(BurnInTest, Level3StressesBf16WhereTheCardHasItAndReportsItsRate) {
   for (const BurnInRun& run : out.runs) {
     SCOPED_TRACE(run.gpu_name + "\n" + Describe(run));
     EXPECT_EQ(run.outcome, RunOutcome::kPassed);
-    const gpu::sim::GpuModel* model = gpu::sim::FindModel(run.gpu_name);
+    const gpu::GpuModel* model = gpu::FindModel(run.gpu_name);
     ASSERT_TRUE(model);
     const nlohmann::json rates = ToJson(run)["rates"];
     const Check* bf16 = Find(run, "stress.bf16");

@@ -116,15 +116,13 @@ Result<std::vector<int>> ChooseGpus(const std::string& text, const gpu::Fleet& f
     const std::string id = text.substr(start, comma - start);
     start = comma + 1;
     if (id.empty()) continue;
-    auto it = std::find_if(fleet.gpus.begin(), fleet.gpus.end(), [&](const gpu::GpuInfo& g) {
-      return g.uuid == id || std::to_string(g.index) == id;
-    });
-    if (it == fleet.gpus.end()) {
+    int position = gpu::FindGpu(fleet.gpus, id);
+    if (position < 0) {
       return InvalidArgument(fmt::format("--gpu: no GPU '{}' in this fleet of {} (indices 0-{}); give indices or "
                                          "UUIDs separated by commas, or all",
                                          id, fleet.gpus.size(), fleet.gpus.size() - 1));
     }
-    chosen.insert(static_cast<int>(it - fleet.gpus.begin()));
+    chosen.insert(position);
   }
   if (chosen.empty()) return InvalidArgument("--gpu names no GPU; give indices or UUIDs, or all");
   return std::vector<int>(chosen.begin(), chosen.end());
@@ -315,8 +313,16 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
   auto compute = gpu::OpenComputeBackend(driver, *clock, choice);
   if (!compute.ok()) return Error(kBurnInExitCouldNotRun, "cannot run work on the GPUs: " + compute.status().message());
 
+  // A simulated burn-in run by hand next to a daemon must not put simulated
+  // cards into that daemon's history (`gpuherd health` would list them beside
+  // the real ones). The daemon's own burn-in jobs (GPUHERD_JOB_ID set by its
+  // launcher) test the daemon's simulated fleet and do record.
+  const bool unrecorded = daemon_runs && flags.driver.asked_for_sim() &&
+                          std::getenv("GPUHERD_JOB_ID") == nullptr;
   std::unique_ptr<BurnInHistory> history;
-  if (daemon_runs) {
+  if (unrecorded) {
+    std::fprintf(stderr, "note: a daemon runs; this simulated burn-in is not recorded in its history\n");
+  } else if (daemon_runs) {
     history = BurnInHistory::ViaDaemon(&client);
     Status allowed = history->CheckCanRecord();
     if (!allowed.ok()) return Error(kBurnInExitCouldNotRun, "the daemon would not record the results: " + allowed.message());
@@ -333,6 +339,7 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
     models.insert(fleet->gpus[i].name);
   }
   for (const std::string& model : models) {
+    if (!history) break;
     auto earlier = history->RunsOfModel(model, kReferenceRuns);
     if (!earlier.ok()) return Error(kBurnInExitCouldNotRun, "cannot read earlier burn-ins: " + earlier.status().message());
     options->references[model] = burnin::ReferenceFromHistory(model, *earlier);
@@ -362,13 +369,21 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
     for (burnin::BurnInRun& run : *runs) run.job_id = std::atoll(job);
   }
   // A daemon started during a long burn-in owns the database by now.
-  if (!history->via_daemon() && client.Reachable()) history = BurnInHistory::ViaDaemon(&client);
-  Status recorded = history->Record(&*runs);
+  if (history && !history->via_daemon() && client.Reachable()) {
+    // A daemon started during a simulated burn-in run by hand is not told either.
+    if (flags.driver.asked_for_sim() && std::getenv("GPUHERD_JOB_ID") == nullptr) {
+      history.reset();
+    } else {
+      history = BurnInHistory::ViaDaemon(&client);
+    }
+  }
+  Status recorded = history ? history->Record(&*runs) : Status::Ok();
 
   std::vector<burnin::BurnInRun> ranked = RankRuns(*runs);
   if (flags.json) {
     nlohmann::json out = {{"runs", nlohmann::json::array()}, {"simulated", driver.simulated()}};
     if (driver.simulated()) out["sim_reason"] = opened->sim_reason;
+    out["recorded"] = history != nullptr && recorded.ok();
     for (const burnin::BurnInRun& run : ranked) out["runs"].push_back(burnin::ToJson(run));
     std::printf("%s\n", out.dump(2).c_str());
   } else {
@@ -377,13 +392,15 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
                   Colored("SIMULATED FLEET", kYellow, ctx.color()).c_str(), opened->sim_reason.c_str());
     }
     std::fputs(RenderBurnInTable(ranked, ctx.color()).c_str(), stdout);
-    if (recorded.ok()) std::printf("Recorded in %s; `gpuherd health GPU` shows a GPU's checks.\n", history->where().c_str());
+    if (!history) {
+      std::printf("Not recorded: a daemon runs, and its history is of its own GPUs.\n");
+    } else if (recorded.ok()) std::printf("Recorded in %s; `gpuherd health GPU` shows a GPU's checks.\n", history->where().c_str());
   }
   std::fflush(stdout);
 
   int code = stop.signal() != 0 ? kBurnInExitAborted : BurnInExitCode(*runs);
   code = WriteReport(flags, ranked, code);
-  if (!recorded.ok()) {
+  if (history && !recorded.ok()) {
     code = Error(kBurnInExitCouldNotRun, "the results were not recorded in " + history->where() + ": " +
                                               recorded.message() + " (keep the --json output)");
   }

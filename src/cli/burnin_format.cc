@@ -53,10 +53,36 @@ std::string OutcomeCell(RunOutcome outcome, bool color) {
   return name;
 }
 
-std::string VerdictCell(Verdict verdict, bool color) {
-  const char* name = burnin::VerdictName(verdict);
-  switch (verdict) {
-    case Verdict::kHealthy: return Colored(name, kGreen, color);
+// A check this run left out (a level 3 too short for the thermal trend), as
+// opposed to one the card cannot answer (no ECC on a GeForce).
+bool LeftOut(const burnin::Check& c) {
+  return c.outcome == CheckOutcome::kSkipped && c.reason != "not_supported";
+}
+
+}  // namespace
+
+std::string VerdictText(const BurnInRun& run) {
+  std::string name = burnin::VerdictName(run.health.verdict);
+  if (run.health.verdict != Verdict::kHealthy) return name;
+  std::vector<std::string> skipped;
+  for (const burnin::Check& c : run.checks) {
+    if (!LeftOut(c)) continue;
+    std::string what = c.name.substr(0, c.name.find('.'));
+    if (std::find(skipped.begin(), skipped.end(), what) == skipped.end()) skipped.push_back(what);
+  }
+  if (skipped.empty()) return name;
+  std::string list;
+  for (const std::string& w : skipped) list += (list.empty() ? "" : ", ") + w;
+  return "passed; " + list + " not checked";
+}
+
+namespace {
+
+std::string VerdictCell(const BurnInRun& run, bool color) {
+  const std::string name = VerdictText(run);
+  switch (run.health.verdict) {
+    case Verdict::kHealthy:
+      return Colored(name, name == burnin::VerdictName(Verdict::kHealthy) ? kGreen : kYellow, color);
     case Verdict::kDegraded: return Colored(name, kYellow, color);
     case Verdict::kUnhealthy: return Colored(name, kRed, color);
     case Verdict::kUnknown: break;
@@ -127,6 +153,9 @@ std::string MainReason(const BurnInRun& run) {
   if (!Finished(run)) return run.outcome_reason;
   if (const burnin::Check* error = first(CheckOutcome::kError)) return CheckText(*error);
   if (const burnin::Check* warned = first(CheckOutcome::kWarn)) return CheckText(*warned);
+  for (const burnin::Check& c : run.checks) {
+    if (LeftOut(c)) return CheckText(c);
+  }
   const burnin::HealthFactor* heaviest = nullptr;
   for (const burnin::HealthFactor& f : run.health.factors) {
     if (f.penalty > 0 && (!heaviest || f.penalty > heaviest->penalty)) heaviest = &f;
@@ -154,7 +183,7 @@ std::string RenderBurnInTable(const std::vector<BurnInRun>& runs, bool color) {
     const std::optional<double> bandwidth =
         run.rates.mem_bandwidth_gbs ? run.rates.mem_bandwidth_gbs : run.rates.memtest_gbs;
     table.AddRow({std::to_string(++rank), GpuCell(run), run.gpu_name, OutcomeCell(run.outcome, color),
-                  ScoreCell(run), VerdictCell(run.health.verdict, color), Dash(run.rates.fp32_tflops, "{:.1f}"),
+                  ScoreCell(run), VerdictCell(run, color), Dash(run.rates.fp32_tflops, "{:.1f}"),
                   Dash(bandwidth, "{:.0f}"), Percent(run.health.ratio_to_fleet),
                   Percent(run.health.ratio_to_nominal), Dash(run.thermal.max_temp_c, "{:.0f}°C"),
                   ErrorsCell(run, color), Shorten(MainReason(run), kReasonWidth)});
@@ -166,7 +195,7 @@ std::string RenderHistoryTable(const std::vector<BurnInRun>& runs, bool color) {
   Table table({"FINISHED (UTC)", "ID", "LEVEL", "OUTCOME", "SCORE", "VERDICT", "TFLOPS", "MAX TEMP", "ERRORS"});
   for (const BurnInRun& run : runs) {
     table.AddRow({When(run.finished), std::to_string(run.id), std::to_string(run.level),
-                  OutcomeCell(run.outcome, color), ScoreCell(run), VerdictCell(run.health.verdict, color),
+                  OutcomeCell(run.outcome, color), ScoreCell(run), VerdictCell(run, color),
                   Dash(run.rates.fp32_tflops, "{:.1f}"), Dash(run.thermal.max_temp_c, "{:.0f}°C"),
                   ErrorsCell(run, color)});
   }
@@ -176,7 +205,7 @@ std::string RenderHistoryTable(const std::vector<BurnInRun>& runs, bool color) {
 std::string RenderRunDetail(const BurnInRun& run, bool color) {
   std::string out = fmt::format("Run {} (level {}, {}, {} UTC): {}", run.id, run.level,
                                 burnin::RunOutcomeName(run.outcome), When(run.finished),
-                                burnin::VerdictName(run.health.verdict));
+                                VerdictText(run));
   if (Finished(run)) out += fmt::format(", score {}", run.health.score);
   if (run.simulated) out += " [simulated]";
   out += "\n";
@@ -229,7 +258,7 @@ std::string RenderFleetHealth(const std::vector<BurnInRun>& latest, const std::v
                               bool color) {
   Table table({"GPU", "MODEL", "UUID", "VERDICT", "SCORE", "LEVEL", "FINISHED (UTC)", "REASON"});
   for (const BurnInRun& run : latest) {
-    table.AddRow({GpuCell(run), run.gpu_name, run.gpu_uuid, VerdictCell(run.health.verdict, color), ScoreCell(run),
+    table.AddRow({GpuCell(run), run.gpu_name, run.gpu_uuid, VerdictCell(run, color), ScoreCell(run),
                   std::to_string(run.level), When(run.finished), Shorten(MainReason(run), kReasonWidth)});
   }
   for (const UntestedGpu& gpu : untested) {

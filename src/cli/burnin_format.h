@@ -29,6 +29,11 @@ int BurnInExitCode(const std::vector<burnin::BurnInRun>& runs);
 // heaviest score factor; "" for a clean pass.
 std::string MainReason(const burnin::BurnInRun& run);
 
+// The verdict for people: "healthy", "degraded", ..., or "passed; thermal not
+// checked" for a healthy run that left a check out (a level 3 too short for
+// the thermal trend): a bare "healthy" would claim more than was measured.
+std::string VerdictText(const burnin::BurnInRun& run);
+
 // Best first: runs that finished, by score, then FP32 rate, then GPU index;
 // runs that could not run or were aborted last.
 std::vector<burnin::BurnInRun> RankRuns(std::vector<burnin::BurnInRun> runs);

@@ -92,6 +92,25 @@ TEST(MainReasonTest, AFailureComesFirstThenWhyItDidNotRunThenWarningsThenTheHeav
   EXPECT_EQ(MainReason(Passed(4, 100, 35)), "");
 }
 
+TEST(VerdictTextTest, AShortLevel3SaysTheThermalTrendWasNotChecked) {
+  BurnInRun run = Passed(0, 95, 35.0);
+  EXPECT_EQ(VerdictText(run), "healthy");
+  run.checks.push_back(Check{"thermal.trend", 3, CheckOutcome::kSkipped, "too_short",
+                             "a stress of 1m is too short", {}});
+  EXPECT_EQ(VerdictText(run), "passed; thermal not checked");
+  EXPECT_NE(RenderBurnInTable({run}, false).find("passed; thermal not checked"), std::string::npos);
+  EXPECT_NE(RenderRunDetail(run, false).find("passed; thermal not checked"), std::string::npos);
+  EXPECT_EQ(MainReason(run), "thermal.trend: a stress of 1m is too short");
+  // What the card cannot answer (no ECC on a GeForce) is not a check left out.
+  BurnInRun geforce = Passed(1, 95, 35.0);
+  geforce.checks.push_back(Check{"ecc", 1, CheckOutcome::kSkipped, "not_supported", "", {}});
+  EXPECT_EQ(VerdictText(geforce), "healthy");
+  // A degraded verdict stays what it is.
+  BurnInRun degraded = Passed(2, 70, 30.0);
+  degraded.checks = run.checks;
+  EXPECT_EQ(VerdictText(degraded), "degraded");
+}
+
 TEST(RankRunsTest, FinishedRunsByScoreThenRateAndUnfinishedLast) {
   std::vector<BurnInRun> ranked = RankRuns({NotRun(0, RunOutcome::kAborted, "stopped"), Passed(1, 90, 30),
                                             StuckBit(2), Passed(3, 97, 31), Passed(4, 90, 34),

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "daemon/burnin_records.h"
+#include "api/burnins.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -46,7 +46,7 @@ std::string BurnInHistory::where() const { return client_ ? "the daemon" : store
 Result<std::vector<burnin::BurnInRun>> BurnInHistory::FromRecords(const std::vector<store::BurnInRecord>& records) {
   std::vector<burnin::BurnInRun> runs;
   for (const store::BurnInRecord& record : records) {
-    auto run = daemon::BurnInRunFromRecord(record);
+    auto run = api::BurnInRunFromRecord(record);
     if (!run.ok()) return run.status();
     runs.push_back(std::move(*run));
   }
@@ -84,10 +84,10 @@ Result<std::vector<burnin::BurnInRun>> BurnInHistory::RunsOfGpu(const std::strin
   auto gpus = store_->ListGpus();
   if (!gpus.ok()) return gpus.status();
   for (const store::GpuRecord& g : *gpus) {
-    if (g.uuid == id || std::to_string(g.index) == id) filter.gpu_uuid = g.uuid;
+    if (gpu::NamesGpu(id, g.index, g.uuid)) filter.gpu_uuid = g.uuid;
   }
   if (filter.gpu_uuid.empty()) {
-    auto uuid = daemon::FindBurnInGpu(*store_, id);
+    auto uuid = api::FindBurnInGpu(*store_, id);
     if (!uuid.ok()) return uuid.status();
     filter.gpu_uuid = *uuid;
   }
@@ -144,8 +144,8 @@ Status BurnInHistory::Record(std::vector<burnin::BurnInRun>* runs) {
   }
   store::WriteBatch batch;
   for (const burnin::BurnInRun& run : *runs) {
-    batch.events.push_back(daemon::BurnInEvent(run));
-    batch.burnin_runs.push_back(daemon::ToBurnInRecord(run));
+    batch.events.push_back(api::BurnInEvent(run));
+    batch.burnin_runs.push_back(api::ToBurnInRecord(run));
   }
   GPUHERD_RETURN_IF_ERROR(store_->Commit(&batch));
   for (size_t i = 0; i < runs->size(); ++i) (*runs)[i].id = batch.burnin_runs[i].id;

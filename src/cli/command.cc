@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/table.h"
+
 namespace gpuherd::cli {
 
 bool CommandContext::color() const { return ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr; }
 
 void CommandContext::Fail(const Status& status) {
-  std::fprintf(stderr, "gpuherd: %s\n", status.message().c_str());
+  // Messages quote what users and jobs wrote: printed escaped.
+  std::fprintf(stderr, "gpuherd: %s\n", PrintableLines(status.message()).c_str());
   exit_code = 1;
 }
 

@@ -33,7 +33,6 @@ struct DriverFlags {
   void AddTo(CLI::App* command);
 };
 
-void AddDaemonCommand(CLI::App& app, CommandContext* ctx);
 void AddGpusCommand(CLI::App& app, CommandContext* ctx);
 void AddTopCommand(CLI::App& app, CommandContext* ctx);
 void AddEventsCommand(CLI::App& app, CommandContext* ctx);
@@ -50,6 +49,7 @@ void AddDrainCommands(CLI::App& app, CommandContext* ctx);      // drain, undrai
 void AddBurnInCommand(CLI::App& app, CommandContext* ctx);
 void AddHealthCommand(CLI::App& app, CommandContext* ctx);
 void AddHealthcheckCommand(CLI::App& app, CommandContext* ctx);  // healthcheck [--slurm]
+void AddPassportCommand(CLI::App& app, CommandContext* ctx);     // passport GPU, passport --import FILE
 void AddDoctorCommand(CLI::App& app, CommandContext* ctx);
 void AddSlurmCommands(CLI::App& app, CommandContext* ctx);  // slurm gres-conf
 void AddK8sCommands(CLI::App& app, CommandContext* ctx);    // k8s labels

@@ -1,22 +1,42 @@
 #include "cli/daemon_client.h"
 
-#include "daemon/auth.h"
+#include "http/token.h"
+#include "http/json_body.h"
 
 namespace gpuherd::cli {
+namespace {
+
+// As large as the client reads (a queue of many thousand jobs).
+constexpr http::JsonLimits kReplyLimits{.max_bytes = size_t{256} << 20, .max_depth = 64};
+
+}  // namespace
+
+Result<std::unique_ptr<store::Store>> OpenStoreWithoutDaemon(const StateDir& dir) {
+  store::StoreOptions options;
+  options.read_only = true;
+  auto db = store::Store::Open(dir.db_path(), options);
+  if (!db.ok()) {
+    return Unavailable("no daemon answers on " + dir.socket_path() + " and its database cannot be read (" +
+                       db.status().message() + "); start one with `gpuherd daemon`");
+  }
+  return db;
+}
 
 DaemonClient::DaemonClient(StateDir dir, DurationMs timeout)
-    : dir_(std::move(dir)), http_(HttpEndpoint{dir_.socket_path()}, timeout) {}
+    : dir_(std::move(dir)), http_(http::Endpoint{dir_.socket_path()}, timeout) {}
 
 bool DaemonClient::Reachable() { return Get("/v1/health").ok(); }
 
-Result<nlohmann::json> DaemonClient::Decode(const Result<ClientResponse>& response, const std::string& target) {
+Result<nlohmann::json> DaemonClient::Decode(const Result<http::ClientResponse>& response, const std::string& target) {
   if (!response.ok()) return response.status();
-  nlohmann::json body = nlohmann::json::parse(response->body, nullptr, /*allow_exceptions=*/false);
   if (response->status >= 200 && response->status < 300) {
-    if (body.is_discarded()) return Internal("the daemon sent a reply that is not JSON for " + target);
+    Result<nlohmann::json> body = http::ParseJson(response->body, kReplyLimits);
+    if (!body.ok()) {
+      return Internal("the daemon's reply to " + target + " is not usable: " + body.status().message());
+    }
     return body;
   }
-  return StatusFromResponse(*response);
+  return http::StatusFromResponse(*response);
 }
 
 Result<nlohmann::json> DaemonClient::Get(const std::string& target) {
@@ -27,7 +47,7 @@ Result<nlohmann::json> DaemonClient::Post(const std::string& target, const nlohm
   std::map<std::string, std::string> headers = {{"Content-Type", "application/json"}};
   // On the unix socket the daemon knows the caller from its peer credentials;
   // the token, where this user can read it, adds the operator's rights.
-  if (auto token = daemon::ReadToken(dir_); token.ok()) headers["Authorization"] = "Bearer " + *token;
+  if (auto token = http::ReadToken(dir_); token.ok()) headers["Authorization"] = "Bearer " + *token;
   return Decode(http_.Request("POST", target, body.dump(), headers), target);
 }
 

@@ -7,11 +7,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
+#include "http/client.h"
 #include "core/state_dir.h"
 #include "core/status.h"
+#include "store/store.h"
 
 namespace gpuherd::cli {
+
+// The state database opened read-only, for commands that read it when no
+// daemon answers; kUnavailable that says to start one when it cannot be read.
+Result<std::unique_ptr<store::Store>> OpenStoreWithoutDaemon(const StateDir& dir);
 
 class DaemonClient {
  public:
@@ -25,10 +30,10 @@ class DaemonClient {
   Result<nlohmann::json> Post(const std::string& target, const nlohmann::json& body);
 
  private:
-  Result<nlohmann::json> Decode(const Result<ClientResponse>& response, const std::string& target);
+  Result<nlohmann::json> Decode(const Result<http::ClientResponse>& response, const std::string& target);
 
   StateDir dir_;
-  HttpClient http_;
+  http::Client http_;
 };
 
 }  // namespace gpuherd::cli

@@ -8,7 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/daemon_client.h"
-#include "daemon/auth.h"
+#include "http/token.h"
 #include "host/host.h"
 
 namespace gpuherd::cli {
@@ -34,7 +34,7 @@ void AddDashboardCommand(CLI::App& app, CommandContext* ctx) {
     }
     std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
     if (!*read_only) {
-      auto token = daemon::ReadToken(dir);
+      auto token = http::ReadToken(dir);
       if (token.ok()) {
         url += "#token=" + *token;
       } else {

@@ -5,12 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "api/decode.h"
+#include "api/events.h"
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/table.h"
 #include "core/time.h"
 #include "host/clock.h"
-#include "daemon/record_json.h"
 #include "store/store.h"
 
 namespace gpuherd::cli {
@@ -32,20 +33,19 @@ std::string Query(const EventsFlags& f, TimeMs since, int64_t after) {
   return q;
 }
 
-void Print(const nlohmann::json& events, bool json, bool color, bool header) {
+void Print(const std::vector<api::Event>& events, bool json, bool color, bool header) {
   if (json) {
-    std::printf("%s\n", events.dump(2).c_str());
+    std::printf("%s\n", nlohmann::json(events).dump(2).c_str());
     return;
   }
   Table table({"ID", "TIME (UTC)", "SEVERITY", "KIND", "GPU", "MESSAGE"});
-  for (const auto& e : events) {
-    std::string severity = e.value("severity", std::string());
+  for (const api::Event& e : events) {
+    const std::string& severity = e.severity;
     std::string cell = severity == "critical" ? Colored(severity, kRed, color)
                        : severity == "warning" ? Colored(severity, kYellow, color)
                                                : severity;
-    std::string gpu = e.value("gpu_uuid", std::string());
-    table.AddRow({std::to_string(e.value("id", 0)), FormatTimeUtc(e.value("time", int64_t{0})).substr(0, 19), cell,
-                  e.value("kind", std::string()), gpu.substr(0, 12), e.value("message", std::string())});
+    table.AddRow({std::to_string(e.id), FormatTimeUtc(e.time).substr(0, 19), cell, e.kind, e.gpu_uuid.substr(0, 12),
+                  e.message});
   }
   std::string text = table.Render({0});
   if (!header) text = text.substr(text.find('\n') + 1);
@@ -54,14 +54,9 @@ void Print(const nlohmann::json& events, bool json, bool color, bool header) {
 }
 
 // Without a daemon: the same filter over the database, read-only.
-Result<nlohmann::json> ReadFromStore(const StateDir& dir, const EventsFlags& f, TimeMs since) {
-  store::StoreOptions options;
-  options.read_only = true;
-  auto db = store::Store::Open(dir.db_path(), options);
-  if (!db.ok()) {
-    return Unavailable("no daemon answers on " + dir.socket_path() + " and its database cannot be read (" +
-                       db.status().message() + "); start one with `gpuherd daemon`");
-  }
+Result<std::vector<api::Event>> ReadFromStore(const StateDir& dir, const EventsFlags& f, TimeMs since) {
+  auto db = OpenStoreWithoutDaemon(dir);
+  if (!db.ok()) return db.status();
   store::EventFilter filter;
   filter.since = since;
   filter.kind_prefix = f.kind;
@@ -70,14 +65,14 @@ Result<nlohmann::json> ReadFromStore(const StateDir& dir, const EventsFlags& f, 
     auto gpus = (*db)->ListGpus();
     if (!gpus.ok()) return gpus.status();
     for (const auto& g : *gpus) {
-      if (g.uuid == f.gpu || std::to_string(g.index) == f.gpu) filter.gpu_uuid = g.uuid;
+      if (gpu::NamesGpu(f.gpu, g.index, g.uuid)) filter.gpu_uuid = g.uuid;
     }
     if (filter.gpu_uuid.empty()) return NotFound("no GPU '" + f.gpu + "' in " + dir.db_path());
   }
   auto events = (*db)->ListEvents(filter);
   if (!events.ok()) return events.status();
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& e : *events) out.push_back(daemon::EventJson(e));
+  std::vector<api::Event> out;
+  for (const auto& e : *events) out.push_back(api::EventOf(e));
   return out;
 }
 
@@ -108,18 +103,23 @@ void AddEventsCommand(CLI::App& app, CommandContext* ctx) {
       if (!events.ok()) return ctx->Fail(events.status());
       return Print(*events, flags->json, ctx->color(), true);
     }
-    auto reply = client.Get(Query(*flags, since, 0));
-    if (!reply.ok()) return ctx->Fail(reply.status());
-    nlohmann::json events = (*reply)["events"];
-    Print(events, flags->json, ctx->color(), true);
-    int64_t last = events.empty() ? 0 : events.back().value("id", int64_t{0});
+    auto fetch = [&](int64_t after) -> Result<std::vector<api::Event>> {
+      auto reply = client.Get(Query(*flags, since, after));
+      if (!reply.ok()) return reply.status();
+      return api::Decode<std::vector<api::Event>>(reply->value("events", nlohmann::json::array()),
+                                                  "the daemon's events");
+    };
+    auto events = fetch(0);
+    if (!events.ok()) return ctx->Fail(events.status());
+    Print(*events, flags->json, ctx->color(), true);
+    int64_t last = events->empty() ? 0 : events->back().id;
     while (flags->follow) {
       ::usleep(500'000);
-      auto more = client.Get(Query(*flags, since, last));
+      auto more = fetch(last);
       if (!more.ok()) return ctx->Fail(more.status());
-      if ((*more)["events"].empty()) continue;
-      Print((*more)["events"], flags->json, ctx->color(), false);
-      last = (*more)["events"].back().value("id", last);
+      if (more->empty()) continue;
+      Print(*more, flags->json, ctx->color(), false);
+      last = more->back().id;
     }
   });
 }

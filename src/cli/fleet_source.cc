@@ -1,5 +1,8 @@
 #include "cli/fleet_source.h"
 
+#include "api/decode.h"
+#include "cli/no_driver.h"
+
 namespace gpuherd::cli {
 
 Result<std::unique_ptr<FleetSource>> FleetSource::Open(const CommandContext& ctx, const DriverFlags& flags,
@@ -15,29 +18,30 @@ Result<std::unique_ptr<FleetSource>> FleetSource::Open(const CommandContext& ctx
   } else {
     source->direct_reason_ = "simulated fleet asked for on the command line; the daemon is not consulted";
   }
-  auto local = LocalFleet::Open(flags.choice(), clock);
-  if (!local.ok()) return local.status();
+  // Never a simulated fleet unless asked for: a view of fake GPUs presented as
+  // this machine's is worse than an error.
+  auto local = LocalFleet::Open(StrictChoice(flags), clock);
+  if (!local.ok()) return flags.asked_for_sim() ? local.status() : NoDriver(local.status());
   source->local_ = std::move(local).value();
   return source;
 }
 
-Result<nlohmann::json> FleetSource::Fleet() {
-  if (daemon_) return daemon_->Get("/v1/gpus");
-  return local_->Snapshot();
+Result<api::Fleet> FleetSource::Fleet() {
+  if (!daemon_) return local_->Snapshot();
+  auto reply = daemon_->Get("/v1/gpus");
+  if (!reply.ok()) return reply.status();
+  return api::Decode<api::Fleet>(*reply, "the daemon's GPUs");
 }
 
-Result<nlohmann::json> FleetSource::RecentEvents(int limit) {
+Result<std::vector<api::Event>> FleetSource::RecentEvents(int limit) {
   if (daemon_) {
     auto reply = daemon_->Get("/v1/events?limit=" + std::to_string(limit));
     if (!reply.ok()) return reply.status();
-    return (*reply)["events"];
+    return api::Decode<std::vector<api::Event>>(reply->value("events", nlohmann::json::array()), "the daemon's events");
   }
   const auto& all = local_->events();
-  nlohmann::json out = nlohmann::json::array();
-  for (size_t i = all.size() > static_cast<size_t>(limit) ? all.size() - limit : 0; i < all.size(); ++i) {
-    out.push_back(all[i]);
-  }
-  return out;
+  size_t first = all.size() > static_cast<size_t>(limit) ? all.size() - limit : 0;
+  return std::vector<api::Event>(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
 }
 
 }  // namespace gpuherd::cli

@@ -1,5 +1,6 @@
 // Where the read-only fleet views get their data: the running daemon, or,
-// when none runs or a simulated fleet is asked for, the GPUs read directly.
+// when none runs or a simulated fleet is asked for, the GPUs read directly
+// (never a simulated fleet unless asked for: no driver is a NoDriver error).
 #pragma once
 
 #include <memory>
@@ -19,10 +20,10 @@ class FleetSource {
   // `clock` must outlive the source.
   static Result<std::unique_ptr<FleetSource>> Open(const CommandContext& ctx, const DriverFlags& flags,
                                                    host::Clock* clock);
-  Result<nlohmann::json> Fleet();
+  Result<api::Fleet> Fleet();
   // The most recent events (newest last), from the daemon's log or, when
   // reading directly, those the readings raised in this process.
-  Result<nlohmann::json> RecentEvents(int limit);
+  Result<std::vector<api::Event>> RecentEvents(int limit);
   // "" when reading the daemon; otherwise why GPUs are read directly.
   const std::string& direct_reason() const { return direct_reason_; }
 

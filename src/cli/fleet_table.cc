@@ -7,81 +7,66 @@
 namespace gpuherd::cli {
 namespace {
 
-using nlohmann::json;
-
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-template <typename T>
-std::optional<T> Field(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
-}
 
 std::string Or(const std::optional<std::string>& v) { return v ? *v : "-"; }
 
 }  // namespace
 
-std::string RenderFleetTable(const json& fleet, bool color) {
+std::string RenderFleetTable(const api::Fleet& fleet, bool color) {
   std::string out;
-  if (fleet.value("simulated", false)) {
-    out += Colored("SIMULATED FLEET", kYellow, color) + " (" + fleet.value("sim_reason", std::string()) +
-           "): these are not real GPUs.\n";
+  if (fleet.simulated) {
+    out += Colored("SIMULATED FLEET", kYellow, color) + " (" + fleet.sim_reason + "): these are not real GPUs.\n";
   }
   // RISK only where the daemon has a failure-risk model to score with.
   bool risk_shown = false;
-  for (const json& g : fleet.value("gpus", json::array())) risk_shown |= g.contains("failure_risk");
+  for (const api::Gpu& g : fleet.gpus) risk_shown |= g.failure_risk.has_value();
   std::vector<std::string> headers = {"IDX", "MODEL", "UTIL", "MEMORY", "TEMP", "POWER", "PCIE", "FAN", "THROTTLE"};
   if (risk_shown) headers.push_back("RISK");
   headers.push_back("STATE");
   Table table(headers);
-  for (const json& g : fleet.value("gpus", json::array())) {
-    json s = g.value("sample", json::object());
+  for (const api::Gpu& g : fleet.gpus) {
+    const gpu::GpuInfo& info = g.info;
+    const gpu::GpuSample s = g.sample.value_or(gpu::GpuSample{});
     std::optional<std::string> util, mem, temp, power, pcie, fan;
-    if (auto u = Field<double>(s, "gpu_util_pct")) util = fmt::format("{:.0f}%", *u);
-    if (auto used = Field<double>(s, "mem_used_bytes")) {
-      double total = Field<double>(s, "mem_total_bytes").value_or(g.value("memory_total_bytes", 0.0));
-      mem = fmt::format("{:.1f}/{:.1f} GiB", *used / kGiB, total / kGiB);
+    if (s.gpu_util_pct) util = fmt::format("{:.0f}%", *s.gpu_util_pct);
+    if (s.mem_used_bytes) {
+      double total = static_cast<double>(s.mem_total_bytes.value_or(info.memory_total_bytes));
+      mem = fmt::format("{:.1f}/{:.1f} GiB", static_cast<double>(*s.mem_used_bytes) / kGiB, total / kGiB);
     }
-    if (auto t = Field<double>(s, "temp_c")) {
-      temp = fmt::format("{:.0f}°C", *t);
-      auto slowdown = Field<double>(g, "temp_slowdown_c");
-      if (slowdown && *t >= *slowdown) temp = Colored(*temp, kRed, color);
+    if (s.temp_c) {
+      temp = fmt::format("{:.0f}°C", *s.temp_c);
+      if (info.temp_slowdown_c && *s.temp_c >= *info.temp_slowdown_c) temp = Colored(*temp, kRed, color);
     }
-    if (auto p = Field<double>(s, "power_w")) {
-      auto limit = Field<double>(s, "power_limit_w");
-      power = limit ? fmt::format("{:.0f}/{:.0f} W", *p, *limit) : fmt::format("{:.0f} W", *p);
+    if (s.power_w) {
+      power = s.power_limit_w ? fmt::format("{:.0f}/{:.0f} W", *s.power_w, *s.power_limit_w)
+                              : fmt::format("{:.0f} W", *s.power_w);
     }
-    auto gen = Field<int>(s, "pcie_gen");
-    auto width = Field<int>(s, "pcie_width");
-    if (gen || width) {
-      auto max_gen = Field<int>(g, "max_pcie_gen");
-      auto max_width = Field<int>(g, "max_pcie_width");
-      std::string text = fmt::format("Gen{} x{}", gen ? std::to_string(*gen) : "?",
-                                     width ? std::to_string(*width) : "?");
-      bool below = (gen && max_gen && *gen < *max_gen) || (width && max_width && *width < *max_width);
+    if (s.pcie_gen || s.pcie_width) {
+      std::string text = fmt::format("Gen{} x{}", s.pcie_gen ? std::to_string(*s.pcie_gen) : "?",
+                                     s.pcie_width ? std::to_string(*s.pcie_width) : "?");
+      bool below = (s.pcie_gen && info.max_pcie_gen && *s.pcie_gen < *info.max_pcie_gen) ||
+                   (s.pcie_width && info.max_pcie_width && *s.pcie_width < *info.max_pcie_width);
       if (below) {
-        text += fmt::format(" ! (max Gen{} x{})", max_gen.value_or(0), max_width.value_or(0));
+        text += fmt::format(" ! (max Gen{} x{})", info.max_pcie_gen.value_or(0), info.max_pcie_width.value_or(0));
         text = Colored(text, kYellow, color);
       }
       pcie = text;
     }
-    if (auto f = Field<double>(s, "fan_pct")) fan = fmt::format("{:.0f}%", *f);
-    std::string throttle = s.value("throttle", std::string());
+    if (s.fan_pct) fan = fmt::format("{:.0f}%", *s.fan_pct);
+    std::string throttle = s.throttle_reasons ? gpu::throttle::Describe(*s.throttle_reasons) : "";
     if (throttle == "idle" || throttle.empty()) throttle = "-";
-    std::string state = g.value("state", std::string("ok"));
-    std::string state_cell = state == "ok" ? Colored(state, kGreen, color) : Colored(state, kRed, color);
-    if (!s.value("xids", json::array()).empty()) {
+    std::string state_cell = g.state == "ok" ? Colored(g.state, kGreen, color) : Colored(g.state, kRed, color);
+    if (!s.xids.empty()) {
       std::string xids;
-      for (const json& x : s["xids"]) xids += (xids.empty() ? "" : ",") + std::to_string(x.value("xid", 0));
+      for (const gpu::XidEvent& x : s.xids) xids += (xids.empty() ? "" : ",") + std::to_string(x.xid);
       state_cell += Colored(" xid " + xids, kRed, color);
     }
-    std::vector<std::string> row = {std::to_string(g.value("index", 0)), g.value("name", std::string("?")),
+    std::vector<std::string> row = {std::to_string(info.index), info.name.empty() ? "?" : info.name,
                                     Or(util), Or(mem), Or(temp), Or(power), Or(pcie), Or(fan), throttle};
     if (risk_shown) {
-      auto risk = Field<double>(g, "failure_risk");
-      std::string cell = risk ? fmt::format("{:.2f}", *risk) : "-";
-      if (risk && *risk >= 0.5) cell = Colored(cell, kRed, color);
+      std::string cell = g.failure_risk ? fmt::format("{:.2f}", *g.failure_risk) : "-";
+      if (g.failure_risk && *g.failure_risk >= 0.5) cell = Colored(cell, kRed, color);
       row.push_back(cell);
     }
     row.push_back(state_cell);

@@ -1,16 +1,16 @@
 // The fleet as a table in the spirit of nvidia-smi and nvitop, from the JSON
-// that the API serves (daemon/fleet_view.h).
+// that the API serves (api/gpus.h).
 #pragma once
 
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "api/gpus.h"
 
 namespace gpuherd::cli {
 
 // A banner when the fleet is simulated, then one row per GPU: index, model,
 // utilization, memory, temperature, power, PCIe gen/width (marked "!" with the
 // maximum when below it), fan, throttle reasons and state.
-std::string RenderFleetTable(const nlohmann::json& fleet, bool color);
+std::string RenderFleetTable(const api::Fleet& fleet, bool color);
 
 }  // namespace gpuherd::cli

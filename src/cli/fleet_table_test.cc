@@ -24,7 +24,7 @@ json Fleet() {
 }
 
 TEST(FleetTableTest, ShowsSimulationBannerAndReadings) {
-  std::string out = RenderFleetTable(Fleet(), false);
+  std::string out = RenderFleetTable(Fleet().get<api::Fleet>(), false);
   EXPECT_EQ(out.rfind("SIMULATED FLEET (asked for with --sim 2)", 0), 0u) << out;
   EXPECT_NE(out.find("87%"), std::string::npos);
   EXPECT_NE(out.find("40.0/80.0 GiB"), std::string::npos);
@@ -33,7 +33,7 @@ TEST(FleetTableTest, ShowsSimulationBannerAndReadings) {
 }
 
 TEST(FleetTableTest, MarksDowntrainedLinkLostGpuAndXid) {
-  std::string out = RenderFleetTable(Fleet(), false);
+  std::string out = RenderFleetTable(Fleet().get<api::Fleet>(), false);
   EXPECT_NE(out.find("Gen4 x8 ! (max Gen4 x16)"), std::string::npos) << out;
   EXPECT_NE(out.find("lost xid 79"), std::string::npos) << out;
   // An absent reading is "-", never 0: the H100 has no fan.
@@ -44,7 +44,7 @@ TEST(FleetTableTest, MarksDowntrainedLinkLostGpuAndXid) {
 TEST(FleetTableTest, RealFleetHasNoBanner) {
   json fleet = Fleet();
   fleet["simulated"] = false;
-  EXPECT_EQ(RenderFleetTable(fleet, false).find("SIMULATED"), std::string::npos);
+  EXPECT_EQ(RenderFleetTable(fleet.get<api::Fleet>(), false).find("SIMULATED"), std::string::npos);
 }
 
 }  // namespace

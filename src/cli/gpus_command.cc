@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "cli/fleet_source.h"
+#include "cli/no_driver.h"
 #include "cli/fleet_table.h"
 
 namespace gpuherd::cli {
@@ -19,11 +20,11 @@ void AddGpusCommand(CLI::App& app, CommandContext* ctx) {
   cmd->callback([ctx, flags] {
     auto clock = host::NewRealClock();
     auto source = FleetSource::Open(*ctx, flags->driver, clock.get());
-    if (!source.ok()) return ctx->Fail(source.status());
+    if (!source.ok()) return FailMaybeNoDriver(ctx, source.status());
     auto fleet = (*source)->Fleet();
     if (!fleet.ok()) return ctx->Fail(fleet.status());
     if (flags->json) {
-      std::printf("%s\n", fleet->dump(2).c_str());
+      std::printf("%s\n", nlohmann::json(*fleet).dump(2).c_str());
       return;
     }
     if (!(*source)->direct_reason().empty() && !flags->driver.asked_for_sim()) {

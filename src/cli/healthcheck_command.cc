@@ -13,6 +13,7 @@
 #include "cli/burnin_history.h"
 #include "cli/command.h"
 #include "cli/daemon_client.h"
+#include "cli/no_driver.h"
 #include "exec/command_runner.h"
 #include "exec/slurm.h"
 #include "host/clock.h"
@@ -55,8 +56,11 @@ std::map<std::string, burnin::Health> LatestHealth(const CommandContext& ctx, st
 Status Run(const CommandContext& ctx, const HealthcheckFlags& flags, int* exit_code) {
   auto host = host::NewHost();
   auto clock = host::NewRealClock();
-  auto opened = gpu::OpenDriver(flags.driver.choice());
-  if (!opened.ok()) return opened.status().Annotate("cannot open the GPU driver");
+  auto opened = gpu::OpenDriver(StrictChoice(flags.driver));
+  if (!opened.ok()) {
+    if (!flags.driver.asked_for_sim()) return NoDriver(opened.status());
+    return opened.status().Annotate("cannot open the GPU driver");
+  }
   auto fleet = opened->driver->Discover();
   if (!fleet.ok()) return fleet.status().Annotate("cannot enumerate the GPUs");
   std::string note;
@@ -171,7 +175,7 @@ void AddHealthcheckCommand(CLI::App& app, CommandContext* ctx) {
   cmd->callback([ctx, flags] {
     int code = 0;
     Status s = Run(*ctx, *flags, &code);
-    if (!s.ok()) return ctx->Fail(s);
+    if (!s.ok()) return FailMaybeNoDriver(ctx, s);
     ctx->exit_code = code;
   });
 }

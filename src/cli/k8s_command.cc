@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/latest_burnins.h"
+#include "cli/no_driver.h"
 #include "doctor/k8s_labels.h"
 #include "doctor/node_gpus.h"
 #include "host/clock.h"
@@ -23,7 +24,9 @@ void Run(CommandContext* ctx, const LabelFlags& flags) {
   auto host = host::NewHost();
   auto clock = host::NewRealClock();
   auto node = doctor::DetectGpus(flags.driver.choice(), *host, clock->Now());
-  if (!node.ok()) return ctx->Fail(node.status());
+  if (!node.ok()) {
+    return FailMaybeNoDriver(ctx, flags.driver.asked_for_sim() ? node.status() : NoDriver(node.status()));
+  }
   const LatestBurnIns burnins = ReadLatestBurnIns(*ctx);
   auto labels = doctor::NodeLabels(node->gpus, burnins.verdicts);
   if (!labels.ok()) return ctx->Fail(labels.status());

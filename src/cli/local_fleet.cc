@@ -1,7 +1,5 @@
 #include "cli/local_fleet.h"
 
-#include "daemon/fleet_view.h"
-#include "daemon/record_json.h"
 #include "host/host.h"
 
 namespace gpuherd::cli {
@@ -24,14 +22,14 @@ Result<std::unique_ptr<LocalFleet>> LocalFleet::Open(const gpu::DriverChoice& ch
   return local;
 }
 
-Result<nlohmann::json> LocalFleet::Snapshot() {
+Result<api::Fleet> LocalFleet::Snapshot() {
   auto round = sampler_->SampleOnce(clock_->Now());
   if (!round.ok()) return round.status();
   auto result = telemetry_->Ingest(*round);
   for (const auto& e : result.events) {
-    events_.push_back(daemon::EventJson(e));
+    events_.push_back(api::EventOf(e));
   }
-  return daemon::FleetJson(daemon::ViewOf(fleet_, *telemetry_, opened_.sim_reason, host::NewHost()->Hostname()));
+  return api::FleetOf(fleet_, *telemetry_, opened_.sim_reason, host::NewHost()->Hostname());
 }
 
 }  // namespace gpuherd::cli

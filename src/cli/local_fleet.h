@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "api/events.h"
+#include "api/gpus.h"
 #include "gpu/open.h"
 #include "host/clock.h"
 #include "telemetry/sampler.h"
@@ -17,10 +19,10 @@ namespace gpuherd::cli {
 class LocalFleet {
  public:
   static Result<std::unique_ptr<LocalFleet>> Open(const gpu::DriverChoice& choice, host::Clock* clock);
-  // Samples every GPU now and returns the fleet JSON (daemon/fleet_view.h).
-  Result<nlohmann::json> Snapshot();
-  // Events raised by the readings so far (lost GPUs, XIDs, PCIe...), as the API's JSON.
-  const nlohmann::json& events() const { return events_; }
+  // Samples every GPU now and returns the fleet as the API shows it.
+  Result<api::Fleet> Snapshot();
+  // Events raised by the readings so far (lost GPUs, XIDs, PCIe...).
+  const std::vector<api::Event>& events() const { return events_; }
 
  private:
   LocalFleet() = default;
@@ -29,7 +31,7 @@ class LocalFleet {
   gpu::Fleet fleet_;
   std::unique_ptr<telemetry::Sampler> sampler_;
   std::unique_ptr<telemetry::Telemetry> telemetry_;
-  nlohmann::json events_ = nlohmann::json::array();
+  std::vector<api::Event> events_;
 };
 
 }  // namespace gpuherd::cli

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "daemon/http_server.h"
+#include "http/server.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -39,10 +39,10 @@ class PipelineCommandsTest : public ::testing::Test {
     char pattern[] = "/tmp/gpuherd-pipecli-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     dir_ = pattern;
-    daemon::HttpServerOptions options;
+    http::ServerOptions options;
     options.unix_path = dir_ + "/gpuherd.sock";
     options.tcp_port = -1;
-    auto server = daemon::HttpServer::Start(options, [this](const daemon::HttpRequest& r) { return Handle(r); });
+    auto server = http::Server::Start(options, [this](const http::Request& r) { return Handle(r); });
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server.value());
   }
@@ -52,10 +52,10 @@ class PipelineCommandsTest : public ::testing::Test {
   }
 
   // The run is running for the first `running_polls` GETs, then ends with `outcome`.
-  daemon::HttpResponse Handle(const daemon::HttpRequest& r) {
+  http::Response Handle(const http::Request& r) {
     std::lock_guard lock(mu_);
     requests_.push_back(r.method + " " + r.target);
-    daemon::HttpResponse response;
+    http::Response response;
     if (r.method == "POST" && r.path == "/v1/pipelines") {
       posted_ = json::parse(r.body);
       response.status = 201;
@@ -80,7 +80,7 @@ class PipelineCommandsTest : public ::testing::Test {
     } else if (r.method == "POST" && r.path == "/v1/pipelines/7/cancel") {
       response.body = json{{"state", "cancelled"}}.dump();
     } else {
-      response = daemon::HttpErrorResponse(404, "no pipeline run " + r.path);
+      response = http::ErrorResponse(404, "no pipeline run " + r.path);
     }
     return response;
   }
@@ -133,7 +133,7 @@ class PipelineCommandsTest : public ::testing::Test {
   }
 
   std::string dir_;
-  std::unique_ptr<daemon::HttpServer> server_;
+  std::unique_ptr<http::Server> server_;
   std::mutex mu_;
   std::vector<std::string> requests_;
   json posted_;

@@ -108,17 +108,54 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
   std::string state = Text(pipeline, "outcome").empty() ? Text(pipeline, "state") : Text(pipeline, "outcome");
   std::string out = fmt::format("pipeline {} {}: {}, {}\n", Text(pipeline, "id"), Text(pipeline, "name"), state,
                                 NodeCountsCell(CountNodes(pipeline)));
-  Table table({"NODE", "STATE", "GPU", "ELAPSED", "ATTEMPTS", "LATEST"});
+  // With an objective, the best point first and a RANK column.
+  const json best_points = pipeline.value("best_points", json::object());
+  const json objectives = pipeline.value("objectives", json::object());
+  for (const auto& [step, b] : best_points.items()) {
+    const json o = objectives.value(step, json::object());
+    out += Printable(fmt::format("best of {} by {} ({}): {} with {} = {} at step {}", step, Text(o, "metric"),
+                       Text(o, "mode"), Text(b, "node"), Text(b, "metric"),
+                       b.contains("value") && b["value"].is_number() ? fmt::format("{:.6g}", b["value"].get<double>())
+                                                                     : "-",
+                       Text(b, "step"))) + "\n";
+  }
+  const bool ranked = !objectives.empty();
+  std::vector<std::string> header = {"NODE", "STATE", "GPU", "ELAPSED", "ATTEMPTS", "LATEST"};
+  if (ranked) header.insert(header.begin(), "RANK");
+  Table table(header);
   for (const json& node : Nodes(pipeline)) {
     std::string node_state = Text(node, "state");
     std::string latest = LatestMetricCell(node.value("latest_metrics", json()));
-    if ((node_state == "failed" || node_state == "skipped") && !Text(node, "reason").empty()) {
+    if ((node_state == "failed" || node_state == "skipped" || node_state == "stopped") &&
+        !Text(node, "reason").empty()) {
       latest = Text(node, "reason");
     }
-    table.AddRow({Text(node, "id"), NodeStateCell(node_state, color), NodeGpusCell(node), NodeElapsedCell(node, now),
-                  std::to_string(Int(node, "attempts")), latest});
+    std::vector<std::string> row = {Text(node, "id"), NodeStateCell(node_state, color), NodeGpusCell(node),
+                                    NodeElapsedCell(node, now), std::to_string(Int(node, "attempts")), latest};
+    if (ranked) {
+      const json o = node.value("objective", json::object());
+      row.insert(row.begin(), Int(o, "rank") > 0 ? std::to_string(Int(o, "rank")) : "-");
+    }
+    table.AddRow(row);
   }
-  return out + table.Render({3, 4});
+  out += table.Render(ranked ? std::vector<size_t>{0, 4, 5} : std::vector<size_t>{3, 4});
+  // Why earlier attempts ended (a requeue for a GPU fault or a preemption, a
+  // failure with the end of its stderr), node by node.
+  for (const json& node : Nodes(pipeline)) {
+    const json history = node.value("attempt_history", json::array());
+    if (!history.is_array()) continue;
+    for (const json& a : history) {
+      if (!a.is_object()) continue;
+      std::string line = fmt::format("{} job {}: {}: {}", Text(node, "id"), Text(a, "job"), Text(a, "state"),
+                                     Text(a, "reason"));
+      const json tail = a.value("stderr_tail", json::array());
+      if (tail.is_array() && !tail.empty() && tail.back().is_string()) {
+        line += " (stderr: " + tail.back().get<std::string>() + ")";
+      }
+      out += Printable(line) + "\n";
+    }
+  }
+  return out;
 }
 
 bool PipelineFinished(const json& pipeline) {

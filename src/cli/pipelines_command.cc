@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/pipeline_format.h"
+#include "cli/table.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -34,13 +35,13 @@ void AddShow(CLI::App* group, CommandContext* ctx) {
       return;
     }
     std::fputs(ProgressTable(*reply, reply->value("now", WallNow()), ctx->color()).c_str(), stdout);
-    if (std::string dir = reply->value("run_dir", std::string()); !dir.empty()) std::printf("run folder: %s\n", dir.c_str());
+    if (std::string dir = reply->value("run_dir", std::string()); !dir.empty()) std::printf("run folder: %s\n", Printable(dir).c_str());
     std::string params;
     const json given = reply->value("params", json::object());
     for (const auto& [k, v] : given.items()) {
       params += (params.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
     }
-    if (!params.empty()) std::printf("params: %s\n", params.c_str());
+    if (!params.empty()) std::printf("params: %s\n", Printable(params).c_str());
   });
 }
 

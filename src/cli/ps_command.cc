@@ -5,10 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "api/decode.h"
+#include "api/jobs.h"
 #include "cli/command.h"
-#include "cli/http_client.h"
 #include "cli/job_format.h"
 #include "cli/table.h"
+#include "http/client.h"
+#include "http/json_body.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -50,9 +53,9 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     std::string target = std::string("/v1/jobs?all=") + (f->all ? "1" : "0");
     if (!f->user.empty()) target += "&user=" + f->user;
     if (!f->state.empty()) target += "&state=" + f->state;
-    auto response = HttpClient(HttpEndpoint{ctx->dir().socket_path()}).Request("GET", target);
+    auto response = http::Client(http::Endpoint{ctx->dir().socket_path()}).Request("GET", target);
     if (!response.ok()) return ctx->Fail(response.status());
-    if (response->status < 200 || response->status >= 300) return ctx->Fail(StatusFromResponse(*response));
+    if (response->status < 200 || response->status >= 300) return ctx->Fail(http::StatusFromResponse(*response));
     if (f->json) {
       if (std::string_view jobs = JobsArrayText(response->body); !jobs.empty()) {
         std::fwrite(jobs.data(), 1, jobs.size(), stdout);
@@ -60,21 +63,21 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
         return;
       }
     }
-    auto reply = nlohmann::json::parse(response->body, nullptr, /*allow_exceptions=*/false);
-    if (reply.is_discarded() || !reply.is_object()) {
-      return ctx->Fail(Internal("the daemon sent a reply that is not JSON for " + target));
+    auto reply = http::ParseJson(response->body, {.max_bytes = response->body.size(), .max_depth = 64});
+    if (!reply.ok() || !reply->is_object()) {
+      return ctx->Fail(Internal("the daemon sent a reply that is not a JSON object for " + target));
     }
-    const nlohmann::json& jobs = reply["jobs"];
     if (f->json) {
-      std::printf("%s\n", jobs.dump().c_str());  // compact, as the daemon sends it
+      std::printf("%s\n", (*reply)["jobs"].dump().c_str());  // compact, as the daemon sends it
       return;
     }
-    TimeMs now = reply.value("now", int64_t{0});
+    auto jobs = api::Decode<std::vector<api::JobView>>(reply->value("jobs", nlohmann::json::array()), "the queue");
+    if (!jobs.ok()) return ctx->Fail(jobs.status());
+    TimeMs now = reply->value("now", int64_t{0});
     Table table({"ID", "NAME", "USER", "STATE", "GPUS", "ON", "PRIO", "TIME", "REASON"});
-    for (const auto& j : jobs) {
-      table.AddRow({std::to_string(j.value("id", 0)), j.value("name", std::string()), j.value("user", std::string()),
-                    StateCell(j.value("state", std::string()), ctx->color()), GpusRequested(j), GpusAssigned(j),
-                    std::to_string(j.value("priority", 0)), JobTime(j, now), j.value("reason", std::string())});
+    for (const api::JobView& j : *jobs) {
+      table.AddRow({std::to_string(j.id), j.name, j.user, StateCell(j.state, ctx->color()), api::GpusRequested(j),
+                    api::GpusAssigned(j), std::to_string(j.priority), api::JobTime(j, now), j.reason});
     }
     std::fputs(table.Render({0, 6}).c_str(), stdout);
   });

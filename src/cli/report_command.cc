@@ -1,7 +1,10 @@
-// gpuherd report ID [--format html|md|csv] [-o FILE]: the results of a
+// gpuherd report ID [ID2] [--format html|md|csv] [-o FILE]: the results of a
 // pipeline run. HTML goes to <run folder>/report.html; md and csv to stdout.
+// With two ids, the runs side by side (html to <first run folder>/compare-A-B.html).
 #include <chrono>
 #include <cstdio>
+#include <optional>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/daemon_client.h"
@@ -23,48 +26,74 @@ void AddGpuShares(DaemonClient& client, nlohmann::json* pipeline) {
   }
 }
 
+// The report of one run, as the daemon has it now.
+Result<pipeline::Report> Fetch(DaemonClient& client, int64_t id) {
+  const std::string target = "/v1/pipelines/" + std::to_string(id);
+  auto pipeline = client.Get(target);
+  if (!pipeline.ok()) return pipeline.status();
+  auto metrics = client.Get(target + "/metrics");
+  if (!metrics.ok()) return metrics.status();
+  pipeline::ReportData data;
+  data.pipeline = *pipeline;
+  AddGpuShares(client, &data.pipeline);
+  data.metrics = metrics->value("metrics", nlohmann::json::array());
+  data.now = pipeline->value(
+      "now", std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                 .count());
+  return pipeline::Summarize(data);
+}
+
 }  // namespace
 
 void AddReportCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
-    int64_t id = 0;
+    std::vector<int64_t> ids;
     std::string format = "html";
     std::string output;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("report", "Write a pipeline run's report: sweep table, curves, GPU-hours");
-  cmd->add_option("id", f->id, "Pipeline id")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--format", f->format, "html (a self-contained page), md or csv")
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Write a pipeline run's report (the best point, ranked points, plots, GPU-hours), or compare two runs");
+  cmd->add_option("ids", f->ids, "Pipeline id; a second id compares the two runs side by side")
+      ->required()
+      ->expected(1, 2)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--format", f->format, "html (a self-contained page), md or csv (one run only)")
       ->check(CLI::IsMember({"html", "md", "csv"}));
   cmd->add_option("-o,--output", f->output, "Write here (default: html to <run folder>/report.html, others to stdout)");
   cmd->callback([ctx, f] {
+    if (f->ids.size() == 2 && f->format == "csv") {
+      throw CLI::ValidationError("--format", "csv is for one run; compare two runs with --format html or md");
+    }
     DaemonClient client(ctx->dir());
-    const std::string target = "/v1/pipelines/" + std::to_string(f->id);
-    auto pipeline = client.Get(target);
-    if (!pipeline.ok()) return ctx->Fail(pipeline.status());
-    auto metrics = client.Get(target + "/metrics");
-    if (!metrics.ok()) return ctx->Fail(metrics.status());
-    pipeline::ReportData data;
-    data.pipeline = *pipeline;
-    AddGpuShares(client, &data.pipeline);
-    data.metrics = metrics->value("metrics", nlohmann::json::array());
-    data.now = pipeline->value(
-        "now", std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-                   .count());
-    auto report = pipeline::Summarize(data);
+    auto report = Fetch(client, f->ids[0]);
     if (!report.ok()) return ctx->Fail(report.status());
+    std::optional<pipeline::Report> other;
+    if (f->ids.size() == 2) {
+      auto second = Fetch(client, f->ids[1]);
+      if (!second.ok()) return ctx->Fail(second.status());
+      other = std::move(second).value();
+    }
     std::string text;
-    if (f->format == "html") text = pipeline::RenderHtml(*report, pipeline::EmbeddedChartLibrary());
-    else if (f->format == "md") text = pipeline::RenderMarkdown(*report);
-    else text = pipeline::RenderCsv(*report);
+    if (other) {
+      text = f->format == "html" ? pipeline::RenderComparisonHtml(*report, *other)
+                                 : pipeline::RenderComparisonMarkdown(*report, *other);
+    } else if (f->format == "html") {
+      text = pipeline::RenderHtml(*report, pipeline::EmbeddedChartLibrary());
+    } else if (f->format == "md") {
+      text = pipeline::RenderMarkdown(*report);
+    } else {
+      text = pipeline::RenderCsv(*report);
+    }
 
     std::string path = f->output;
     if (path.empty() && f->format == "html") {
       if (report->run_dir.empty()) {
-        return ctx->Fail(FailedPrecondition("the daemon reported no run folder for pipeline " + std::to_string(f->id) +
-                                            "; choose where the report goes with -o FILE"));
+        return ctx->Fail(FailedPrecondition("the daemon reported no run folder for pipeline " +
+                                            std::to_string(f->ids[0]) + "; choose where the report goes with -o FILE"));
       }
-      path = report->run_dir + "/report.html";
+      path = report->run_dir + (other ? "/compare-" + std::to_string(f->ids[0]) + "-" + std::to_string(f->ids[1]) + ".html"
+                                      : std::string("/report.html"));
     }
     if (path.empty() || path == "-") {
       std::fwrite(text.data(), 1, text.size(), stdout);

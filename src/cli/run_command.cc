@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/pipeline_format.h"
+#include "cli/table.h"
 #include "pipeline/plan.h"
 #include "pipeline/spec.h"
 
@@ -83,7 +84,7 @@ class ProgressView {
       lines_ = static_cast<int>(std::count(frame.begin(), frame.end(), '\n'));
     } else {
       for (const std::string& line : ProgressChanges(previous_, pipeline, now)) {
-        std::printf("%s %s\n", FormatTimeUtc(now).c_str(), line.c_str());
+        std::printf("%s %s\n", FormatTimeUtc(now).c_str(), Printable(line).c_str());
       }
       previous_ = pipeline;
     }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/no_driver.h"
 #include "doctor/cpulist.h"
 #include "doctor/gres.h"
 #include "doctor/host_gpus.h"
@@ -25,7 +26,9 @@ void Run(CommandContext* ctx, const GresFlags& flags) {
   auto host = host::NewHost();
   auto clock = host::NewRealClock();
   auto node = doctor::DetectGpus(flags.driver.choice(), *host, clock->Now());
-  if (!node.ok()) return ctx->Fail(node.status());
+  if (!node.ok()) {
+    return FailMaybeNoDriver(ctx, flags.driver.asked_for_sim() ? node.status() : NoDriver(node.status()));
+  }
   doctor::GresOptions options;
   // Slurm's NodeName is the short host name (hostname -s).
   options.node_name = flags.node.empty() ? host->Hostname().substr(0, host->Hostname().find('.')) : flags.node;

@@ -24,7 +24,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
     std::string gpus = "0", gpu_mem, model, min_cc, mem, time_limit, grace, name, file;
     int cpus = 0, priority = 0, max_restarts = 0, array = 0;
-    bool preemptible = false, json = false;
+    bool preemptible = false, mixed_models = false, json = false;
     std::vector<std::string> env, labels, command;
     std::vector<int64_t> after;
   };
@@ -40,6 +40,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--time-limit", f->time_limit, "Stop the job after this long, e.g. 12h");
   cmd->add_option("--checkpoint-grace", f->grace, "Time between SIGTERM and SIGKILL (default 30s)");
   cmd->add_flag("--preemptible", f->preemptible, "Let higher-priority jobs preempt this one");
+  cmd->add_flag("--mixed-models", f->mixed_models, "A multi-GPU job may get GPUs of different models");
   cmd->add_option("--max-restarts", f->max_restarts, "Restarts after GPU faults or preemption")
       ->check(CLI::Range(0, 1000));
   cmd->add_option("--after", f->after, "Start only after these job ids completed");
@@ -84,6 +85,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
     if (f->cpus) spec["cpus"] = f->cpus;
     if (f->priority) spec["priority"] = f->priority;
     if (f->preemptible) spec["preemptible"] = true;
+    if (f->mixed_models) spec["mixed_models"] = true;
     if (f->max_restarts) spec["max_restarts"] = f->max_restarts;
     if (!f->after.empty()) spec["depends_on"] = f->after;
     if (!spec.contains("cwd")) {

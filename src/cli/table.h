@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuherd::cli {
@@ -10,6 +11,7 @@ class Table {
  public:
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
   // Cells may contain ANSI colour codes; they do not count towards width.
+  // Any other control character in a cell is printed escaped (Printable).
   void AddRow(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
   // Columns listed in `right_aligned` (by index) are aligned right (numbers).
   std::string Render(const std::vector<size_t>& right_aligned = {}) const;
@@ -18,6 +20,19 @@ class Table {
   std::vector<std::string> headers_;
   std::vector<std::vector<std::string>> rows_;
 };
+
+// User text made safe for a terminal: every control character (C0 such as
+// NUL, ESC, CR, LF and TAB; DEL; the C1 range U+0080..U+009F) becomes a
+// visible escape ("\0", "\e", "\r", "\n", "\t", "\x7f", "\u009b"). Every
+// place the CLI prints a name, label, command, reason or message that a
+// user or a job wrote goes through it (tables do it for their cells); JSON
+// output needs nothing, since JSON escapes control characters itself.
+std::string Printable(std::string_view text);
+// Printable, except that line feeds are kept: a multi-line message.
+std::string PrintableLines(std::string_view text);
+// Printable, except that colour sequences ("ESC [ 31 m", what Colored
+// writes) are kept: a table cell.
+std::string PrintableCell(std::string_view text);
 
 // Display width of a UTF-8 string without ANSI escape sequences.
 size_t DisplayWidth(const std::string& text);

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/fleet_source.h"
+#include "cli/no_driver.h"
 #include "cli/fleet_table.h"
 #include "cli/table.h"
 #include "core/time.h"
@@ -17,12 +18,12 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;  // set by SIGINT; read by the refresh loop
 void OnInterrupt(int) { g_interrupted = 1; }
 
-std::string RenderEvents(const nlohmann::json& events, bool color) {
+std::string RenderEvents(const std::vector<api::Event>& events, bool color) {
   std::string out;
-  for (const auto& e : events) {
-    std::string severity = e.value("severity", std::string("info"));
-    std::string line = fmt::format("{}  {:<8} {:<16} {}", FormatTimeUtc(e.value("time", int64_t{0})).substr(11, 8),
-                                   severity, e.value("kind", std::string()), e.value("message", std::string()));
+  for (const api::Event& e : events) {
+    const std::string& severity = e.severity;
+    std::string line = fmt::format("{}  {:<8} {:<16} {}", FormatTimeUtc(e.time).substr(11, 8), severity, e.kind,
+                                   e.message);
     if (severity == "critical") line = Colored(line, kRed, color);
     else if (severity == "warning") line = Colored(line, kYellow, color);
     out += line + "\n";
@@ -52,7 +53,7 @@ void AddTopCommand(CLI::App& app, CommandContext* ctx) {
     }
     auto clock = host::NewRealClock();
     auto source = FleetSource::Open(*ctx, flags->driver, clock.get());
-    if (!source.ok()) return ctx->Fail(source.status());
+    if (!source.ok()) return FailMaybeNoDriver(ctx, source.status());
     bool tty = ::isatty(STDOUT_FILENO);
     std::signal(SIGINT, OnInterrupt);
     TimeMs next = clock->Now();
@@ -60,7 +61,7 @@ void AddTopCommand(CLI::App& app, CommandContext* ctx) {
       auto fleet = (*source)->Fleet();
       if (!fleet.ok()) return ctx->Fail(fleet.status());
       auto events = (*source)->RecentEvents(8);
-      std::string frame = fmt::format("gpuherd top — {} — {}{}\n\n", fleet->value("hostname", std::string()),
+      std::string frame = fmt::format("gpuherd top — {} — {}{}\n\n", fleet->hostname,
                                       FormatTimeUtc(clock->Now()).substr(0, 19),
                                       (*source)->direct_reason().empty() ? "" : " (direct: no daemon)");
       frame += RenderFleetTable(*fleet, ctx->color());

@@ -43,7 +43,10 @@ bool ParseDuration(const std::string& text, DurationMs* out) {
   else if (unit == "h") scale = kHourMs;
   else if (unit == "d") scale = 24.0 * kHourMs;
   else return false;
-  *out = static_cast<DurationMs>(value * scale + 0.5);
+  // Checked before the conversion: a double beyond int64 is undefined there.
+  double ms = value * scale + 0.5;
+  if (!(ms <= static_cast<double>(kMaxDurationMs))) return false;
+  *out = static_cast<DurationMs>(ms);
   return true;
 }
 

@@ -10,6 +10,13 @@ TEST(TimeTest, FormatsUtcWithMilliseconds) {
   EXPECT_EQ(FormatTimeUtc(1796214806123), "2026-12-02T12:33:26.123Z");
 }
 
+TEST(TimeTest, SaturatingAddClampsInsteadOfOverflowing) {
+  EXPECT_EQ(SaturatingAdd(5, 7), 12);
+  EXPECT_EQ(SaturatingAdd(INT64_MAX - 1, 5), INT64_MAX);
+  EXPECT_EQ(SaturatingAdd(INT64_MIN + 1, -5), INT64_MIN);
+  EXPECT_EQ(SaturatingAdd(INT64_MAX, -1), INT64_MAX - 1);
+}
+
 TEST(TimeTest, FormatsDurations) {
   EXPECT_EQ(FormatDuration(250), "250ms");
   EXPECT_EQ(FormatDuration(5000), "5s");
@@ -31,6 +38,13 @@ TEST(TimeTest, ParsesDurationsAndRejectsGarbage) {
   EXPECT_FALSE(ParseDuration("", &d));
   EXPECT_FALSE(ParseDuration("fast", &d));
   EXPECT_FALSE(ParseDuration("5 parsecs", &d));
+  // Beyond the range: refused, not converted (a double beyond int64 made an
+  // undefined conversion, then an overflow in Now() + grace).
+  EXPECT_FALSE(ParseDuration("106751991167d", &d));
+  EXPECT_FALSE(ParseDuration("11575d", &d));
+  EXPECT_FALSE(ParseDuration(std::string(400, '9'), &d));
+  ASSERT_TRUE(ParseDuration("11574d", &d));
+  EXPECT_LE(d, kMaxDurationMs);
 }
 
 TEST(TimeTest, FloorsToStep) {

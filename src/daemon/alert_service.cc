@@ -248,12 +248,12 @@ void AlertService::Act(const alerts::AlertTransition& t) {
 
 Result<json> AlertService::ListJson(bool all) {
   json list = json::array();
-  for (const alerts::Alert& a : engine_.Active()) list.push_back(AlertJson(ToRecord(a)));
-  for (const auto& [key, a] : external_) list.push_back(AlertJson(ToRecord(a)));
+  for (const alerts::Alert& a : engine_.Active()) list.push_back(api::AlertOf(ToRecord(a)));
+  for (const auto& [key, a] : external_) list.push_back(api::AlertOf(ToRecord(a)));
   if (all) {
     auto resolved = state_->store->ListResolvedAlerts(state_->clock->Now() - kRecentlyResolved, kMaxResolvedListed);
     if (!resolved.ok()) return resolved.status();
-    for (const store::AlertRecord& r : *resolved) list.push_back(AlertJson(r));
+    for (const store::AlertRecord& r : *resolved) list.push_back(api::AlertOf(r));
   }
   return json{{"alerts", list}, {"now", state_->clock->Now()}};
 }

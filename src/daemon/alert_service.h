@@ -20,7 +20,7 @@
 #include "alerts/rules.h"
 #include "core/status.h"
 #include "daemon/daemon_state.h"
-#include "daemon/record_json.h"  // AlertJson
+#include "api/events.h"
 #include "daemon/job_service.h"
 #include "host/host.h"
 #include "telemetry/prometheus.h"

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/time.h"
+#include "http/json_body.h"
 
 namespace gpuherd::daemon {
 
@@ -49,13 +50,12 @@ Result<std::vector<int>> ChoosePositions(const json& gpus, const gpu::Fleet& fle
   } else if (gpus.is_array() && !gpus.empty()) {
     for (const json& g : gpus) {
       std::string id = g.is_number_integer() ? std::to_string(g.get<int64_t>()) : g.is_string() ? g.get<std::string>() : "";
-      auto it = std::find_if(fleet.gpus.begin(), fleet.gpus.end(), [&](const gpu::GpuInfo& info) {
-        return !id.empty() && (info.uuid == id || std::to_string(info.index) == id);
-      });
-      if (it == fleet.gpus.end()) {
-        return FieldError("gpus", "names " + g.dump() + ", which is not a GPU of this machine (`gpuherd gpus` lists them)");
+      int position = gpu::FindGpu(fleet.gpus, id);
+      if (position < 0) {
+        return FieldError("gpus", "names " + http::DumpCapped(g, 80) +
+                                      ", which is not a GPU of this machine (`gpuherd gpus` lists them)");
       }
-      chosen.insert(static_cast<int>(it - fleet.gpus.begin()));
+      chosen.insert(position);
     }
   } else {
     return FieldError("gpus", "must be \"all\" or a non-empty list of GPU indices or UUIDs, got " + gpus.dump());

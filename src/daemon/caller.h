@@ -7,6 +7,10 @@
 namespace gpuherd::daemon {
 
 struct Caller {
+  // The uid of a caller who proved nothing (TCP without the token); (uid_t)-1
+  // is no account's uid.
+  static constexpr uint32_t kNoUid = UINT32_MAX;
+
   uint32_t uid = 0;
   uint32_t gid = 0;
   std::string user;     // the account name ("uid 1234" when it has none)

@@ -19,17 +19,19 @@
 #include "core/version.h"
 #include "alerts/rules.h"
 #include "daemon/alert_service.h"
-#include "daemon/api.h"
+#include "api/events.h"
 #include "daemon/burnin_jobs.h"
+#include "daemon/mps_control.h"
 #include "daemon/dashboard.h"
-#include "daemon/dashboard_api.h"
-#include "daemon/auth.h"
+#include "daemon/routes/access.h"
+#include "daemon/routes/routes.h"
+#include "http/token.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_loop.h"
 #include "daemon/turn_participant.h"
 #include "daemon/pipeline_service.h"
 #include "daemon/risk_service.h"
-#include "daemon/http_server.h"
+#include "http/server.h"
 #include "daemon/metrics_service.h"
 #include "exec/executor.h"
 #include "gpu/json.h"
@@ -40,18 +42,6 @@
 
 namespace gpuherd::daemon {
 namespace {
-
-store::EventRecord MakeEvent(TimeMs now, std::string kind, store::Severity severity, std::string message,
-                             std::string gpu_uuid = "", nlohmann::json data = nlohmann::json::object()) {
-  store::EventRecord e;
-  e.time = now;
-  e.kind = std::move(kind);
-  e.severity = severity;
-  e.message = std::move(message);
-  e.gpu_uuid = std::move(gpu_uuid);
-  e.data_json = data.dump();
-  return e;
-}
 
 // Holds an exclusive flock on <home>/daemon.lock for the daemon's life, so two
 // daemons never share one state directory. The kernel drops it on any exit.
@@ -124,18 +114,19 @@ struct Daemon::Impl {
   std::unique_ptr<telemetry::Sampler> sampler;
   std::unique_ptr<EventLoop> loop;
   std::unique_ptr<exec::Executor> executor;
+  std::unique_ptr<MpsControl> mps;  // --mps; quits its control daemons after the jobs are gone
   std::unique_ptr<JobService> jobs;
   std::unique_ptr<LocalBackend> local_backend;
   std::unique_ptr<exec::CommandRunner> slurm_runner;
   std::unique_ptr<SlurmBackend> slurm_backend;
   std::unique_ptr<PipelineService> pipelines;  // uses jobs and the backends: declared after, destroyed first
-  std::unique_ptr<Api> api;
-  std::unique_ptr<DashboardApi> dashboard;  // the web dashboard's extra reads
+  std::unique_ptr<routes::Routes> routes;
+  std::vector<std::string> allowed_hosts;  // Host names served over TCP (routes/access.h)
   std::unique_ptr<AlertService> alerts;
   std::unique_ptr<MetricsService> metrics;
   std::unique_ptr<RiskService> risk;
-  std::unique_ptr<HttpServer> server;
-  std::unique_ptr<HttpServer> metrics_server;  // --metrics-port: /metrics only
+  std::unique_ptr<http::Server> server;
+  std::unique_ptr<http::Server> metrics_server;  // --metrics-port: /metrics only
 
   ~Impl() {
     if (metrics_server) metrics_server->Stop();
@@ -175,9 +166,9 @@ struct Daemon::Impl {
     participants.Add(adapters.back().get());
   }
 
-  Caller CallerOf(const HttpRequest& request) const {
+  Caller CallerOf(const http::Request& request) const {
     Caller c;
-    bool token_ok = HasValidToken(request.headers, token);
+    bool token_ok = http::HasValidToken(request.headers, token);
     if (request.via_unix_socket && request.peer_uid) {
       c.uid = *request.peer_uid;
       c.gid = request.peer_gid.value_or(0);
@@ -190,6 +181,9 @@ struct Daemon::Impl {
       c.user = UserName(c.uid);
       c.authenticated = true;
       c.admin = true;
+    } else {
+      c.uid = Caller::kNoUid;  // owns nothing: MayActOn() is false for every job and run
+      c.gid = Caller::kNoUid;
     }
     return c;
   }
@@ -215,28 +209,26 @@ struct Daemon::Impl {
     state.last_round_took = round.took;
   }
 
-  HttpResponse Serve(const HttpRequest& request) {
+  http::Response Serve(const http::Request& request) {
+    if (auto refused = routes::CheckHost(request, allowed_hosts)) return std::move(*refused);
     // The dashboard's page and scripts: fixed bytes, no state, no token.
     if (auto page = ServeDashboard(request)) return std::move(*page);
     Caller caller = CallerOf(request);
-    if (IsMutation(request) && !caller.authenticated) {
-      return HttpErrorResponse(401, "this request changes state: over TCP it needs the API token, sent as "
+    if (routes::IsMutation(request) && !caller.authenticated) {
+      return http::ErrorResponse(401, "this request changes state: over TCP it needs the API token, sent as "
                                     "\"Authorization: Bearer <token>\" with the token from " + dir.token_path() +
                                     " (or use the unix socket " + dir.socket_path() + ")");
     }
-    return loop->CallOr<HttpResponse>(
-        [&] {
-          if (auto extra = dashboard->Handle(request, caller)) return std::move(*extra);
-          return api->Handle(request, caller);
-        },
-                                      HttpErrorResponse(503, "the daemon is stopping or cannot write its state "
+    return loop->CallOr<http::Response>(
+        [&] { return routes->Handle(request, caller); },
+                                      http::ErrorResponse(503, "the daemon is stopping or cannot write its state "
                                                          "directory; see its log in " + dir.log_dir()));
   }
 
   // The second listener: /metrics and nothing else, open to any scraper.
-  HttpResponse ServeMetrics(const HttpRequest& request) {
+  http::Response ServeMetrics(const http::Request& request) {
     if (request.path != "/metrics") {
-      return HttpErrorResponse(404, "this port serves only /metrics; the API is on port " +
+      return http::ErrorResponse(404, "this port serves only /metrics; the API is on port " +
                                         std::to_string(server->tcp_port()));
     }
     return Serve(request);
@@ -276,7 +268,7 @@ struct Daemon::Impl {
       for (const auto& r : *known) seen_before |= r.uuid == info.uuid;
       state.batch.gpus.push_back(telemetry::ToGpuRecord(info, now));
       if (!seen_before) {
-        state.batch.events.push_back(MakeEvent(now, "gpu.discovered", store::Severity::kInfo,
+        state.batch.events.push_back(api::NewEvent(now, "gpu.discovered", store::Severity::kInfo,
                                                "new GPU " + std::to_string(info.index) + ": " + info.name +
                                                    " (" + info.pci_bus_id + ")",
                                                info.uuid));
@@ -290,7 +282,7 @@ struct Daemon::Impl {
       nlohmann::json info = nlohmann::json::parse(r.info_json, nullptr, /*allow_exceptions=*/false);
       bool record_was_simulated = info.is_object() && info.value("simulated", false);
       if (!present && record_was_simulated == state.fleet.simulated) {
-        state.batch.events.push_back(MakeEvent(now, "gpu.missing", store::Severity::kWarning,
+        state.batch.events.push_back(api::NewEvent(now, "gpu.missing", store::Severity::kWarning,
                                                "GPU " + r.name + " (" + r.pci_bus_id +
                                                    ") was here before and is not found now",
                                                r.uuid));
@@ -314,7 +306,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!lock.ok()) return lock.status();
   impl->lock_fd = *lock;
 
-  auto token = LoadOrCreateToken(dir);
+  auto token = http::LoadOrCreateToken(dir);
   if (!token.ok()) return token.status();
   impl->token = *token;
 
@@ -336,6 +328,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!fleet.ok()) return fleet.status().Annotate("cannot enumerate GPUs");
   state.fleet = *fleet;
   if (state.fleet.simulated) spdlog::warn("SIMULATED fleet of {} GPUs: {}", state.fleet.gpus.size(), state.sim_reason);
+  if (options.mps) {
+    if (state.fleet.simulated) {
+      return FailedPrecondition("--mps needs real GPUs; this fleet is simulated (" + state.sim_reason + ")");
+    }
+    std::vector<std::string> uuids;
+    for (const auto& g : state.fleet.gpus) uuids.push_back(g.uuid);
+    auto mps = StartMpsControl(options.home, uuids);
+    if (!mps.ok()) return mps.status();
+    impl->mps = std::move(mps).value();
+  }
 
   telemetry::TelemetryOptions telemetry_options;
   telemetry_options.ring_capacity = options.ring_capacity;
@@ -344,7 +346,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
 
   TimeMs now = clock->Now();
   GPUHERD_RETURN_IF_ERROR(impl->RecordFleet(now));
-  state.batch.events.push_back(MakeEvent(
+  state.batch.events.push_back(api::NewEvent(
       now, "daemon.start", store::Severity::kInfo,
       fmt::format("gpuherd {} started with {} GPUs ({}{})", kVersion, state.fleet.gpus.size(),
                   state.fleet.driver_name, state.fleet.simulated ? ", simulated: " + state.sim_reason : ""),
@@ -355,11 +357,19 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   impl->loop = std::make_unique<EventLoop>([raw] { return raw->CommitTurn(); });
 
   exec::ExecutorOptions exec_options;
+  exec_options.cgroup_mount = options.cgroup_root;
+  exec_options.cgroup_parent = exec::CgroupParentFor(options.home);
   auto executor = exec::Executor::Start(exec_options, [raw](exec::ExitRecord record) {
     raw->loop->Post([raw, record = std::move(record)] { raw->jobs->OnExit(record); });
   });
   if (!executor.ok()) return executor.status().Annotate("cannot start the job executor");
   impl->executor = std::move(executor).value();
+  if (impl->executor->cgroups().version() == host::CgroupVersion::kNone) {
+    spdlog::warn("job containment: {}: a job's processes are found through its shim alone",
+                 impl->executor->containment());
+  } else {
+    spdlog::info("job containment: {}", impl->executor->containment());
+  }
   impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), dir, options.queue,
                                             [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
   // Pipelines' end of turn runs before the queue's; the service exists later.
@@ -376,8 +386,13 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
       SimulateJobLoad(*sim, dir, raw->state.fleet.gpus.size(), jobs);
     });
   }
+  impl->jobs->SetMps(impl->mps.get());
   GPUHERD_RETURN_IF_ERROR(impl->jobs->Load());
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
+  // Every running attempt is adopted now; the groups of the others are stale.
+  if (int stale = impl->executor->RemoveStaleCgroups(); stale > 0) {
+    spdlog::info("removed {} control groups of jobs that ended while no daemon ran", stale);
+  }
   // After the queue's reload is committed, so that the runs see their jobs'
   // final states; only then does the queue report changes to them.
   impl->local_backend = std::make_unique<LocalBackend>(impl->jobs.get(), &impl->state, dir);
@@ -398,17 +413,22 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
     b->SetStateListener([raw](const sched::Job& job) { raw->pipelines->OnJobChanged(job); });
   }
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
-  impl->api = std::make_unique<Api>(&impl->state, impl->jobs.get(), [raw] { raw->loop->Stop(); });
-  impl->api->SetPipelines(impl->pipelines.get());
-  impl->api->SetBurnInLauncher(
-      MakeBurnInLauncher(options.driver, impl->state.sim_reason, impl->state.fleet.gpus.size(), options.home));
-  impl->dashboard = std::make_unique<DashboardApi>(&impl->state, impl->jobs.get(), impl->pipelines.get());
   GPUHERD_RETURN_IF_ERROR(impl->StartAlerts());
   impl->pipelines->SetAlertSink(
       [raw](const alerts::AlertTransition& t) { raw->alerts->RaiseExternal(t); });
   impl->risk = RiskService::Create(&impl->state, impl->alerts.get(), predict::ModelPath(impl->dir));
   impl->metrics = std::make_unique<MetricsService>(&impl->state, impl->jobs.get(), impl->alerts.get());
-  impl->api->SetMonitoring(impl->alerts.get(), impl->metrics.get());
+  routes::RouteContext route_context;
+  route_context.state = &impl->state;
+  route_context.jobs = impl->jobs.get();
+  route_context.pipelines = impl->pipelines.get();
+  route_context.alerts = impl->alerts.get();
+  route_context.metrics = impl->metrics.get();
+  route_context.burnin_launcher =
+      MakeBurnInLauncher(options.driver, impl->state.sim_reason, impl->state.fleet.gpus.size(), options.home);
+  route_context.request_stop = [raw] { raw->loop->Stop(); };
+  impl->routes = std::make_unique<routes::Routes>(std::move(route_context));
+  impl->allowed_hosts = routes::AllowedHosts(impl->state.hostname, options.allow_hosts);
 
   telemetry::SamplerOptions sampler_options;
   sampler_options.interval = options.sample_interval;
@@ -416,20 +436,20 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!sampler.ok()) return sampler.status();
   impl->sampler = std::move(sampler).value();
 
-  HttpServerOptions http;
+  http::ServerOptions http;
   http.tcp_port = options.port;
   http.unix_path = dir.socket_path();
   // Handlers mostly wait for the loop's next commit; more of them let more
   // submissions share one commit.
   http.threads = 8;
-  auto server = HttpServer::Start(http, [raw](const HttpRequest& r) { return raw->Serve(r); });
+  auto server = http::Server::Start(http, [raw](const http::Request& r) { return raw->Serve(r); });
   if (!server.ok()) return server.status();
   impl->server = std::move(server).value();
   if (options.metrics_port >= 0) {
-    HttpServerOptions metrics_http;
+    http::ServerOptions metrics_http;
     metrics_http.tcp_host = options.metrics_host;
     metrics_http.tcp_port = options.metrics_port;
-    auto metrics_server = HttpServer::Start(metrics_http, [raw](const HttpRequest& r) { return raw->ServeMetrics(r); });
+    auto metrics_server = http::Server::Start(metrics_http, [raw](const http::Request& r) { return raw->ServeMetrics(r); });
     if (!metrics_server.ok()) return metrics_server.status().Annotate("cannot serve /metrics (--metrics-port)");
     impl->metrics_server = std::move(metrics_server).value();
   }
@@ -456,7 +476,7 @@ Status Daemon::Run() {
   TimeMs now = impl->clock->Now();
   for (auto& r : impl->state.telemetry->Flush()) impl->state.batch.rollups.push_back(std::move(r));
   impl->state.batch.events.push_back(
-      MakeEvent(now, "daemon.stop", store::Severity::kInfo, "gpuherd stopped", "", {{"pid", ::getpid()}}));
+      api::NewEvent(now, "daemon.stop", store::Severity::kInfo, "gpuherd stopped", "", {{"pid", ::getpid()}}));
   bool committed = impl->CommitTurn();
   ::unlink(impl->dir.pid_path().c_str());
   spdlog::info("gpuherd stopped");

@@ -25,6 +25,9 @@ struct DaemonOptions {
   size_t ring_capacity = 720;    // samples kept in memory per GPU (1 h at 5 s)
   QueueConfig queue;
   std::string admin_group;       // members may act on any job and drain GPUs
+  // Names besides localhost, IP addresses and the hostname that TCP requests
+  // may give as Host (--allow-host; routes/access.h).
+  std::vector<std::string> allow_hosts;
   // Alerts: the rules file (empty: the defaults built in), where to notify.
   std::string alert_rules_path;  // a file:line error refuses the start
   std::vector<std::string> webhook_urls;
@@ -37,6 +40,11 @@ struct DaemonOptions {
   // Slurm backend exists when slurm.site.shared_dir is set.
   std::string pipeline_backend = "local";
   SlurmBackendOptions slurm;
+  // Start NVIDIA's MPS control daemon per GPU (mps_control.h).
+  bool mps = false;
+  // Containment: where control groups are mounted; empty: none, the job
+  // shims' subreaper only (README "Containment").
+  std::string cgroup_root = "/sys/fs/cgroup";
 };
 
 class Daemon {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/time.h"
-#include "daemon/fleet_view.h"
+#include "api/gpus.h"
 #include "gpu/types.h"
 #include "host/clock.h"
 #include "host/host.h"
@@ -36,8 +36,8 @@ struct DaemonState {
   // model or before a GPU has enough minutes of history (risk_service.h).
   std::map<std::string, double> failure_risk;
 
-  GpuView View(int index) const { return ViewOf(*telemetry, index); }
-  FleetView Fleet() const { return ViewOf(fleet, *telemetry, sim_reason, hostname); }
+  api::Gpu View(int index) const { return api::GpuOf(fleet.gpus[index], *telemetry, index); }
+  api::Fleet Fleet() const { return api::FleetOf(fleet, *telemetry, sim_reason, hostname); }
 };
 
 }  // namespace gpuherd::daemon

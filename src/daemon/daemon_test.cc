@@ -4,13 +4,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
-#include "daemon/auth.h"
+#include "http/client.h"
+#include "http/token.h"
 #include "exec/launcher.h"
 
 namespace gpuherd::daemon {
@@ -52,16 +53,16 @@ class DaemonTest : public ::testing::Test {
 
   // Over the unix socket unless `tcp`: there the caller is known by its peer
   // credentials; over TCP only the token authenticates.
-  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "",
+  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "",
                            bool with_token = false, bool tcp = false) {
     std::map<std::string, std::string> headers;
-    if (with_token) headers["Authorization"] = "Bearer " + *ReadToken(StateDir{home_.string()});
-    cli::HttpEndpoint endpoint{daemon_->socket_path()};
-    if (tcp) endpoint = cli::HttpEndpoint{"", "127.0.0.1", daemon_->tcp_port()};
-    cli::HttpClient client(endpoint);
+    if (with_token) headers["Authorization"] = "Bearer " + *http::ReadToken(StateDir{home_.string()});
+    http::Endpoint endpoint{daemon_->socket_path()};
+    if (tcp) endpoint = http::Endpoint{"", "127.0.0.1", daemon_->tcp_port()};
+    http::Client client(endpoint);
     auto r = client.Request(method, target, body, headers);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : cli::ClientResponse{};
+    return r.ok() ? *r : http::ClientResponse{};
   }
 
   fs::path home_;
@@ -126,10 +127,42 @@ TEST_F(DaemonTest, NoteIsDurableAcrossRestart) {
   json events = json::parse(Call("GET", "/v1/events?kind=operator.").body);
   ASSERT_EQ(events["events"].size(), 1u);
   EXPECT_EQ(events["events"][0]["message"], "replaced the fan");
+  EXPECT_FALSE(events["events"][0]["data"]["by"]["user"].get<std::string>().empty());
   json kinds = json::parse(Call("GET", "/v1/events?kind=daemon.").body)["events"];
   ASSERT_GE(kinds.size(), 3u);  // start, stop, start
   EXPECT_EQ(kinds[0]["kind"], "daemon.start");
   EXPECT_EQ(kinds[1]["kind"], "daemon.stop");
+}
+
+// Who did it is on every event a caller causes: the note, the submit, hold,
+// release and cancel of a job, a drain and an undrain (a note posted as
+// `nobody` had no user on it).
+TEST_F(DaemonTest, EventsACallerCausesNameTheCaller) {
+  StartDaemon(1);
+  const uint32_t uid = ::getuid();
+  ASSERT_EQ(Call("POST", "/v1/events", R"({"message": "replaced the fan"})").status, 201);
+  ASSERT_EQ(Call("POST", "/v1/gpus/0/drain", R"({"reason": "fan"})").status, 200);
+  auto submitted = Call("POST", "/v1/jobs", R"({"command": ["sleep", "60"], "gpus": 1})");
+  ASSERT_EQ(submitted.status, 201) << submitted.body;
+  std::string id = std::to_string(json::parse(submitted.body)["id"].get<int64_t>());
+  for (const char* action : {"hold", "release", "cancel"}) {
+    auto r = Call("POST", "/v1/jobs/" + id + "/" + action);
+    EXPECT_EQ(r.status, 200) << action << ": " << r.body;
+  }
+  ASSERT_EQ(Call("POST", "/v1/gpus/0/undrain").status, 200);
+  json events = json::parse(Call("GET", "/v1/events?limit=1000").body)["events"];
+  const std::set<std::string> caused = {"operator.note", "gpu.drained", "job.submitted", "job.held",
+                                        "job.released", "job.cancelled", "gpu.undrained"};
+  std::set<std::string> attributed;
+  for (const json& e : events) {
+    const std::string kind = e["kind"];
+    if (caused.count(kind) == 0) continue;
+    ASSERT_TRUE(e["data"].contains("by")) << e.dump();
+    EXPECT_EQ(e["data"]["by"]["uid"], uid) << e.dump();
+    EXPECT_FALSE(e["data"]["by"]["user"].get<std::string>().empty()) << e.dump();
+    attributed.insert(kind);
+  }
+  EXPECT_EQ(attributed, caused);
 }
 
 TEST_F(DaemonTest, SecondDaemonOnTheSameHomeIsRefused) {

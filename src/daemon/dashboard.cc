@@ -33,23 +33,23 @@ std::vector<DashboardFile> DashboardFiles() {
   };
 }
 
-std::optional<HttpResponse> ServeDashboard(const HttpRequest& request) {
+std::optional<http::Response> ServeDashboard(const http::Request& request) {
   std::string path = request.path;
   if (path == "/index.html") path = "/";
   const bool asset = path.rfind("/assets/", 0) == 0;
   if (path == "/favicon.ico") {
-    HttpResponse none;  // the page names no icon; spares the browser's console a 404
+    http::Response none;  // the page names no icon; spares the browser's console a 404
     none.status = 204;
     none.content_type = "image/x-icon";
     return none;
   }
   if (path != "/" && !asset) return std::nullopt;
   if (request.method != "GET" && request.method != "HEAD") {
-    return HttpErrorResponse(405, "the dashboard's files are read with GET; actions go to /v1 with the API token");
+    return http::ErrorResponse(405, "the dashboard's files are read with GET; actions go to /v1 with the API token");
   }
   for (const DashboardFile& file : DashboardFiles()) {
     if (file.path != path) continue;
-    HttpResponse response;
+    http::Response response;
     response.content_type = std::string(file.content_type);
     response.body = std::string(file.body);
     // The page runs only its own scripts, and no other site may frame it
@@ -62,7 +62,7 @@ std::optional<HttpResponse> ServeDashboard(const HttpRequest& request) {
                          "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}};
     return response;
   }
-  return HttpErrorResponse(404, "no dashboard file " + request.path);
+  return http::ErrorResponse(404, "no dashboard file " + request.path);
 }
 
 }  // namespace gpuherd::daemon

@@ -19,7 +19,7 @@ foreach(part html js css)
     COMMENT "Embedding the dashboard's ${part}")
   target_sources(gpuherd_daemon PRIVATE ${output})
 endforeach()
-target_sources(gpuherd_daemon PRIVATE ${CMAKE_CURRENT_LIST_DIR}/dashboard.cc ${CMAKE_CURRENT_LIST_DIR}/dashboard_api.cc)
+target_sources(gpuherd_daemon PRIVATE ${CMAKE_CURRENT_LIST_DIR}/dashboard.cc)
 
 # The dashboard's files and endpoints through the real daemon over TCP.
-gpuherd_test(dashboard_test SRCS ${CMAKE_CURRENT_LIST_DIR}/dashboard_test.cc DEPS gpuherd_daemon gpuherd_http_client)
+gpuherd_test(dashboard_test SRCS ${CMAKE_CURRENT_LIST_DIR}/dashboard_test.cc DEPS gpuherd_daemon gpuherd_http)

@@ -2,14 +2,14 @@
 // build time, and uPlot from the pipeline report's embedded copy. Served at
 // "/" and "/assets/..." on the API's TCP port without the token: the page
 // holds no data of its own; everything it shows comes from /v1, where reads
-// are open and every action needs the token (see dashboard_api.h).
+// are open and every action needs the token (see routes/).
 #pragma once
 
 #include <optional>
 #include <string_view>
 #include <vector>
 
-#include "daemon/http_server.h"
+#include "http/server.h"
 
 namespace gpuherd::daemon {
 
@@ -26,6 +26,6 @@ std::vector<DashboardFile> DashboardFiles();
 // The response for a request of the dashboard's paths ("/", "/index.html",
 // "/assets/*"); nullopt for any other path, which the API then handles.
 // GET and HEAD only (405 otherwise); an unknown asset is a 404.
-std::optional<HttpResponse> ServeDashboard(const HttpRequest& request);
+std::optional<http::Response> ServeDashboard(const http::Request& request);
 
 }  // namespace gpuherd::daemon

@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
-#include "daemon/auth.h"
+#include "http/client.h"
+#include "http/token.h"
 #include "daemon/daemon.h"
 #include "exec/launcher.h"
 #include "pipeline/report.h"
@@ -57,21 +57,21 @@ class DashboardTest : public ::testing::Test {
   }
 
   // Over TCP, as the browser asks; with the token when `token`.
-  cli::ClientResponse Tcp(const std::string& method, const std::string& target, const std::string& body = "",
+  http::ClientResponse Tcp(const std::string& method, const std::string& target, const std::string& body = "",
                           bool token = false) {
     std::map<std::string, std::string> headers;
-    if (token) headers["Authorization"] = "Bearer " + *ReadToken(StateDir{home_.string()});
-    cli::HttpClient client(cli::HttpEndpoint{"", "127.0.0.1", daemon_->tcp_port()});
+    if (token) headers["Authorization"] = "Bearer " + *http::ReadToken(StateDir{home_.string()});
+    http::Client client(http::Endpoint{"", "127.0.0.1", daemon_->tcp_port()});
     auto r = client.Request(method, target, body, headers);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : cli::ClientResponse{};
+    return r.ok() ? *r : http::ClientResponse{};
   }
   // Over the unix socket: the caller is this process's user.
-  cli::ClientResponse Unix(const std::string& method, const std::string& target, const std::string& body = "") {
-    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+  http::ClientResponse Unix(const std::string& method, const std::string& target, const std::string& body = "") {
+    http::Client client(http::Endpoint{daemon_->socket_path()});
     auto r = client.Request(method, target, body);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : cli::ClientResponse{};
+    return r.ok() ? *r : http::ClientResponse{};
   }
   json Get(const std::string& target) { return json::parse(Tcp("GET", target).body); }
 
@@ -157,6 +157,11 @@ TEST_F(DashboardTest, HistoryGivesEveryGpusColumnsAndOnlyNewReadingsAfterSince) 
   EXPECT_EQ(Tcp("GET", "/v1/gpus/history?seconds=0").status, 400);
   EXPECT_EQ(Tcp("GET", "/v1/gpus/history?seconds=lots").status, 400);
   EXPECT_EQ(Tcp("GET", "/v1/gpus/history?since=x").status, 400);
+  // since + 1 overflowed (UBSan); every integer parameter has a range now.
+  auto huge = Tcp("GET", "/v1/gpus/history?since=9223372036854775807");
+  EXPECT_EQ(huge.status, 400);
+  EXPECT_NE(huge.body.find("from 0 to 253402300799000"), std::string::npos) << huge.body;
+  EXPECT_EQ(Tcp("GET", "/v1/gpus/history?since=-9223372036854775808").status, 400);
 }
 
 // After a restart the ring is empty; the stored per-minute means fill the
@@ -212,9 +217,11 @@ TEST_F(DashboardTest, JobMetricsAndActionsNeedTheTokenOverTcp) {
   const int64_t id = json::parse(submitted.body)["id"];
   const std::string job = "/v1/jobs/" + std::to_string(id);
   ASSERT_TRUE(WaitFor([&] { return Get(job)["state"] == "completed"; })) << Get(job).dump();
+  // The lines a job wrote are its owner's: over TCP they need the token.
+  EXPECT_EQ(Tcp("GET", job + "/metrics").status, 401);
   json metrics;
   ASSERT_TRUE(WaitFor([&] {
-    metrics = Get(job + "/metrics");
+    metrics = json::parse(Tcp("GET", job + "/metrics", "", /*token=*/true).body);
     return metrics["metrics"].size() == 2;
   })) << metrics.dump();
   EXPECT_EQ(metrics["job_id"], id);
@@ -226,7 +233,7 @@ TEST_F(DashboardTest, JobMetricsAndActionsNeedTheTokenOverTcp) {
 
   // A job that waits behind one holding both GPUs: cancel without the
   // token is refused, with it done.
-  auto blocker = Unix("POST", "/v1/jobs", json({{"command", {"sleep", "30"}}, {"gpus", 2}}).dump());
+  auto blocker = Unix("POST", "/v1/jobs", json({{"command", {"sleep", "30"}}, {"gpus", 2}, {"mixed_models", true}}).dump());
   ASSERT_EQ(blocker.status, 201) << blocker.body;
   auto second = Unix("POST", "/v1/jobs", json({{"command", {"sleep", "30"}}, {"gpus", 1}}).dump());
   ASSERT_EQ(second.status, 201) << second.body;

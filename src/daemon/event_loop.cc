@@ -1,5 +1,9 @@
 #include "daemon/event_loop.h"
 
+#include <exception>
+
+#include <spdlog/spdlog.h>
+
 namespace gpuherd::daemon {
 
 bool EventLoop::Enqueue(Task task) {
@@ -28,7 +32,17 @@ void EventLoop::Run() {
       batch.swap(queue_);
       stopping = stopped_;
     }
-    for (Task& task : batch) task();
+    // Nothing may leave the loop: an exception would end the daemon. A task
+    // that throws is dropped (its caller in CallOr gets `if_failed`).
+    for (Task& task : batch) {
+      try {
+        task();
+      } catch (const std::exception& e) {
+        spdlog::error("a task on the event loop failed: {}", e.what());
+      } catch (...) {
+        spdlog::error("a task on the event loop failed with an unknown exception");
+      }
+    }
     bool committed = end_of_turn_ ? end_of_turn_() : true;
     for (auto& release : after_turn_) release(committed);
     after_turn_.clear();

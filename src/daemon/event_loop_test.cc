@@ -1,6 +1,7 @@
 #include "daemon/event_loop.h"
 
 #include <atomic>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -71,6 +72,18 @@ TEST(EventLoopTest, CallAfterStopGetsTheFallback) {
   loop.Stop();
   owner.join();
   EXPECT_EQ(loop.CallOr<int>([] { return 1; }, -1), -1);
+}
+
+// A task that throws (a library's exception that nobody caught) is dropped:
+// its caller gets the failure value, and the loop goes on.
+TEST(EventLoopTest, ThrowingTaskFailsItsCallerAndTheLoopGoesOn) {
+  EventLoop loop([] { return true; });
+  std::thread owner([&] { loop.Run(); });
+  EXPECT_EQ(loop.CallOr<int>([]() -> int { throw std::runtime_error("from a library"); }, -1), -1);
+  EXPECT_EQ(loop.CallOr<int>([]() -> int { throw 7; }, -2), -2);
+  EXPECT_EQ(loop.CallOr<int>([] { return 5; }, -1), 5);
+  loop.Stop();
+  owner.join();
 }
 
 }  // namespace

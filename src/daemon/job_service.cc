@@ -15,7 +15,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/owned_dirs.h"
 #include "exec/job_files.h"
+#include "fence/fence_report.h"
 #include "gpu/xid.h"
 #include "sched/job_spec.h"
 
@@ -116,6 +118,15 @@ Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
     e->extras.prior_attempts = stored.value("prior_attempts", 0);
     e->extras.pinned_gpus = stored.value("pinned_gpus", std::vector<std::string>());
     job.spec.pinned_gpus = e->extras.pinned_gpus;
+    // Preemption marks (StoreMarks): bounded by what the daemon wrote.
+    if (auto p = stored.find("preempted_for"); p != stored.end() && p->is_array()) {
+      for (const auto& id : *p) {
+        if (id.is_number_integer()) e->preempted_for.insert(id.get<sched::JobId>());
+      }
+    }
+    if (auto s = stored.find("stopping_for"); s != stored.end() && s->is_number_integer()) {
+      e->stopping_for = s->get<sched::JobId>();
+    }
   }
   job.state = sched::ParseJobState(r.state).value_or(JobState::kFailed);
   job.submitted = r.submitted;
@@ -185,6 +196,7 @@ Status JobService::Load() {
     }
     Insert(std::move(e));
   }
+  ClaimsFromMarks();
   dirty_ = true;
   return Status::Ok();
 }
@@ -602,6 +614,7 @@ void JobService::ApplyDecisions(const sched::Decisions& decisions) {
       Stop(v, StopIntent::kRequeue, fmt::format("preempted for job {}", p.for_job));
       v.stopping_for = p.for_job;
       v.preempted_for.insert(p.for_job);
+      StoreMarks(v);
     }
   }
   // A claim whose victims are all gone and whose job did not start in this
@@ -655,6 +668,8 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   l.cpus = AffinityFor(state_->fleet, job.gpus);
   l.time_limit = job.spec.time_limit;
   l.grace = job.spec.checkpoint_grace;
+  l.limits.memory_bytes = job.spec.mem_bytes;  // enforced in the job's control group
+  l.limits.cpus = job.spec.cpus;
 
   // The job protocol (README "Job protocol").
   std::string visible;
@@ -672,6 +687,11 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   if (job.spec.fractional()) {
     l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_tenths * 10);
     l.env["GPUHERD_GPU_MEM_LIMIT_MB"] = std::to_string(job.spec.gpu_mem_bytes >> 20);
+    // Exactly the share the scheduler counts: what the memory fence enforces.
+    l.env["GPUHERD_GPU_MEM_LIMIT_BYTES"] = std::to_string(job.spec.gpu_mem_bytes);
+    if (mps_ != nullptr && job.gpus.size() == 1 && OneUserOn(job.gpus[0], job.spec.uid)) {
+      for (const auto& [key, value] : mps_->JobEnv(job.gpus[0], job.spec.gpu_mem_bytes)) l.env[key] = value;
+    }
   }
   if (job.spec.whole_gpus() > 1) {
     // torchrun-style single-node rendezvous; the port is unique per job.
@@ -721,13 +741,10 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
     run_off_loop_([this, id, attempt, launch = std::move(launch)] {
       // The job's own directories (checkpoints, metrics, the attempt's logs
       // below) belong to the user it runs as.
-      std::error_code ec;
       const std::string job_dir = fs::path(launch.dir).parent_path().string();
       for (const std::string& d : {job_dir, launch.env.at("GPUHERD_CHECKPOINT_DIR")}) {
-        fs::create_directories(d, ec);
-        if (launch.uid && ::chown(d.c_str(), *launch.uid, *launch.gid) != 0) {
-          spdlog::warn("job {}: cannot give {} to uid {}: {}", id, d, *launch.uid, std::strerror(errno));
-        }
+        Status made = MakeHomeDirs(dir_, d, launch.uid ? std::optional<DirOwner>(DirOwner{*launch.uid, *launch.gid}) : std::nullopt);
+        if (!made.ok()) spdlog::warn("job {}: {}", id, made.message());
       }
       Result<int> pid = executor_->Launch(launch);
       post_([this, id, attempt, pid] { OnLaunched(id, attempt, pid); });
@@ -765,7 +782,7 @@ void JobService::Stop(Entry& e, StopIntent intent, const std::string& reason) {
   bool already = job.state == JobState::kStopping;
   job.state = JobState::kStopping;
   e.intent = intent;
-  e.stop_deadline = state_->clock->Now() + job.spec.checkpoint_grace;
+  e.stop_deadline = SaturatingAdd(state_->clock->Now(), job.spec.checkpoint_grace);
   job.reason = reason;
   Touch(e);
   Event(job, "job.stopping", intent == StopIntent::kFault ? store::Severity::kWarning : store::Severity::kInfo,
@@ -848,6 +865,8 @@ void JobService::OnExit(const exec::ExitRecord& r) {
     case StopIntent::kMemory: return Finish(e, JobState::kFailed, job.reason);
     case StopIntent::kNone: break;
   }
+  // The shim's message says which limit and what ended.
+  if (r.out_of_memory) return Finish(e, JobState::kFailed, r.message);
   switch (r.how) {
     case How::kExited:
       if (r.code == 0) return Finish(e, JobState::kCompleted, "exited with code 0");
@@ -990,6 +1009,7 @@ void JobService::EndOfTurn() {
     next_due_ = NextDue(state_->clock->Now());
     last_pass_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
+  StoreChangedClaims();
   for (sched::JobId id : touched_) {
     auto it = jobs_.find(id);
     if (it != jobs_.end()) state_->batch.jobs.push_back(ToRecord(it->second));
@@ -1010,6 +1030,65 @@ void JobService::AfterCommit(bool committed) {
   for (auto& action : actions) action();
 }
 
+void JobService::StoreMarks(Entry& e) {
+  json stored = json::parse(e.stored_spec, nullptr, false);
+  if (!stored.is_object()) return;  // unreadable specs were failed at load
+  if (e.preempted_for.empty()) {
+    stored.erase("preempted_for");
+  } else {
+    stored["preempted_for"] = e.preempted_for;
+  }
+  if (e.job.state == JobState::kStopping && e.stopping_for != 0) {
+    stored["stopping_for"] = e.stopping_for;
+  } else {
+    stored.erase("stopping_for");
+  }
+  stored.erase("claimed_gpus");
+  if (auto c = claims_.find(e.job.id); c != claims_.end()) {
+    json uuids = json::array();
+    for (int g : c->second) {
+      if (g >= 0 && g < static_cast<int>(state_->fleet.gpus.size())) uuids.push_back(state_->fleet.gpus[g].uuid);
+    }
+    stored["claimed_gpus"] = uuids;
+  }
+  e.stored_spec = stored.dump();
+  Touch(e);
+}
+
+void JobService::StoreChangedClaims() {
+  if (claims_ == stored_claims_) return;
+  std::set<sched::JobId> changed;
+  for (const auto& [id, gpus] : claims_) {
+    auto s = stored_claims_.find(id);
+    if (s == stored_claims_.end() || s->second != gpus) changed.insert(id);
+  }
+  for (const auto& [id, gpus] : stored_claims_) {
+    if (!claims_.count(id)) changed.insert(id);
+  }
+  for (sched::JobId id : changed) {
+    if (auto it = jobs_.find(id); it != jobs_.end()) StoreMarks(it->second);
+  }
+  stored_claims_ = claims_;
+}
+
+void JobService::ClaimsFromMarks() {
+  claims_.clear();
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kPending) continue;
+    json stored = json::parse(e.stored_spec, nullptr, false);
+    if (!stored.is_object() || !stored.contains("claimed_gpus") || !stored["claimed_gpus"].is_array()) continue;
+    std::vector<int> gpus;
+    for (const auto& u : stored["claimed_gpus"]) {
+      if (!u.is_string()) continue;
+      for (const auto& g : state_->fleet.gpus) {
+        if (g.uuid == u.get<std::string>()) gpus.push_back(g.index);
+      }
+    }
+    if (!gpus.empty()) claims_[id] = gpus;
+  }
+  stored_claims_ = claims_;
+}
+
 void JobService::RestoreFromStore() {
   auto unfinished = state_->store->ListUnfinishedJobs();
   if (!unfinished.ok()) {
@@ -1026,7 +1105,6 @@ void JobService::RestoreFromStore() {
     Entry e;
     (void)FromRecord(r, &e);  // an unreadable spec was failed at load already
     auto was = old.find(r.id);
-    if (was != old.end()) e.preempted_for = was->second.preempted_for;
     const bool holds = e.job.state == JobState::kRunning || e.job.state == JobState::kStopping;
     if (was != old.end() && holds && was->second.job.attempt == e.job.attempt) {
       // The same attempt in memory: what only memory knows about it stays.
@@ -1043,6 +1121,7 @@ void JobService::RestoreFromStore() {
     }
     Insert(std::move(e));
   }
+  ClaimsFromMarks();
   dirty_ = true;
 }
 
@@ -1178,6 +1257,25 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
   return out;
 }
 
+bool JobService::OneUserOn(int gpu, uint32_t uid) const {
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.spec.uid == uid) continue;
+    if (std::find(e.job.gpus.begin(), e.job.gpus.end(), gpu) != e.job.gpus.end()) return false;
+  }
+  return true;
+}
+
+// A fractional job's memory fence as its attempt folder tells it (README
+// "Fractional GPUs: the memory fence"): used against the share.
+json JobService::MemoryFence(const sched::Job& job) const {
+  fence::FenceReport report = fence::ReadFenceReport(AttemptDir(job.id, job.attempt));
+  json j = {{"state", report.state}, {"share_bytes", job.spec.gpu_mem_bytes}};
+  if (!report.detail.empty()) j["detail"] = report.detail;
+  if (report.used_bytes) j["used_bytes"] = *report.used_bytes;
+  if (report.share_bytes && *report.share_bytes != job.spec.gpu_mem_bytes) j["fence_share_bytes"] = *report.share_bytes;
+  return j;
+}
+
 Result<json> JobService::Show(sched::JobId id) {
   TimeMs now = state_->clock->Now();
   if (auto it = jobs_.find(id); it != jobs_.end()) {
@@ -1192,6 +1290,8 @@ Result<json> JobService::Show(sched::JobId id) {
       j["priority_explained"] =
           sched::ExplainPriority(config_.scheduler.weights, sched::PriorityInputsOf(p, now, config_.scheduler));
     }
+    if (job.spec.fractional() && job.attempt > 0) j["memory_fence"] = MemoryFence(job);
+    if (executor_ != nullptr && !executor_->containment().empty()) j["containment"] = executor_->containment();
     return j;
   }
   auto stored = state_->store->GetJob(id);
@@ -1200,7 +1300,10 @@ Result<json> JobService::Show(sched::JobId id) {
   Entry e;
   // An unreadable spec still shows the stored facts; its error is not needed here.
   (void)FromRecord(**stored, &e);
-  return ToJson(e.job, now, e.extras.prior_attempts);
+  const sched::Job& job = e.job;
+  json j = ToJson(job, now, e.extras.prior_attempts);
+  if (job.spec.fractional() && job.attempt > 0) j["memory_fence"] = MemoryFence(job);
+  return j;
 }
 
 Result<json> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset) {

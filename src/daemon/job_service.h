@@ -21,6 +21,7 @@
 #include "core/status.h"
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
+#include "daemon/mps_control.h"
 #include "daemon/queue/gpu_pool.h"
 #include "daemon/turn_participant.h"
 #include "daemon/work_queue.h"
@@ -85,6 +86,9 @@ class JobService : public TurnParticipant {
   // At start: reloads unfinished jobs and drains from the store and re-adopts
   // running attempts (their shims may have outlived the previous daemon).
   Status Load();
+  // With --mps: fractional jobs on a GPU whose fractions are all one user's
+  // connect to its MPS server. Null (the default): they time-share the SMs.
+  void SetMps(const MpsControl* mps) { mps_ = mps; }
 
   Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& caller,
                               const SubmitExtras& extras = {});
@@ -203,6 +207,13 @@ class JobService : public TurnParticipant {
   std::string GpuSignature() const;
   // Jobs stopping now for `preemptor`.
   int StoppingFor(sched::JobId preemptor) const;
+  // Writes the preemption marks of `e` (preempted_for, stopping_for, its
+  // claim) into its stored spec and touches it.
+  void StoreMarks(Entry& e);
+  // Writes every claim that changed since the last turn (stored_claims_).
+  void StoreChangedClaims();
+  // claims_ and stored_claims_ from the marks of the pending jobs.
+  void ClaimsFromMarks();
   bool ClaimStillFreeing(const std::vector<int>& gpus) const;
   void Start(Entry& e, const std::vector<int>& gpus);
   void Stop(Entry& e, StopIntent intent, const std::string& reason);
@@ -222,6 +233,9 @@ class JobService : public TurnParticipant {
   // `prior_attempts`: SubmitExtras::prior_attempts of the job.
   nlohmann::json ToJson(const sched::Job& job, TimeMs now, int prior_attempts) const;
   ListedJob Listed(const sched::Job& job, int prior_attempts) const;
+  nlohmann::json MemoryFence(const sched::Job& job) const;
+  // Whether every running fraction on GPU `gpu` belongs to `uid`.
+  bool OneUserOn(int gpu, uint32_t uid) const;
   // After a failed commit: the unfinished jobs as the store has them, keeping
   // what only memory knows of attempts that the store also calls running.
   void RestoreFromStore();
@@ -238,6 +252,7 @@ class JobService : public TurnParticipant {
 
   DaemonState* state_;
   exec::JobExecutor* executor_;
+  const MpsControl* mps_ = nullptr;
   StateDir dir_;
   QueueConfig config_;
   sched::JobId next_id_ = 1;
@@ -256,6 +271,10 @@ class JobService : public TurnParticipant {
   std::set<sched::JobId> touched_;
   // Preemptor → the GPUs claimed for it (see ApplyDecisions).
   std::map<sched::JobId, std::vector<int>> claims_;
+  // The claims as the store has them (in each preemptor's record): the
+  // difference is written at the end of the turn, so that a restart keeps
+  // every claim and never stops a victim twice for one preemptor.
+  std::map<sched::JobId, std::vector<int>> stored_claims_;
   std::vector<std::function<void()>> after_commit_;
   // Exits delivered in this turn: a failed commit replays them onto the
   // restored queue (the executor reports each end once only).

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
+#include "http/client.h"
 #include "daemon/daemon.h"
 
 namespace gpuherd::daemon {
@@ -64,16 +64,18 @@ class JobServiceTest : public ::testing::Test {
     daemon_.reset();
   }
 
-  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
-    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
+    http::Client client(http::Endpoint{daemon_->socket_path()});
     auto r = client.Request(method, target, body);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : cli::ClientResponse{};
+    return r.ok() ? *r : http::ClientResponse{};
   }
 
   // Submits `command` under sh and returns the job id (0 when refused).
   int64_t Submit(const std::string& command, double gpus = 1, const std::string& name = "") {
-    json spec = {{"command", {"sh", "-c", command}}, {"gpus", gpus}};
+    // The default simulated fleet mixes H100s and RTX 3090s: a job that takes
+    // every GPU must say it may span models.
+    json spec = {{"command", {"sh", "-c", command}}, {"gpus", gpus}, {"mixed_models", true}};
     if (!name.empty()) spec["name"] = name;
     auto r = Call("POST", "/v1/jobs", spec.dump());
     if (r.status != 201) return 0;

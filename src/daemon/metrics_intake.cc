@@ -1,13 +1,10 @@
 #include "daemon/metrics_intake.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cmath>
 
 #include <spdlog/spdlog.h>
 
+#include "core/safe_file.h"
 #include "pipeline/metric_line.h"
 
 namespace gpuherd::daemon {
@@ -16,8 +13,6 @@ namespace {
 // Bounds one read of one file, so a job that floods its metrics file cannot
 // hold the loop; the rest is read at the next poll.
 constexpr size_t kMaxReadBytes = 4 << 20;
-// A "line" this long without a newline is not a metric line; it is dropped.
-constexpr size_t kMaxLineBytes = 1 << 20;
 
 }  // namespace
 
@@ -54,24 +49,34 @@ std::vector<MetricsIntake::Found> MetricsIntake::Tick(TimeMs now) {
 
 void MetricsIntake::Read(TimeMs now, Watched& w, std::vector<store::MetricRecord>* rows,
                          std::vector<Found>* found) {
-  const int fd = ::open(w.source.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;  // nothing written yet
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) < w.offset) {
+  // The job's user owns the file and its folder: it is opened below the
+  // daemon's own folder without following links or blocking, and only as a
+  // regular file (core/safe_file.h).
+  const size_t slash = w.source.path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return;
+  const std::string dir = w.source.path.substr(0, slash), name = w.source.path.substr(slash + 1);
+  auto chunk = ReadBeneath(dir, name, w.offset, kMaxReadBytes);
+  if (chunk.ok() && chunk->size < w.offset) {
     w.offset = 0;  // the file was replaced: start again
     w.partial.clear();
+    w.skipping = false;
+    chunk = ReadBeneath(dir, name, 0, kMaxReadBytes);
   }
-  std::string data;
-  if (::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > w.offset) {
-    data.resize(std::min<uint64_t>(st.st_size - w.offset, kMaxReadBytes));
-    const ssize_t n = ::pread(fd, data.data(), data.size(), static_cast<off_t>(w.offset));
-    data.resize(n > 0 ? static_cast<size_t>(n) : 0);
-    w.offset += data.size();
+  if (!chunk.ok()) {
+    if (chunk.status().code() != Code::kNotFound && !w.refused) {  // not written yet: quiet
+      spdlog::warn("job {}: not reading its metrics file: {}", w.source.job_id, chunk.status().message());
+      w.refused = true;
+    }
+    return;
   }
-  ::close(fd);
+  w.refused = false;
+  const std::string& data = chunk->data;
+  w.offset += data.size();
   size_t start = 0;
-  for (size_t nl = data.find('\n'); nl != std::string::npos; nl = data.find('\n', start)) {
-    if (w.partial.empty()) {
+  for (size_t nl = data.find('\n', start); nl != std::string::npos; nl = data.find('\n', start)) {
+    if (w.skipping) {
+      w.skipping = false;  // the end of an over-long line
+    } else if (w.partial.empty()) {
       Take(now, w, std::string_view(data).substr(start, nl - start), rows, found);
     } else {
       w.partial.append(data, start, nl - start);
@@ -80,11 +85,14 @@ void MetricsIntake::Read(TimeMs now, Watched& w, std::vector<store::MetricRecord
     }
     start = nl + 1;
   }
-  w.partial.append(data, start, std::string::npos);
-  if (w.partial.size() > kMaxLineBytes) {
-    spdlog::warn("job {}: dropped {} bytes of {} without a newline", w.source.job_id, w.partial.size(),
-                 w.source.path);
+  if (!w.skipping) w.partial.append(data, start, std::string::npos);
+  if (w.partial.size() > pipeline::kMaxMetricLineBytes) {
+    // Dropped up to its newline, however much more comes.
+    ++w.skipped_long;
+    spdlog::warn("job {}: skipped a line of {} longer than {} bytes ({} so far)", w.source.job_id,
+                 w.source.path, pipeline::kMaxMetricLineBytes, w.skipped_long);
     w.partial.clear();
+    w.skipping = true;
   }
   w.catch_up = false;
 }
@@ -92,8 +100,13 @@ void MetricsIntake::Read(TimeMs now, Watched& w, std::vector<store::MetricRecord
 void MetricsIntake::Take(TimeMs now, Watched& w, std::string_view line, std::vector<store::MetricRecord>* rows,
                          std::vector<Found>* found) {
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+  if (line.size() > pipeline::kMaxMetricLineBytes) {
+    ++w.skipped_long;
+    return;
+  }
   auto parsed = pipeline::ParseMetricLine(line);
   if (!parsed.ok()) {
+    ++w.skipped_bad;
     if (!w.warned) {
       spdlog::warn("job {}: skipping lines of {} that are not metric lines: {}", w.source.job_id, w.source.path,
                    parsed.status().message());

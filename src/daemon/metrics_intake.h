@@ -47,6 +47,16 @@ class MetricsIntake {
   // Stall checks of the pipeline jobs.
   std::vector<Found> Tick(TimeMs now);
   void Forget(int64_t job_id) { watched_.erase(job_id); }
+  // Lines of the job's file that were not stored: longer than
+  // pipeline::kMaxMetricLineBytes, or not a metric line (bad JSON, too deep).
+  struct Skipped {
+    uint64_t too_long = 0;
+    uint64_t invalid = 0;
+  };
+  Skipped skipped(int64_t job_id) const {
+    auto it = watched_.find(job_id);
+    return it == watched_.end() ? Skipped{} : Skipped{it->second.skipped_long, it->second.skipped_bad};
+  }
   bool watching(int64_t job_id) const { return watched_.count(job_id) > 0; }
 
  private:
@@ -57,6 +67,10 @@ class MetricsIntake {
     std::unique_ptr<pipeline::AnomalyDetector> detector;
     bool catch_up = false;    // until the first read is done
     bool warned = false;      // about a line that is not a JSON object
+    bool refused = false;     // warned that the file is not read (a link, FIFO, ...)
+    bool skipping = false;    // inside an over-long line, until its newline
+    uint64_t skipped_long = 0;
+    uint64_t skipped_bad = 0;
   };
 
   void Read(TimeMs now, Watched& w, std::vector<store::MetricRecord>* rows, std::vector<Found>* found);

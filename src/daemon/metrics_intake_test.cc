@@ -1,6 +1,9 @@
 #include "daemon/metrics_intake.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include <cmath>
 #include <filesystem>
@@ -127,6 +130,62 @@ TEST_F(MetricsIntakeTest, ANewAttemptKeepsTheReadPositionAndGetsAFreshDetector) 
   intake_.Forget(7);
   EXPECT_FALSE(intake_.watching(7));
   EXPECT_TRUE(intake_.Tick(600000).empty());
+}
+
+
+// A job that links its metrics file to a file only root may read gets
+// nothing stored (nor served at /v1/jobs/ID/metrics).
+TEST_F(MetricsIntakeTest, ASymlinkedMetricsFileIsNotRead) {
+  const std::string secret = (dir_ / "secret").string();
+  std::ofstream(secret) << "{\"root_only\": 1}\n";
+  fs::create_symlink(secret, path_);
+  intake_.Watch(Source(), false);
+  intake_.Poll(1000, 0, &rows_, &found_);
+  EXPECT_TRUE(rows_.empty());
+}
+
+TEST_F(MetricsIntakeTest, AHardLinkedMetricsFileIsNotRead) {
+  const std::string secret = (dir_ / "secret").string();
+  std::ofstream(secret) << "{\"root_only\": 1}\n";
+  fs::create_hard_link(secret, path_);
+  intake_.Watch(Source(), false);
+  intake_.Poll(1000, 0, &rows_, &found_);
+  EXPECT_TRUE(rows_.empty());
+}
+
+// A FIFO in the file's place blocked the event loop in open().
+TEST_F(MetricsIntakeTest, AFifoDoesNotBlockThePoll) {
+  ASSERT_EQ(mkfifo(path_.c_str(), 0600), 0);
+  intake_.Watch(Source(), false);
+  const auto start = std::chrono::steady_clock::now();
+  intake_.Poll(1000, 0, &rows_, &found_);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_TRUE(rows_.empty());
+}
+
+// One such line crashed the daemon, and every restart after it.
+TEST_F(MetricsIntakeTest, ADeeplyNestedLineIsSkippedAndCounted) {
+  Append("{\"step\": 1, \"loss\": 0.5}\n{\"a\": " + std::string(20000, '[') + std::string(20000, ']') +
+         "}\n{\"step\": 2, \"loss\": 0.4}\n");
+  intake_.Watch(Source(NanStops()), false);
+  intake_.Poll(1000, 0, &rows_, &found_);
+  ASSERT_EQ(rows_.size(), 2u);
+  EXPECT_EQ(rows_[1].step, 2);
+  EXPECT_EQ(intake_.skipped(7).invalid, 1u);
+}
+
+TEST_F(MetricsIntakeTest, LongLinesAreSkippedUpToTheirNewlineAndCounted) {
+  intake_.Watch(Source(), false);
+  Append("{\"step\": 1}\n{\"tag\": \"" + std::string(50000, 'x'));
+  intake_.Poll(1000, 0, &rows_, &found_);
+  Append(std::string(50000, 'x'));  // the line is now over the limit, still open
+  intake_.Poll(2000, 0, &rows_, &found_);
+  Append(std::string(50000, 'x') + "\"}\n{\"step\": 2}\n");
+  intake_.Poll(3000, 0, &rows_, &found_);
+  ASSERT_EQ(rows_.size(), 2u);
+  EXPECT_EQ(rows_[0].step, 1);
+  EXPECT_EQ(rows_[1].step, 2);
+  EXPECT_EQ(intake_.skipped(7).too_long, 1u);
 }
 
 }  // namespace

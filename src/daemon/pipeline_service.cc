@@ -3,16 +3,23 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/safe_file.h"
+#include "core/owned_dirs.h"
+#include "pipeline/early_stop.h"
 #include "pipeline/spec.h"
 
 namespace gpuherd::daemon {
@@ -25,9 +32,56 @@ namespace fs = std::filesystem;
 // How many runs GET /v1/pipelines?all=1 lists: the most recent.
 constexpr int kMaxListedRuns = 1000;
 
+// What a node's attempt history keeps: its latest entries, and of a failed
+// attempt the last lines (each cut at 500 bytes) of its standard error.
+constexpr size_t kMaxHistory = 20;
+constexpr size_t kStderrTailLines = 20;
+constexpr uint64_t kStderrTailBytes = 16 * 1024;
+
+std::vector<std::string> LastLines(const std::string& text, size_t count) {
+  std::vector<std::string> lines;
+  size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') --end;
+  while (lines.size() < count && end > 0) {
+    const size_t start = text.rfind('\n', end - 1);
+    const size_t begin = start == std::string::npos ? 0 : start + 1;
+    lines.push_back(text.substr(begin, std::min<size_t>(end - begin, 500)));
+    if (start == std::string::npos) break;
+    end = start;
+  }
+  std::reverse(lines.begin(), lines.end());
+  return lines;
+}
+
+// An active node's stored reason while its job stops by early stopping.
+constexpr std::string_view kStoppingEarly = "stopping early: ";
+
+// A metric line's value at `path` ("loss", or "eval.loss" for a nested
+// field), when it is a number.
+std::optional<double> MetricValue(const json& line, const std::string& path) {
+  const json* at = &line;
+  size_t begin = 0;
+  while (true) {
+    const size_t dot = path.find('.', begin);
+    const std::string part = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+    if (!at->is_object()) return std::nullopt;
+    auto it = at->find(part);
+    if (it == at->end()) {
+      // A metric named with a dot at the top level ("eval.loss": 0.3).
+      if (begin == 0 && line.contains(path) && line[path].is_number()) return line[path].get<double>();
+      return std::nullopt;
+    }
+    at = &*it;
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  if (!at->is_number()) return std::nullopt;
+  return at->get<double>();
+}
+
 std::optional<NodeState> ParseNodeState(const std::string& name) {
   for (NodeState s : {NodeState::kWaiting, NodeState::kActive, NodeState::kCompleted, NodeState::kFailed,
-                      NodeState::kCancelled, NodeState::kSkipped}) {
+                      NodeState::kCancelled, NodeState::kSkipped, NodeState::kStopped}) {
     if (name == pipeline::NodeStateName(s)) return s;
   }
   return std::nullopt;
@@ -60,16 +114,12 @@ bool LowerIsBetter(const std::string& metric) {
   return false;
 }
 
-// Creates `path` (and its parents) for the run's owner: the jobs run as that
-// user when the daemon is root, and must write their workspaces.
-Status MakeDir(const std::string& path, const Caller& owner) {
-  std::error_code ec;
-  fs::create_directories(path, ec);
-  if (ec) return IoError("cannot create " + path + ": " + ec.message());
-  if (::geteuid() == 0 && owner.uid != 0 && ::chown(path.c_str(), owner.uid, owner.gid) != 0) {
-    return IoError(fmt::format("cannot give {} to uid {}: {}", path, owner.uid, std::strerror(errno)));
-  }
-  return Status::Ok();
+// Creates `path` (and its parents below `pipelines`, <home>/pipelines) for the run's
+// owner: the jobs run as that user when the daemon is root, and must write
+// their workspaces. The owner controls the run folder's entries, so nothing
+// on the way is followed (owned_dirs.h).
+Status MakeDir(const std::string& pipelines, const std::string& path, const Caller& owner) {
+  return MakeDirsBeneath(pipelines, path, DirOwner{owner.uid, owner.gid});
 }
 
 }  // namespace
@@ -174,6 +224,11 @@ Status PipelineService::Load() {
       continue;
     }
     Run& run = runs_.emplace(record.id, std::move(rebuilt).value()).first->second;
+    if (!run.plan.early_stops.empty()) {
+      auto lines = state_->store->ListRunMetrics(record.id, "");
+      if (!lines.ok()) return lines.status();
+      for (const store::MetricRecord& line : *lines) TakeObjectiveLine(run, line);
+    }
     for (size_t i = 0; i < run.nodes.size(); ++i) {
       store::PipelineNodeRecord& row = run.nodes[i];
       if (row.state != pipeline::NodeStateName(NodeState::kActive)) continue;
@@ -267,15 +322,16 @@ Result<json> PipelineService::Create(const json& body, const Caller& caller) {
   // The run's folder, each node's workspace, artifact and checkpoint
   // folders, made before any job starts.
   std::error_code ec;
-  fs::create_directories(dir_.root + "/pipelines", ec);
+  const std::string pipelines = dir_.root + "/pipelines";
+  fs::create_directories(pipelines, ec);
   fs::permissions(dir_.root + "/pipelines", fs::perms(0711), ec);
-  GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir, owner));
-  GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/.checkpoints", owner));
+  GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir, owner));
+  GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/.checkpoints", owner));
   for (const pipeline::PlanNode& n : plan->nodes) {
-    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/" + n.step, owner));
-    GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/" + n.key, owner));
-    for (const std::string& a : n.artifacts) GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/" + a, owner));
-    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(plan->run_dir + "/.checkpoints/" + n.step, owner));
+    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/" + n.step, owner));
+    GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/" + n.key, owner));
+    for (const std::string& a : n.artifacts) GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/" + a, owner));
+    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/.checkpoints/" + n.step, owner));
   }
   ++next_id_;
 
@@ -388,6 +444,8 @@ void PipelineService::FinishRun(Run& run, pipeline::Outcome outcome, const std::
 
 void PipelineService::NodeJobFinished(Run& run, int node, const sched::Job& job) {
   store::PipelineNodeRecord& row = run.nodes[node];
+  std::string early_stop_reason;
+  if (row.reason.starts_with(kStoppingEarly)) early_stop_reason = row.reason.substr(kStoppingEarly.size());
   row.ended = job.ended > 0 ? job.ended : state_->clock->Now();
   row.reason = job.reason;
   NodeState state = NodeState::kFailed;
@@ -402,7 +460,15 @@ void PipelineService::NodeJobFinished(Run& run, int node, const sched::Job& job)
     }
     run.stopped_by_anomaly.erase(stopped);
   }
+  // Stopped by its step's early_stop policy (the intent is in the node's
+  // stored reason, so it survives a daemon restart): a result, not a
+  // failure. A point that completed within its grace period keeps that.
+  if (!early_stop_reason.empty() && state != NodeState::kCompleted) {
+    state = NodeState::kStopped;
+    row.reason = "stopped early: " + early_stop_reason;
+  }
   row.state = pipeline::NodeStateName(state);
+  if (state != NodeState::kCompleted) AddToHistory(row, job, row.state);
   SaveNode(run, node);
   run.dirty = true;
   dirty_ = true;
@@ -482,8 +548,35 @@ void PipelineService::OnJobChanged(const sched::Job& job) {
     NodeJobFinished(run->second, node, job);
   } else {
     row.reason = job.reason;  // requeued: it will resume from its checkpoint
+    AddToHistory(row, job, "requeued");
     SaveNode(run->second, node);
   }
+}
+
+void PipelineService::AddToHistory(store::PipelineNodeRecord& row, const sched::Job& job, const std::string& state) {
+  json history = json::parse(row.history_json, nullptr, false);
+  if (!history.is_array()) history = json::array();
+  json entry = {{"job", job.id},
+                {"attempt", job.attempt},
+                {"ended", job.ended > 0 ? job.ended : state_->clock->Now()},
+                {"state", state},
+                {"reason", job.reason}};
+  if (state == "failed" && job.id > 0 && job.attempt > 0) {
+    // The job wrote its stderr as its user: read without following links,
+    // and only its last bytes.
+    const std::string relative = fmt::format("{}/{}/stderr", job.id, job.attempt);
+    const std::string jobs = dir_.root + "/jobs";
+    if (auto head = ReadBeneath(jobs, relative, 0, 0); head.ok()) {
+      const uint64_t from = head->size > kStderrTailBytes ? head->size - kStderrTailBytes : 0;
+      if (auto tail = ReadBeneath(jobs, relative, from, kStderrTailBytes); tail.ok()) {
+        entry["stderr_tail"] = LastLines(tail->data, kStderrTailLines);
+      }
+    }
+  }
+  history.push_back(std::move(entry));
+  // A node that keeps failing keeps its latest ends.
+  while (history.size() > kMaxHistory) history.erase(history.begin());
+  row.history_json = history.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void PipelineService::ActOnAnomaly(const MetricsIntake::Found& found, bool may_act) {
@@ -540,9 +633,69 @@ void PipelineService::ActOnAnomaly(const MetricsIntake::Found& found, bool may_a
 void PipelineService::OnRound() {
   const TimeMs now = state_->clock->Now();
   std::vector<MetricsIntake::Found> found;
+  const size_t before = state_->batch.metrics.size();
   intake_.Poll(now, 0, &state_->batch.metrics, &found);
   for (auto& f : intake_.Tick(now)) found.push_back(std::move(f));
   for (const auto& f : found) ActOnAnomaly(f, /*may_act=*/true);
+  std::set<std::pair<int64_t, int>> news;  // (run, node) with new objective values
+  for (size_t i = before; i < state_->batch.metrics.size(); ++i) {
+    const store::MetricRecord& row = state_->batch.metrics[i];
+    auto run = runs_.find(row.run_id);
+    if (run == runs_.end()) continue;
+    if (int node = TakeObjectiveLine(run->second, row); node >= 0) news.insert({row.run_id, node});
+  }
+  for (const auto& [id, node] : news) CheckEarlyStop(runs_.at(id), node);
+}
+
+int PipelineService::TakeObjectiveLine(Run& run, const store::MetricRecord& row) {
+  auto node = run.by_id.find(row.node_id);
+  if (node == run.by_id.end() || !row.step) return -1;
+  const std::string& step = run.plan.nodes[node->second].step;
+  auto objective = run.plan.objectives.find(step);
+  if (objective == run.plan.objectives.end() || !run.plan.early_stops.count(step)) return -1;
+  const json line = json::parse(row.line_json, nullptr, false);
+  const std::optional<double> value = MetricValue(line, objective->second.metric);
+  if (!value) return -1;
+  run.objective_lines[node->second].push_back({*row.step, *value, row.time});
+  return node->second;
+}
+
+void PipelineService::CheckEarlyStop(Run& run, int node) {
+  store::PipelineNodeRecord& row = run.nodes[node];
+  if (row.state != pipeline::NodeStateName(NodeState::kActive) || row.reason.starts_with(kStoppingEarly)) return;
+  if (!job_nodes_.count(row.job_id)) return;
+  const std::string& step = run.plan.nodes[node].step;
+  const pipeline::EarlyStopPolicy& policy = run.plan.early_stops.at(step);
+  const pipeline::Objective& objective = run.plan.objectives.at(step);
+  // Every point of the step, this one at `me`.
+  std::vector<pipeline::PointHistory> points;
+  size_t me = 0;
+  for (size_t i = 0; i < run.plan.nodes.size(); ++i) {
+    if (run.plan.nodes[i].step != step) continue;
+    if (static_cast<int>(i) == node) me = points.size();
+    pipeline::PointHistory h;
+    h.point = static_cast<int>(i);
+    if (auto lines = run.objective_lines.find(static_cast<int>(i)); lines != run.objective_lines.end()) {
+      h.values = lines->second;
+    }
+    h.completed = run.nodes[i].state == pipeline::NodeStateName(NodeState::kCompleted);
+    points.push_back(std::move(h));
+  }
+  const pipeline::StopDecision decision = pipeline::DecideEarlyStop(policy, objective.mode, points, me);
+  if (!decision.stop) return;
+  row.reason = std::string(kStoppingEarly) + decision.reason;
+  SaveNode(run, node);
+  Event(run, "pipeline.early_stop", store::Severity::kInfo,
+        fmt::format("{} (job {}) stopped early by {} on {}: {}", row.node_id, row.job_id,
+                    policy.kind == pipeline::EarlyStopPolicy::Kind::kAsha ? "ASHA" : "the median rule",
+                    objective.metric, decision.reason),
+        {{"node", row.node_id}, {"job", row.job_id}, {"step", decision.at_step}});
+  JobBackend* backend = BackendOfJob(row.job_id);
+  if (!backend) return;
+  // A cancel is SIGTERM, the checkpoint grace, then SIGKILL: the point
+  // checkpoints and its GPU is free as soon as it exits.
+  Status done = backend->Act(row.job_id, "cancel", Owner(run.record)).status();
+  if (!done.ok()) spdlog::warn("pipeline {}: cannot stop job {} early: {}", run.record.id, row.job_id, done.message());
 }
 
 void PipelineService::EndOfTurn() {
@@ -586,8 +739,8 @@ Result<PipelineService::Run> PipelineService::Stored(int64_t id, const Caller& c
 }
 
 json PipelineService::Summary(const Run& run) const {
-  std::map<std::string, int> counts = {{"completed", 0}, {"failed", 0},  {"running", 0},
-                                       {"waiting", 0},   {"skipped", 0}, {"cancelled", 0}};
+  std::map<std::string, int> counts = {{"completed", 0}, {"failed", 0},    {"running", 0}, {"waiting", 0},
+                                       {"skipped", 0},   {"cancelled", 0}, {"stopped", 0}};
   for (const auto& row : run.nodes) {
     // "running" counts the nodes whose job is queued or running.
     ++counts[row.state == pipeline::NodeStateName(NodeState::kActive) ? "running" : row.state];
@@ -604,15 +757,34 @@ json PipelineService::Detail(const Run& run) {
   j["run_dir"] = run.record.run_dir;
   j["params"] = run.plan.params;
   j["backend"] = run.plan.backend.name.empty() ? default_backend_ : run.plan.backend.name;
-  // The latest line and the best value of every metric, per node.
+  json objectives = json::object();
+  for (const auto& [step, o] : run.plan.objectives) {
+    objectives[step] = {{"metric", o.metric}, {"mode", o.mode == pipeline::ObjectiveMode::kMin ? "min" : "max"}};
+  }
+  j["objectives"] = std::move(objectives);
+  // The latest line and the best value of every metric, per node; for a
+  // step with an objective, each point's best value of it (by its mode) and
+  // the training step of that value.
   std::map<std::string, json> latest;
   std::map<std::string, std::map<std::string, double>> best;
+  std::map<std::string, std::pair<double, int64_t>> objective_best;
   auto lines = state_->store->ListRunMetrics(run.record.id, "");
   if (lines.ok()) {
     for (const store::MetricRecord& m : *lines) {
       json line = json::parse(m.line_json, nullptr, false);
       if (!line.is_object()) continue;
       if (m.step || !latest.count(m.node_id)) latest[m.node_id] = line;
+      if (auto node = run.by_id.find(m.node_id); node != run.by_id.end()) {
+        auto o = run.plan.objectives.find(run.plan.nodes[node->second].step);
+        const std::optional<double> v = o == run.plan.objectives.end() ? std::nullopt
+                                                                       : MetricValue(line, o->second.metric);
+        if (v && std::isfinite(*v)) {
+          auto it = objective_best.find(m.node_id);
+          if (it == objective_best.end() || pipeline::Better(*v, it->second.first, o->second.mode)) {
+            objective_best[m.node_id] = {*v, m.step.value_or(0)};
+          }
+        }
+      }
       auto& b = best[m.node_id];
       for (const auto& [name, value] : line.items()) {
         if (name == "step" || name == "time" || !value.is_number()) continue;
@@ -623,6 +795,29 @@ json PipelineService::Detail(const Run& run) {
       }
     }
   }
+  // Each objective step's points ranked (1 = best), as the report ranks them.
+  std::vector<int> ranks(run.nodes.size(), 0);
+  json best_points = json::object();
+  for (const auto& [step, objective] : run.plan.objectives) {
+    std::vector<size_t> in_step;
+    std::vector<std::optional<double>> values;
+    for (size_t i = 0; i < run.nodes.size(); ++i) {
+      if (run.plan.nodes[i].step != step) continue;
+      in_step.push_back(i);
+      auto it = objective_best.find(run.nodes[i].node_id);
+      values.push_back(it == objective_best.end() ? std::nullopt : std::optional<double>(it->second.first));
+    }
+    const std::vector<int> step_ranks = pipeline::RankValues(values, objective.mode);
+    for (size_t k = 0; k < in_step.size(); ++k) {
+      ranks[in_step[k]] = step_ranks[k];
+      if (step_ranks[k] == 1 && !best_points.contains(step)) {
+        const auto& [value, at] = objective_best.at(run.nodes[in_step[k]].node_id);
+        best_points[step] = {{"node", run.nodes[in_step[k]].node_id}, {"metric", objective.metric},
+                             {"value", value}, {"step", at}};
+      }
+    }
+  }
+  j["best_points"] = std::move(best_points);
   json nodes = json::array();
   for (size_t i = 0; i < run.nodes.size(); ++i) {
     const store::PipelineNodeRecord& row = run.nodes[i];
@@ -663,7 +858,14 @@ json PipelineService::Detail(const Run& run) {
                      {"reason", row.reason},
                      {"needs", plan_node.needs},
                      {"latest_metrics", latest.count(row.node_id) ? latest[row.node_id] : json::object()},
-                     {"best", json(best[row.node_id])}});
+                     {"best", json(best[row.node_id])},
+                     {"attempt_history", [&] {
+                        json h = json::parse(row.history_json, nullptr, false);
+                        return h.is_array() ? h : json::array();
+                      }()}});
+    if (auto o = objective_best.find(row.node_id); o != objective_best.end()) {
+      nodes.back()["objective"] = {{"value", o->second.first}, {"step", o->second.second}, {"rank", ranks[i]}};
+    }
   }
   j["nodes"] = std::move(nodes);
   return j;

@@ -81,6 +81,9 @@ class PipelineService {
     std::vector<store::PipelineNodeRecord> nodes;  // indexed like plan.nodes
     std::map<std::string, int> by_id;              // node id → index
     std::map<int, std::string> stopped_by_anomaly;  // node → why a check is stopping its job
+    // The objective's values of every node of a step with an early_stop
+    // policy, in the order they were read (rebuilt from the store at Load).
+    std::map<int, std::vector<pipeline::Observation>> objective_lines;
     bool dirty = true;                             // NextActions may have news
   };
 
@@ -98,9 +101,18 @@ class PipelineService {
   void SaveRun(const Run& run);
   void Event(const Run& run, const std::string& kind, store::Severity severity, const std::string& message,
              nlohmann::json data = nlohmann::json::object());
+  // Adds why an attempt of the node's job ended (a requeue, or an end that
+  // is not a completion) to the node's history, with the last lines of its
+  // standard error when it failed.
+  void AddToHistory(store::PipelineNodeRecord& row, const sched::Job& job, const std::string& state);
   // Applies a job's final state to its node.
   void NodeJobFinished(Run& run, int node, const sched::Job& job);
   void ActOnAnomaly(const MetricsIntake::Found& found, bool may_act);
+  // Adds a stored metric line's objective value to its node's history when
+  // the node's step has an early_stop policy; returns the node, or -1.
+  int TakeObjectiveLine(Run& run, const store::MetricRecord& row);
+  // Stops the node's job when its step's policy says so (see early_stop.h).
+  void CheckEarlyStop(Run& run, int node);
   void WatchMetrics(const sched::Job& job, bool catch_up);
   Caller Owner(const store::PipelineRunRecord& record) const;
   nlohmann::json Summary(const Run& run) const;

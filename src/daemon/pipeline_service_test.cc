@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -14,7 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
+#include "http/client.h"
 #include "daemon/daemon.h"
 #include "exec/launcher.h"
 #include "store/store.h"
@@ -47,11 +48,17 @@ class PipelineServiceTest : public ::testing::Test {
     EXPECT_TRUE(WaitFor([&] { return Get("/v1/jobs")["jobs"].empty(); }));
   }
 
-  void StartDaemon(int max_queued_jobs_per_user = 0) {
+  void StartDaemon(int max_queued_jobs_per_user = 0, const std::string& scenario = "") {
     DaemonOptions options;
     options.queue.scheduler.max_queued_jobs_per_user = max_queued_jobs_per_user;
     options.home = home_.string();
-    options.driver.sim_count = 4;
+    if (scenario.empty()) {
+      options.driver.sim_count = 4;
+    } else {
+      const fs::path file = home_ / "files" / "scenario.yaml";
+      std::ofstream(file) << scenario;
+      options.driver.scenario_path = file.string();
+    }
     options.port = -1;
     options.sample_interval = 100;
     auto d = Daemon::Create(options, clock_.get());
@@ -67,11 +74,11 @@ class PipelineServiceTest : public ::testing::Test {
     daemon_.reset();
   }
 
-  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
-    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
+    http::Client client(http::Endpoint{daemon_->socket_path()});
     auto r = client.Request(method, target, body);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : cli::ClientResponse{};
+    return r.ok() ? *r : http::ClientResponse{};
   }
 
   json Get(const std::string& target) {
@@ -144,6 +151,23 @@ TEST_F(PipelineServiceTest, InvalidFileIsRefusedWithItsLineAndNothingIsStored) {
   EXPECT_EQ(Call("GET", "/v1/pipelines/1").status, 404);
 }
 
+// The owner of a run folder controls what is in it: a link planted where the
+// daemon is about to make a node's folder is not followed (the daemon made,
+// and as root chowned, folders wherever it pointed).
+TEST_F(PipelineServiceTest, LinkPlantedInTheRunFolderIsNotFollowed) {
+  StartDaemon();
+  fs::create_directories(home_ / "victim");
+  fs::create_directories(RunDir(1));
+  fs::create_directory_symlink(home_ / "victim", RunDir(1) + "/train");
+  json body = {{"yaml", "name: p\nsteps:\n  train:\n    matrix: {x: [1, 2]}\n    run: \"true\"\n"},
+               {"source", "p.yaml"}};
+  auto r = Call("POST", "/v1/pipelines", body.dump());
+  EXPECT_NE(r.status, 201) << r.body;
+  EXPECT_NE(r.body.find("symbolic link"), std::string::npos) << r.body;
+  EXPECT_TRUE(fs::is_empty(home_ / "victim"));
+  EXPECT_EQ(Get("/v1/jobs")["jobs"].size(), 0u);
+}
+
 // A sweep whose point b fails on its first attempt: the retry is a new job
 // that finds the node's checkpoint folder, knows it resumes, and the report
 // step reads every point's workspace.
@@ -167,7 +191,8 @@ steps:
         cat ${{ step.prepare.workspace }}/data/input > ${{ workspace }}/out;
         echo "$GPUHERD_CHECKPOINT_DIR $GPUHERD_RESTART_COUNT ${GPUHERD_RESUME:-0}" >> ${{ workspace }}/env;
         if [ ${{ matrix.point }} = b ] && [ ! -e $GPUHERD_CHECKPOINT_DIR/ckpt ]; then
-        touch $GPUHERD_CHECKPOINT_DIR/ckpt; exit 3; fi
+        touch $GPUHERD_CHECKPOINT_DIR/ckpt; echo "loading data"; echo "warming up" >&2;
+        echo "CUDA out of memory at step 7" >&2; exit 3; fi
   report:
     needs: [train]
     if: always
@@ -186,6 +211,13 @@ steps:
   EXPECT_EQ(b["attempts"], 2);
   EXPECT_EQ(b["matrix"]["point"], "b");
   EXPECT_EQ(Node(run, "train[point=a]")["attempts"], 1);
+  // The failed first attempt of b is remembered with why it ended and the
+  // end of its standard error; a's history is empty.
+  ASSERT_EQ(b["attempt_history"].size(), 1u) << b.dump(2);
+  EXPECT_EQ(b["attempt_history"][0]["state"], "failed");
+  EXPECT_EQ(b["attempt_history"][0]["reason"], "exited with code 3");
+  EXPECT_EQ(b["attempt_history"][0]["stderr_tail"], json({"warming up", "CUDA out of memory at step 7"}));
+  EXPECT_TRUE(Node(run, "train[point=a]")["attempt_history"].empty());
 
   const std::string dir = RunDir(id);
   EXPECT_EQ(Read(dir + "/train/0/out"), "bonjour\n");
@@ -200,6 +232,137 @@ steps:
   EXPECT_EQ(listing[0]["nodes"]["total"], 5);
   EXPECT_EQ(listing[0]["nodes"]["completed"], 5);
   EXPECT_EQ(Get("/v1/pipelines")["pipelines"].size(), 0u);  // nothing running
+}
+
+// ASHA (grace 1, reduction 3) over three points whose losses are 1000/step,
+// 2000/step and 3000/step: the best point starts writing at once, the others a
+// second later, so it reaches each rung first and the others arrive worse
+// (2 of 2, then 3 of 3, with only the top 1 going on) and are stopped at
+// the first rung. The best point runs to the end; the run succeeds and the
+// step that needs the sweep runs.
+TEST_F(PipelineServiceTest, AshaStopsThePointsBehindAndTheBestRunsToTheEnd) {
+  StartDaemon();
+  const std::string yaml = R"(name: asha
+defaults: {gpus: 0}
+steps:
+  train:
+    matrix: {scale: [1, 2, 3]}
+    objective: {metric: loss, mode: min}
+    early_stop: {policy: asha, grace: 1, reduction: 3}
+    run:
+      - sh
+      - -c
+      - >-
+        trap 'echo stopped > ${{ workspace }}/end; exit 0' TERM;
+        if [ ${{ matrix.scale }} != 1 ]; then sleep 1; fi;
+        for s in 1 2 3 4 5 6 7 8 9; do
+        echo "{\"step\": $s, \"loss\": $(( ${{ matrix.scale }} * 1000 / s ))}" >> $GPUHERD_METRICS_FILE;
+        sleep 0.3; done; echo done > ${{ workspace }}/end
+  after:
+    needs: [train]
+    run: ["sh", "-c", "echo ran > ${{ workspace }}/ran"]
+)";
+  int64_t id = Run(yaml);
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitFor([&] { return Show(id)["state"] != "running"; })) << Show(id).dump(2);
+  json run = Show(id);
+  EXPECT_EQ(run["outcome"], "succeeded") << run.dump(2);
+  EXPECT_EQ(run["objectives"]["train"]["metric"], "loss");
+  EXPECT_EQ(Node(run, "train[scale=1]")["state"], "completed");
+  for (const char* worse : {"train[scale=2]", "train[scale=3]"}) {
+    json n = Node(run, worse);
+    EXPECT_EQ(n["state"], "stopped") << n.dump();
+    EXPECT_NE(n["reason"].get<std::string>().find("stopped early: rung at step 1"), std::string::npos) << n.dump();
+    EXPECT_EQ(n["attempts"], 1);  // a stop is not a failure: no retry
+  }
+  const std::string dir = RunDir(id);
+  EXPECT_EQ(Read(dir + "/train/0/end"), "done\n");
+  EXPECT_EQ(Read(dir + "/train/1/end"), "stopped\n");  // SIGTERM, so it could checkpoint
+  EXPECT_EQ(Read(dir + "/after/ran"), "ran\n");
+  EXPECT_EQ(Get("/v1/pipelines?all=1")["pipelines"][0]["nodes"]["stopped"], 2);
+}
+
+// Nine points, one GPU each on four GPUs, losses scale·1000/step: the best
+// (scale 1) starts first and reaches every rung first; each later point
+// arrives behind all that came before it, outside the top ceil(n/3), and is
+// stopped at the first rung. The best runs to the end and is named best.
+TEST_F(PipelineServiceTest, NinePointAshaSweepKeepsOnlyTheKnownBestPoint) {
+  StartDaemon();
+  const std::string yaml = R"(name: asha9
+steps:
+  train:
+    matrix: {scale: [1, 2, 3, 4, 5, 6, 7, 8, 9]}
+    gpus: 1
+    objective: {metric: loss, mode: min}
+    early_stop: {policy: asha, grace: 2, reduction: 3}
+    run:
+      - sh
+      - -c
+      - >-
+        trap 'exit 143' TERM;
+        if [ ${{ matrix.scale }} != 1 ]; then sleep 1; fi;
+        for s in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18; do
+        echo "{\"step\": $s, \"loss\": $(( ${{ matrix.scale }} * 1000 / s ))}" >> $GPUHERD_METRICS_FILE;
+        sleep 0.2; done
+)";
+  int64_t id = Run(yaml);
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitFor([&] { return Show(id)["state"] != "running"; })) << Show(id).dump(2);
+  json run = Show(id);
+  EXPECT_EQ(run["outcome"], "succeeded") << run.dump(2);
+  EXPECT_EQ(Node(run, "train[scale=1]")["state"], "completed");
+  for (int scale = 2; scale <= 9; ++scale) {
+    json n = Node(run, "train[scale=" + std::to_string(scale) + "]");
+    EXPECT_EQ(n["state"], "stopped") << n.dump();
+    EXPECT_NE(n["reason"].get<std::string>().find("stopped early: rung at step "), std::string::npos) << n.dump();
+  }
+  EXPECT_EQ(run["best_points"]["train"]["node"], "train[scale=1]");
+  EXPECT_EQ(run["best_points"]["train"]["value"], 1000 / 18);
+  EXPECT_EQ(Node(run, "train[scale=1]")["objective"]["rank"], 1);
+}
+
+// XID 79 takes GPU 0 off the bus while the only point runs there: the
+// queue restarts its job from its checkpoint on the other GPU, and the node
+// completes on its first attempt although it has no retries.
+TEST_F(PipelineServiceTest, AGpuFaultDuringAPointDoesNotUseItsRetries) {
+  StartDaemon(0, R"(
+description: two A100s; GPU 0 falls off the bus after two seconds
+seed: 3
+gpus:
+  - {model: a100-40gb, count: 2}
+faults:
+  - {at: 2s, gpu: 0, kind: xid, xid: 79}
+)");
+  const std::string yaml = R"(name: fault
+steps:
+  train:
+    matrix: {point: [a]}
+    gpus: 1
+    retries: 0
+    checkpoint: {grace: 2s}
+    run:
+      - sh
+      - -c
+      - >-
+        echo "$CUDA_VISIBLE_DEVICES" >> ${{ workspace }}/gpus;
+        if [ -e $GPUHERD_CHECKPOINT_DIR/ckpt ]; then exit 0; fi;
+        trap 'touch $GPUHERD_CHECKPOINT_DIR/ckpt; exit 143' TERM;
+        for i in $(seq 1 100); do sleep 0.1; done; exit 5
+)";
+  int64_t id = Run(yaml);
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitFor([&] { return Show(id)["state"] != "running"; })) << Show(id).dump(2);
+  json run = Show(id);
+  json node = Node(run, "train[point=a]");
+  EXPECT_EQ(run["outcome"], "succeeded") << run.dump(2);
+  EXPECT_EQ(node["state"], "completed");
+  EXPECT_EQ(node["attempts"], 1);  // the node's retries were not touched
+  ASSERT_EQ(node["attempt_history"].size(), 1u) << node.dump(2);
+  EXPECT_EQ(node["attempt_history"][0]["state"], "requeued");
+  EXPECT_NE(node["attempt_history"][0]["reason"].get<std::string>().find("GPU 0"), std::string::npos) << node.dump(2);
+  // Two lines: the first attempt on GPU 0, the resumed one on GPU 1.
+  const std::string gpus = Read(RunDir(id) + "/train/0/gpus");
+  EXPECT_EQ(std::count(gpus.begin(), gpus.end(), '\n'), 2) << gpus;
 }
 
 // Eight points against a queue limit of 3 jobs per user: the nodes the queue

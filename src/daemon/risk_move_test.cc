@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/http_client.h"
+#include "http/client.h"
 #include "daemon/daemon.h"
 #include "daemon/risk_service.h"
 #include "exec/launcher.h"
@@ -127,11 +127,11 @@ class RiskMoveTest : public ::testing::Test {
     WaitForRounds(1);
   }
 
-  cli::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
-    cli::HttpClient client(cli::HttpEndpoint{daemon_->socket_path()});
+  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
+    http::Client client(http::Endpoint{daemon_->socket_path()});
     auto r = client.Request(method, target, body);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : cli::ClientResponse{};
+    return r.ok() ? *r : http::ClientResponse{};
   }
   json Get(const std::string& target) {
     auto r = Call("GET", target);

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu/sim/card.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 #include "predict/evaluate.h"
 #include "predict/history.h"
 #include "telemetry/rollup.h"
@@ -35,7 +35,7 @@ std::unique_ptr<predict::RiskModel> SmallModel() {
 }
 
 TEST(RiskServiceTest, WearingFanIsFlaggedBeforeItFails) {
-  const gpu::sim::GpuModel* rtx = gpu::sim::FindModel("rtx3090");
+  const gpu::GpuModel* rtx = gpu::FindModel("rtx3090");
   DaemonState state;
   gpu::GpuInfo info;
   info.index = 0;
@@ -78,7 +78,7 @@ TEST(RiskServiceTest, WearingFanIsFlaggedBeforeItFails) {
 // A daemon that has just started (no stored history) scores a GPU only once
 // it has seen a whole window: a cut-short window raised false alarms.
 TEST(RiskServiceTest, FirstScoredAfterAWholeWindow) {
-  const gpu::sim::GpuModel* rtx = gpu::sim::FindModel("rtx3090");
+  const gpu::GpuModel* rtx = gpu::FindModel("rtx3090");
   DaemonState state;
   gpu::GpuInfo info;
   info.uuid = "GPU-new";

@@ -7,11 +7,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/safe_file.h"
+#include "core/owned_dirs.h"
 #include "core/state_dir.h"
 #include "sched/job_spec.h"
 
@@ -28,7 +31,13 @@ std::string FirstLine(const std::string& text) {
 }
 
 std::optional<int> ReadExitFile(const std::string& path) {
-  std::ifstream in(path);
+  // Jobs' users write into the shared folder: no link is followed, a FIFO
+  // does not block, at most a few bytes are read.
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return std::nullopt;
+  auto text = ReadSmallFileBeneath(path.substr(0, slash), path.substr(slash + 1), 64);
+  if (!text.ok()) return std::nullopt;
+  std::istringstream in(*text);
   int code = 0;
   // The batch script writes 0-255; anything else is no record.
   if (in >> code && code >= 0 && code <= 255) return code;
@@ -65,8 +74,8 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Create(DaemonState* state, e
   if (::chmod(dir.c_str(), 01777) != 0 && ::geteuid() == 0) {
     return IoError("cannot make " + dir + " writable for the jobs' users");
   }
-  fs::create_directories(dir + "/ids", ec);
-  if (ec) return IoError("cannot create " + dir + "/ids: " + ec.message());
+  // Every user may write in `dir`: a link planted as ids/ is not followed.
+  GPUHERD_RETURN_IF_ERROR(MakeDirsBeneath(dir, dir + "/ids", std::nullopt));
   return std::unique_ptr<SlurmBackend>(new SlurmBackend(state, runner, std::move(options), std::move(post)));
 }
 
@@ -81,7 +90,10 @@ void SlurmBackend::SaveSlurmId(sched::JobId id, int64_t slurm_id) const {
 
 int64_t SlurmBackend::SlurmId(sched::JobId id) const {
   if (auto it = tracked_.find(id); it != tracked_.end()) return it->second.slurm_id;
-  std::ifstream in(IdFile(id));
+  // ids/ is the daemon's; read like every file in the shared folder.
+  auto text = ReadSmallFileBeneath(options_.site.shared_dir, "ids/" + std::to_string(id), 64);
+  if (!text.ok()) return 0;
+  std::istringstream in(*text);
   int64_t slurm_id = 0;
   return in >> slurm_id ? slurm_id : 0;
 }

@@ -1,5 +1,9 @@
 #include "daemon/work_queue.h"
 
+#include <exception>
+
+#include <spdlog/spdlog.h>
+
 namespace gpuherd::daemon {
 
 WorkQueue::WorkQueue() : thread_([this] { Run(); }) {}
@@ -31,7 +35,14 @@ void WorkQueue::Run() {
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
-    task();
+    // Nothing may leave the thread: an exception here would end the daemon.
+    try {
+      task();
+    } catch (const std::exception& e) {
+      spdlog::error("a background task failed: {}", e.what());
+    } catch (...) {
+      spdlog::error("a background task failed with an unknown exception");
+    }
   }
 }
 

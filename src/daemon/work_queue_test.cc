@@ -1,6 +1,7 @@
 #include "daemon/work_queue.h"
 
 #include <atomic>
+#include <stdexcept>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -26,6 +27,19 @@ TEST(WorkQueueTest, RunsOnItsOwnThread) {
     queue.Post([&] { other_thread = std::this_thread::get_id() != caller; });
   }
   EXPECT_TRUE(other_thread);
+}
+
+// A task that throws (a library's exception nobody expected) must not end
+// the daemon through std::terminate; the tasks after it still run.
+TEST(WorkQueueTest, ThrowingTaskDoesNotStopTheQueue) {
+  std::vector<int> ran;
+  {
+    WorkQueue queue;
+    queue.Post([] { throw std::runtime_error("from a library"); });
+    queue.Post([] { throw 7; });
+    queue.Post([&ran] { ran.push_back(1); });
+  }
+  EXPECT_EQ(ran, std::vector<int>{1});
 }
 
 }  // namespace

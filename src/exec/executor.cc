@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 
@@ -31,22 +33,45 @@ Status Validate(const LaunchSpec& spec) {
   return Status::Ok();
 }
 
+// A group left behind (its shim was killed) is ended and removed; the shim
+// removes its own group before it records the exit, so usually there is none.
+void RemoveLeftoverGroup(const host::Cgroups& cgroups, int64_t job_id, int attempt) {
+  if (cgroups.version() == host::CgroupVersion::kNone) return;
+  host::Cgroup group = cgroups.Child(host::JobCgroupName(job_id, attempt));
+  bool exists = false;
+  for (const auto& dir : group.Dirs()) exists = exists || access(dir.c_str(), F_OK) == 0;
+  if (!exists) return;
+  (void)host::KillCgroup(group, std::chrono::seconds(5));
+  (void)host::RemoveCgroup(group);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Executor>> Executor::Start(ExecutorOptions options, ExitCallback on_exit) {
-  auto watcher = ExitWatcher::Start(std::move(on_exit));
+  auto cgroups = std::make_shared<const host::Cgroups>(host::Cgroups::Open(options.cgroup_mount, options.cgroup_parent));
+  auto watcher = ExitWatcher::Start([cgroups, on_exit = std::move(on_exit)](ExitRecord record) {
+    RemoveLeftoverGroup(*cgroups, record.job_id, record.attempt);
+    on_exit(std::move(record));
+  });
   if (!watcher.ok()) return watcher.status();
   if (options.shim_program.empty()) options.shim_program = DefaultShimProgram(options.launcher_program);
   auto launcher = LauncherClient::Spawn(options.launcher_program, options.shim_program);
   if (!launcher.ok()) return launcher.status();
   return std::unique_ptr<Executor>(
-      new Executor(std::move(options), std::move(launcher).value(), std::move(watcher).value()));
+      new Executor(std::move(options), std::move(cgroups), std::move(launcher).value(), std::move(watcher).value()));
 }
 
 Executor::~Executor() { Shutdown(); }
 
-Result<int> Executor::Launch(const LaunchSpec& spec) {
-  GPUHERD_RETURN_IF_ERROR(Validate(spec));
+Result<int> Executor::Launch(const LaunchSpec& requested) {
+  GPUHERD_RETURN_IF_ERROR(Validate(requested));
+  ++launches_in_flight_;
+  struct Done {
+    std::atomic<int>* count;
+    ~Done() { --*count; }
+  } done{&launches_in_flight_};
+  LaunchSpec spec = requested;
+  spec.cgroup = cgroups_->Child(host::JobCgroupName(spec.job_id, spec.attempt));
   if (watcher_->IsWatching(spec.job_id, spec.attempt)) {
     return Status(Code::kAlreadyExists, AttemptName(spec.job_id, spec.attempt) + " is already running");
   }
@@ -116,11 +141,36 @@ Status Executor::Adopt(int64_t job_id, int attempt, const std::string& dir) {
   return watcher_->Watch(job_id, attempt, id, pidfd, dir);
 }
 
+std::string CgroupParentFor(const std::string& home) {
+  uint32_t hash = 2166136261u;  // FNV-1a
+  for (unsigned char ch : home) hash = (hash ^ ch) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof(hex), "%08x", hash);
+  return std::string("gpuherd/home-") + hex;
+}
+
+int Executor::RemoveStaleCgroups() {
+  int removed = 0;
+  for (const std::string& name : cgroups_->ListChildren()) {
+    int64_t job_id = 0;
+    int attempt = 0;
+    if (!host::ParseJobCgroupName(name, &job_id, &attempt) || watcher_->IsWatching(job_id, attempt)) continue;
+    host::Cgroup group = cgroups_->Child(name);
+    (void)host::KillCgroup(group, std::chrono::seconds(5));
+    if (host::RemoveCgroup(group).ok()) ++removed;
+  }
+  return removed;
+}
+
 void Executor::Shutdown() {
+  const bool shims_running = watcher_->WatchedCount() > 0;
   watcher_->Stop();
   std::lock_guard lock(launcher_mu_);
+  const bool was_shut_down = shut_down_;
   shut_down_ = true;
   if (launcher_) launcher_->Close();
+  // A launch counted here may have started a shim that has yet to make its group.
+  if (!was_shut_down && !shims_running && launches_in_flight_ == 0) (void)cgroups_->RemoveParentIfEmpty();
 }
 
 }  // namespace gpuherd::exec

@@ -9,53 +9,38 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
 
 #include "exec/pidfd.h"
+#include "exec/proc_stat.h"
 
 namespace gpuherd::exec {
 namespace {
 
 std::string Errno(int err) { return std::strerror(err); }
 
-// Session id of a process (/proc/<pid>/stat field 6), or -1.
-int SessionOf(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos) return -1;
-  std::istringstream fields(stat.substr(close_paren + 1));
-  std::string state, ppid, pgrp, session;
-  if (!(fields >> state >> ppid >> pgrp >> session)) return -1;
-  return std::atoi(session.c_str());
-}
+}  // namespace
 
-// Kills what is left of a dead shim's job. The shim led its own session, and
-// the kernel keeps a session's id from being reused while any member lives:
-// so unless another process has taken the shim's pid, every process still in
-// that session is the job's. (When the pid is in use again, the session is
-// gone and there is nothing to kill.) Returns how many processes were killed.
-int KillLeftovers(const ShimIdentity& shim) {
+int KillLeftovers(const ShimIdentity& shim, const std::string& proc_root) {
   if (shim.pid <= 0) return 0;
-  auto start = ProcessStartTime(shim.pid);
-  if (start.ok() && *start != shim.start_time) return 0;
-  DIR* proc = opendir("/proc");
+  auto start = ReadProcStat(shim.pid, proc_root);
+  if (start.ok() && start->start_time != shim.start_time) return 0;
+  DIR* proc = opendir(proc_root.c_str());
   if (proc == nullptr) return 0;
   int killed = 0;
   while (dirent* entry = readdir(proc)) {
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
     int pid = std::atoi(entry->d_name);
-    // The shim itself may linger as a zombie until its parent reaps it.
-    if (pid != shim.pid && SessionOf(entry->d_name) == shim.pid && kill(pid, SIGKILL) == 0) ++killed;
+    // The shim itself may linger as a zombie until its parent reaps it. A
+    // process that ended meanwhile (or an unreadable entry) is skipped.
+    if (pid == shim.pid) continue;
+    auto stat = ReadProcStat(pid, proc_root);
+    if (stat.ok() && stat->session == shim.pid && kill(pid, SIGKILL) == 0) ++killed;
   }
   closedir(proc);
   return killed;
 }
-
-}  // namespace
 
 ExitRecord ResolveEndedShim(int64_t job_id, int attempt, const ShimIdentity& shim, const std::string& dir) {
   auto record = ReadExitRecord(dir);
@@ -163,6 +148,11 @@ Status ExitWatcher::Signal(int64_t job_id, int attempt, int signal) {
   return Status::Ok();
 }
 
+size_t ExitWatcher::WatchedCount() const {
+  std::lock_guard lock(mu_);
+  return watched_.size();
+}
+
 bool ExitWatcher::IsWatching(int64_t job_id, int attempt) const {
   std::lock_guard lock(mu_);
   return watched_.count({job_id, attempt}) != 0;
@@ -202,12 +192,15 @@ void ExitWatcher::Loop() {
       for (auto& entry : gone_) ended.push_back(std::move(entry));
       gone_.clear();
     }
+    // Nothing may leave the thread: an exception here would end the daemon.
     for (const Entry& entry : ended) {
-      ExitRecord record = ResolveEndedShim(entry.key.first, entry.key.second, entry.shim, entry.dir);
       try {
-        on_exit_(std::move(record));
+        on_exit_(ResolveEndedShim(entry.key.first, entry.key.second, entry.shim, entry.dir));
       } catch (const std::exception& e) {
-        spdlog::error("exit callback for job {} failed: {}", entry.key.first, e.what());
+        spdlog::error("exit of job {} attempt {} not handled: {}", entry.key.first, entry.key.second, e.what());
+      } catch (...) {
+        spdlog::error("exit of job {} attempt {} not handled: unknown exception", entry.key.first,
+                      entry.key.second);
       }
     }
   }

@@ -22,6 +22,12 @@
 
 namespace gpuherd::exec {
 
+// Kills what is left of a dead shim's job: every process still in the
+// session the shim led (read from `proc_root`, "/proc" but for tests).
+// Returns how many processes were killed. Never throws: a process that ends
+// while it is looked at is skipped.
+int KillLeftovers(const ShimIdentity& shim, const std::string& proc_root = "/proc");
+
 class ExitWatcher {
  public:
   // Called on the watcher thread, one record at a time; must not block long.
@@ -41,6 +47,8 @@ class ExitWatcher {
   // pid. NotFound when the attempt is not (or no longer) watched.
   Status Signal(int64_t job_id, int attempt, int signal);
   bool IsWatching(int64_t job_id, int attempt) const;
+  // How many attempts are watched now.
+  size_t WatchedCount() const;
   // Stops the thread without delivering what is still watched; the shims go on.
   void Stop();
 

@@ -178,6 +178,30 @@ TEST_F(ExitWatcherTest, LostShimsLeftoverJobIsKilled) {
   close(job_pipe[0]);
 }
 
+// A process that ends between open() and read() of its /proc/<pid>/stat
+// makes read() fail (ESRCH). A directory in place of the stat file fails
+// read() the same way (EISDIR), deterministically; reading it with an
+// ifstream threw std::ios_base::failure out of the watcher thread, and
+// std::terminate took the daemon down.
+TEST_F(ExitWatcherTest, LeftoverScanSurvivesUnreadableStatFiles) {
+  const std::string proc = dir_ + "/proc";
+  // Ends mid-read: "stat" is a directory.
+  std::filesystem::create_directories(proc + "/4000001/stat");
+  // Not a number, truncated, and enormous stat files.
+  std::filesystem::create_directories(proc + "/4000002");
+  std::ofstream(proc + "/4000002/stat") << "4000002 (a) S 1 x";
+  std::filesystem::create_directories(proc + "/4000003");
+  std::ofstream(proc + "/4000003/stat") << "4000003 (a) S";
+  std::filesystem::create_directories(proc + "/4000004");
+  std::ofstream(proc + "/4000004/stat") << "4000004 (" << std::string(100000, ')') << ") S 1 1 7 0";
+  std::filesystem::create_directories(proc + "/self");
+  // The shim's own pid does not exist there: no start time to compare with.
+  ShimIdentity shim{4000005, 1};
+  int killed = -1;
+  EXPECT_NO_THROW(killed = KillLeftovers(shim, proc));
+  EXPECT_EQ(killed, 0);
+}
+
 TEST_F(ExitWatcherTest, SignalToUnknownAttemptIsNotFound) {
   EXPECT_EQ(watcher_->Signal(99, 1, SIGUSR1).code(), Code::kNotFound);
 }

@@ -32,6 +32,9 @@ class JobExecutor {
   // For an attempt the store says is running: watched again when it runs,
   // its end delivered through the callback when it ended meanwhile.
   virtual Status Adopt(int64_t job_id, int attempt, const std::string& dir) = 0;
+  // How jobs are contained (control groups, or the supervisor alone), for
+  // `show`; empty where the executor has nothing to say.
+  virtual std::string containment() const { return ""; }
 };
 
 }  // namespace gpuherd::exec

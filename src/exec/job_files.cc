@@ -7,11 +7,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/safe_file.h"
 #include "core/state_dir.h"
+#include "exec/proc_stat.h"
 
 namespace gpuherd::exec {
 namespace {
@@ -46,6 +47,17 @@ Result<std::optional<std::string>> ReadWholeFile(const std::string& path) {
   return std::optional<std::string>(std::move(content));
 }
 
+// The shim and exit files live in a folder the job's user can write to: read
+// without following links, blocking or reading more than a record can be.
+constexpr size_t kMaxRecordBytes = 64 << 10;
+
+Result<std::optional<std::string>> ReadJobFile(const std::string& dir, const char* name) {
+  auto content = ReadSmallFileBeneath(dir, name, kMaxRecordBytes);
+  if (content.status().code() == Code::kNotFound) return std::optional<std::string>();
+  if (!content.ok()) return content.status();
+  return std::optional<std::string>(std::move(*content));
+}
+
 std::optional<ExitRecord::How> ParseHow(const std::string& name) {
   for (auto how : {ExitRecord::How::kExited, ExitRecord::How::kSignaled, ExitRecord::How::kTimeLimit,
                    ExitRecord::How::kStopped, ExitRecord::How::kLaunchFailed, ExitRecord::How::kShimLost}) {
@@ -62,23 +74,9 @@ std::string StdoutPath(const std::string& dir) { return dir + "/stdout"; }
 std::string StderrPath(const std::string& dir) { return dir + "/stderr"; }
 
 Result<uint64_t> ProcessStartTime(int pid) {
-  auto content = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
-  if (!content.ok()) return content.status();
-  if (!content->has_value()) return NotFound("no process " + std::to_string(pid));
-  // The command name (field 2) may hold spaces and parentheses: fields are
-  // counted after its last ')'. Field 3 (state) follows it; 22 is starttime.
-  const std::string& stat = **content;
-  size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos) return DataLoss("unreadable /proc/" + std::to_string(pid) + "/stat");
-  std::istringstream fields(stat.substr(close_paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(fields >> field)) return DataLoss("short /proc/" + std::to_string(pid) + "/stat");
-  }
-  char* end = nullptr;
-  uint64_t start = std::strtoull(field.c_str(), &end, 10);
-  if (end == field.c_str() || *end != '\0') return DataLoss("bad start time in /proc/" + std::to_string(pid) + "/stat");
-  return start;
+  auto stat = ReadProcStat(pid);
+  if (!stat.ok()) return stat.status();
+  return stat->start_time;
 }
 
 bool IsAlive(const ShimIdentity& id) {
@@ -110,7 +108,7 @@ Status WriteShimFile(const std::string& dir, const ShimIdentity& shim) {
 
 Result<std::optional<ShimIdentity>> ReadShimFile(const std::string& dir) {
   std::string path = ShimFilePath(dir);
-  auto content = ReadWholeFile(path);
+  auto content = ReadJobFile(dir, "shim");
   if (!content.ok()) return content.status();
   if (!content->has_value()) return std::optional<ShimIdentity>();
   try {
@@ -129,6 +127,7 @@ std::string ExitRecordToJson(const ExitRecord& r) {
   json j = {{"job_id", r.job_id}, {"attempt", r.attempt}, {"how", HowName(r.how)},
             {"code", r.code},     {"signal", r.signal},   {"started", r.started},
             {"ended", r.ended},   {"message", r.message}};
+  if (r.out_of_memory) j["out_of_memory"] = true;
   return j.dump() + "\n";
 }
 
@@ -138,7 +137,7 @@ Status WriteExitRecord(const std::string& dir, const ExitRecord& record) {
 
 Result<std::optional<ExitRecord>> ReadExitRecord(const std::string& dir) {
   std::string path = ExitFilePath(dir);
-  auto content = ReadWholeFile(path);
+  auto content = ReadJobFile(dir, "exit");
   if (!content.ok()) return content.status();
   if (!content->has_value()) return std::optional<ExitRecord>();
   try {
@@ -154,6 +153,7 @@ Result<std::optional<ExitRecord>> ReadExitRecord(const std::string& dir) {
     r.started = j.at("started").get<TimeMs>();
     r.ended = j.at("ended").get<TimeMs>();
     r.message = j.at("message").get<std::string>();
+    r.out_of_memory = j.value("out_of_memory", false);
     return std::optional<ExitRecord>(std::move(r));
   } catch (const json::exception& e) {
     return DataLoss("corrupt exit record " + path + ": " + e.what());

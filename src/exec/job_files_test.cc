@@ -67,6 +67,25 @@ TEST_F(JobFilesTest, CorruptFilesAreDataLoss) {
   EXPECT_EQ(ReadShimFile(dir_).status().code(), Code::kDataLoss);
 }
 
+// The attempt folder is the job user's: a link or a FIFO put in place of
+// the exit file is neither followed nor waited on.
+TEST_F(JobFilesTest, ExitFileThatIsALinkOrAFifoIsNotRead) {
+  ExitRecord r;
+  r.job_id = 1;
+  std::filesystem::create_directories(dir_ + "/other");
+  ASSERT_TRUE(WriteExitRecord(dir_ + "/other", r).ok());
+  std::filesystem::create_symlink(dir_ + "/other/exit", ExitFilePath(dir_));
+  auto linked = ReadExitRecord(dir_);
+  EXPECT_EQ(linked.status().code(), Code::kPermissionDenied);
+  std::filesystem::remove(ExitFilePath(dir_));
+  ASSERT_EQ(mkfifo(ExitFilePath(dir_).c_str(), 0600), 0);
+  auto fifo = ReadExitRecord(dir_);  // returns at once
+  EXPECT_EQ(fifo.status().code(), Code::kPermissionDenied);
+  std::filesystem::remove(ExitFilePath(dir_));
+  std::ofstream(ExitFilePath(dir_)) << std::string(100000, ' ');
+  EXPECT_EQ(ReadExitRecord(dir_).status().code(), Code::kResourceExhausted);
+}
+
 TEST_F(JobFilesTest, ShimFileRoundTripsAndIdentifiesALiveProcess) {
   auto start = ProcessStartTime(getpid());
   ASSERT_TRUE(start.ok()) << start.status().ToString();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/time.h"
+#include "host/cgroups.h"
 
 namespace gpuherd::exec {
 
@@ -30,6 +31,12 @@ struct LaunchSpec {
   std::vector<int> cpus;      // CPU affinity; empty: inherit the launcher's
   DurationMs time_limit = 0;  // 0: none
   DurationMs grace = 30 * kSecondMs;  // SIGTERM → SIGKILL
+  // Containment (README "Containment"): the attempt's control group, which
+  // the shim creates with these limits and the job joins before exec. Empty:
+  // none can be written here; the shim, a child subreaper, still ends every
+  // descendant. The executor fills it in.
+  host::Cgroup cgroup;
+  host::CgroupLimits limits;  // --mem and --cpus
 };
 
 struct ExitRecord {
@@ -48,6 +55,9 @@ struct ExitRecord {
   int signal = 0;  // the signal that ended the job, 0 if none
   TimeMs started = 0, ended = 0;
   std::string message;  // for people: "exited with code 3", "cannot run 'x': ..."
+  // The kernel's OOM killer ended a process of the job at its memory limit
+  // (`message` says so).
+  bool out_of_memory = false;
 };
 
 // "exited", "signaled", "time_limit", "stopped", "launch_failed", "shim_lost".

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/owned_dirs.h"
 #include "exec/fd_io.h"
 #include "exec/shim.h"
 #include "exec/shim_input.h"
@@ -128,7 +129,14 @@ class Launcher {
       return Reply(0, 0, "malformed launch request: " + (parsed.ok() ? "not JSON" : parsed.status().message()), -1);
     }
     const LaunchSpec& spec = *parsed;
-    Status made = MakeDirs(spec.dir);
+    // The job's folder (made by the daemon, in a folder only root writes)
+    // belongs to the job's user, who may plant a link where the attempt's
+    // folder goes: that one is made without following anything.
+    const size_t slash = spec.dir.find_last_of('/');
+    Status made = slash == std::string::npos || slash == 0
+                      ? InvalidArgument("the attempt folder must be an absolute path below the job's, got " + spec.dir)
+                      : MakeDirs(spec.dir.substr(0, slash));
+    if (made.ok()) made = MakeDirsBeneath(spec.dir.substr(0, slash), spec.dir, std::nullopt);
     if (!made.ok()) return Reply(0, 0, made.message(), -1);
     std::string input = EncodeShimInput(spec, ResolveUser(spec));
     // The shim waits for the go byte until its `shim` file exists, so a daemon

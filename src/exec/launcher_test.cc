@@ -112,6 +112,20 @@ TEST_F(LauncherTest, UncreatableDirectoryIsAnErrorAndNothingRuns) {
   EXPECT_TRUE((*client)->Launch(TrueSpec(dir_ + "/ok")).ok());
 }
 
+// The job's user owns the job's folder and plants a link where the attempt's
+// folder goes: the launcher (root) neither follows it nor writes through it.
+TEST_F(LauncherTest, PlantedLinkForTheAttemptFolderIsRefused) {
+  auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::filesystem::create_directories(dir_ + "/victim");
+  std::filesystem::create_directories(dir_ + "/jobs/2");
+  std::filesystem::create_directory_symlink(dir_ + "/victim", dir_ + "/jobs/2/1");
+  auto launched = (*client)->Launch(TrueSpec(dir_ + "/jobs/2/1"));
+  ASSERT_FALSE(launched.ok());
+  EXPECT_NE(launched.status().message().find("symbolic link"), std::string::npos) << launched.status().message();
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/victim"));
+}
+
 TEST_F(LauncherTest, DeadLauncherIsNoticedBeforeLaunching) {
   auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
   ASSERT_TRUE(client.ok()) << client.status().ToString();

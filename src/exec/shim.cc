@@ -14,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,8 @@
 
 #include "exec/fd_io.h"
 #include "exec/job_files.h"
+#include "exec/shim_containment.h"
+#include "exec/shim_fence.h"
 #include "exec/shim_input.h"
 #include "host/clock.h"
 
@@ -47,7 +50,7 @@ std::string Errno(int err) { return std::strerror(err); }
 // system calls, and it reports a failure by writing `failed` and `error` here
 // before it exits. The shim is suspended until the child has exec'd or exited.
 struct JobStart {
-  enum Stage { kNone, kStdio, kAffinity, kGroups, kGid, kUid, kDirectory, kExec };
+  enum Stage { kNone, kCgroup, kStdio, kAffinity, kGroups, kGid, kUid, kDirectory, kExec };
 
   int null_fd = -1, out_fd = -1, err_fd = -1;
   bool set_affinity = false;
@@ -59,6 +62,7 @@ struct JobStart {
   const char* cwd = nullptr;
   std::vector<std::string> candidates;  // paths to try exec on, in PATH order
   std::vector<char*> argv, envp;
+  const std::vector<int>* cgroup_fds = nullptr;  // see ShimContainment
 
   Stage failed = kNone;
   int error = 0;
@@ -72,6 +76,10 @@ int RunJobChild(void* arg) {
     _exit(kLaunchFailedExit);
   };
   setpgid(0, 0);
+  // First, as root: the job never runs a single instruction outside its group.
+  if (start->cgroup_fds != nullptr) {
+    if (int error = JoinPreparedCgroup(*start->cgroup_fds); error != 0) fail(JobStart::kCgroup, error);
+  }
   // Ignored signals stay ignored across exec; the job starts with defaults.
   struct sigaction default_action {};
   default_action.sa_handler = SIG_DFL;
@@ -133,6 +141,7 @@ std::vector<std::string> ExecCandidates(const LaunchSpec& spec) {
 std::string StageFailure(const LaunchSpec& spec, const JobStart& start) {
   std::string error = Errno(start.error);
   switch (start.failed) {
+    case JobStart::kCgroup: return "cannot join the job's control group: " + error;
     case JobStart::kStdio: return "cannot set up the standard descriptors: " + error;
     case JobStart::kAffinity: {
       std::string cpus;
@@ -156,7 +165,8 @@ std::string DescribeEnd(int status) {
 
 class Shim {
  public:
-  Shim(const LaunchSpec& spec, const UserSwitch& user) : spec_(spec), user_(user), clock_(host::NewRealClock()) {
+  Shim(const LaunchSpec& spec, const UserSwitch& user)
+      : spec_(spec), user_(user), clock_(host::NewRealClock()), containment_(spec) {
     record_.job_id = spec.job_id;
     record_.attempt = spec.attempt;
   }
@@ -191,10 +201,17 @@ class Shim {
       }
       start.set_affinity = true;
     }
+    if (std::string error = containment_.Prepare(); !error.empty()) {
+      (void)containment_.Remove();
+      return Finish(LaunchFailed(error));
+    }
+    start.cgroup_fds = &containment_.join_fds();
     start.cwd = spec_.cwd.empty() ? spec_.dir.c_str() : spec_.cwd.c_str();
     start.candidates = ExecCandidates(spec_);
     std::vector<std::string> env_strings;
-    for (const auto& [key, value] : spec_.env) env_strings.push_back(key + "=" + value);
+    std::map<std::string, std::string> env = spec_.env;
+    AddMemoryFence(spec_, &env);
+    for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
     for (auto& e : env_strings) start.envp.push_back(e.data());
     start.envp.push_back(nullptr);
     std::vector<std::string> argv = spec_.argv;
@@ -204,6 +221,7 @@ class Shim {
     std::unique_ptr<char[]> stack(new char[kChildStackSize]);
     job_pid_ = clone(RunJobChild, stack.get() + kChildStackSize, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
     int clone_error = errno;
+    containment_.CloseJoinFiles();
     close(start.null_fd);
     close(out_fd);
     close(err_fd);
@@ -212,6 +230,7 @@ class Shim {
       int status;
       while (waitpid(job_pid_, &status, 0) < 0 && errno == EINTR) {
       }
+      (void)containment_.Remove();  // the child, which ran no job code, has left it
       return Finish(LaunchFailed(StageFailure(spec_, start)));
     }
     if (spec_.time_limit > 0) time_limit_at_ = Steady() + std::chrono::milliseconds(spec_.time_limit);
@@ -275,6 +294,9 @@ class Shim {
           case SIGINT:
             BeginStop(ExitRecord::How::kStopped);
             break;
+          case SIGCHLD:
+            ShimContainment::ReapOrphans(job_pid_);
+            break;
           default:
             break;
         }
@@ -298,20 +320,26 @@ class Shim {
     stop_reason_ = why;
     time_limit_at_.reset();
     kill(-job_pid_, SIGTERM);
+    containment_.SignalEscaped(job_pid_, SIGTERM);
     kill_at_ = Steady() + std::chrono::milliseconds(spec_.grace);
   }
 
-  // The job's wait status once its main process ended. The rest of its group
-  // is killed first, while the unreaped leader still pins the group id.
+  // The job's wait status once its main process ended. The rest of its
+  // process group is killed first, while the unreaped leader still pins the
+  // group id, then every other process of the job (ShimContainment).
   std::optional<int> ReapJob() {
     siginfo_t info{};
     if (waitid(P_PID, job_pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != job_pid_) {
       return std::nullopt;
     }
     kill(-job_pid_, SIGKILL);
+    containment_problem_ = containment_.KillAll(job_pid_);
     int status = 0;
     while (waitpid(job_pid_, &status, 0) < 0 && errno == EINTR) {
     }
+    ShimContainment::ReapOrphans(-1);
+    oom_kills_ = containment_.OomKills();
+    if (std::string removed = containment_.Remove(); containment_problem_.empty()) containment_problem_ = removed;
     return status;
   }
 
@@ -331,6 +359,11 @@ class Shim {
     if (!stop_reason_) {
       r.how = r.signal != 0 ? ExitRecord::How::kSignaled : ExitRecord::How::kExited;
       r.message = end;
+      if (oom_kills_ > 0 && (r.signal != 0 || r.code != 0)) {
+        r.out_of_memory = true;
+        r.message = OutOfMemoryMessage(end);
+      }
+      AppendContainmentProblem(r);
       return r;
     }
     r.how = *stop_reason_;
@@ -341,7 +374,22 @@ class Shim {
                                    ? "killed by SIGKILL after the " + FormatDuration(spec_.grace) + " grace period"
                                    : end + " after SIGTERM";
     r.message = cause + "; " + how_it_ended;
+    AppendContainmentProblem(r);
     return r;
+  }
+
+  std::string OutOfMemoryMessage(const std::string& end) const {
+    std::string processes = oom_kills_ == 1 ? "a process" : std::to_string(oom_kills_) + " processes";
+    if (spec_.limits.memory_bytes == 0) {
+      return "out of memory: the kernel killed " + processes +
+             " of the job (it has no --mem limit: the machine ran short); " + end;
+    }
+    return "out of memory: the kernel killed " + processes + " of the job at its memory limit (--mem " +
+           std::to_string(spec_.limits.memory_bytes >> 20) + " MiB); " + end;
+  }
+
+  void AppendContainmentProblem(ExitRecord& r) const {
+    if (!containment_problem_.empty()) r.message += " (containment: " + containment_problem_ + ")";
   }
 
   // The record only has to survive a daemon crash, not a power cut: a
@@ -354,6 +402,9 @@ class Shim {
   const LaunchSpec& spec_;
   const UserSwitch& user_;
   std::unique_ptr<host::Clock> clock_;
+  ShimContainment containment_;
+  std::string containment_problem_;
+  int64_t oom_kills_ = 0;
   ExitRecord record_;
   pid_t job_pid_ = -1;
   std::optional<SteadyTime> time_limit_at_, kill_at_;

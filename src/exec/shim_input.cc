@@ -10,6 +10,11 @@ json LaunchSpecToJson(const LaunchSpec& s) {
             {"grace", s.grace}};
   if (s.uid) j["uid"] = *s.uid;
   if (s.gid) j["gid"] = *s.gid;
+  if (!s.cgroup.empty()) {
+    j["cgroup"] = {{"version", static_cast<int>(s.cgroup.version)}, {"unified", s.cgroup.unified}, {"v1", s.cgroup.v1}};
+  }
+  if (s.limits.memory_bytes > 0) j["memory_limit"] = s.limits.memory_bytes;
+  if (s.limits.cpus > 0) j["cpu_limit"] = s.limits.cpus;
   return j;
 }
 
@@ -27,6 +32,16 @@ Result<LaunchSpec> LaunchSpecFromJson(const json& j) {
     s.grace = j.at("grace").get<DurationMs>();
     if (j.contains("uid")) s.uid = j.at("uid").get<uint32_t>();
     if (j.contains("gid")) s.gid = j.at("gid").get<uint32_t>();
+    if (j.contains("cgroup")) {
+      const json& c = j.at("cgroup");
+      int version = c.at("version").get<int>();
+      if (version != 1 && version != 2) return InvalidArgument("malformed launch spec: cgroup version " + std::to_string(version));
+      s.cgroup.version = static_cast<host::CgroupVersion>(version);
+      s.cgroup.unified = c.at("unified").get<std::string>();
+      s.cgroup.v1 = c.at("v1").get<std::map<std::string, std::string>>();
+    }
+    s.limits.memory_bytes = j.value("memory_limit", uint64_t{0});
+    s.limits.cpus = j.value("cpu_limit", 0);
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("malformed launch spec: ") + e.what());
   }

@@ -65,6 +65,33 @@ TEST(ShimInputTest, RoundTripsSpecAndUser) {
   EXPECT_EQ(decoded->user.error, user.error);
 }
 
+TEST(ShimInputTest, RoundTripsTheControlGroupAndLimits) {
+  LaunchSpec spec = Spec();
+  EXPECT_TRUE(DecodeShimInput(EncodeShimInput(spec, {}))->spec.cgroup.empty());
+  spec.cgroup.version = host::CgroupVersion::kV1;
+  spec.cgroup.v1 = {{"memory", "/sys/fs/cgroup/memory/gpuherd/h/job-7-2"},
+                    {"freezer", "/sys/fs/cgroup/freezer/gpuherd/h/job-7-2"}};
+  spec.limits = {64 << 20, 2};
+  auto decoded = DecodeShimInput(EncodeShimInput(spec, {}));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->spec.cgroup.version, host::CgroupVersion::kV1);
+  EXPECT_EQ(decoded->spec.cgroup.v1, spec.cgroup.v1);
+  EXPECT_EQ(decoded->spec.limits.memory_bytes, uint64_t{64 << 20});
+  EXPECT_EQ(decoded->spec.limits.cpus, 2);
+
+  spec.cgroup = {};
+  spec.cgroup.version = host::CgroupVersion::kV2;
+  spec.cgroup.unified = "/sys/fs/cgroup/gpuherd/h/job-7-2";
+  decoded = DecodeShimInput(EncodeShimInput(spec, {}));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->spec.cgroup.unified, spec.cgroup.unified);
+  EXPECT_EQ(decoded->spec.cgroup.Dirs(), std::vector<std::string>{spec.cgroup.unified});
+
+  nlohmann::json j = LaunchSpecToJson(spec);
+  j["cgroup"]["version"] = 3;
+  EXPECT_FALSE(LaunchSpecFromJson(j).ok());
+}
+
 TEST(ShimInputTest, MalformedInputIsAnError) {
   EXPECT_FALSE(DecodeShimInput("").ok());
   EXPECT_FALSE(DecodeShimInput("[1, 2]").ok());

@@ -41,4 +41,15 @@ std::string Describe(uint64_t reasons) {
 }
 }  // namespace throttle
 
+bool NamesGpu(const std::string& id, int index, const std::string& uuid) {
+  return !id.empty() && (id == uuid || id == std::to_string(index));
+}
+
+int FindGpu(const std::vector<GpuInfo>& gpus, const std::string& id) {
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (NamesGpu(id, gpus[i].index, gpus[i].uuid)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 }  // namespace gpuherd::gpu

@@ -103,4 +103,10 @@ struct Fleet {
   std::string driver_name;  // "nvml" or "sim"
 };
 
+// Whether `id`, as people write a GPU (its index or its UUID), names the GPU
+// with this index and UUID. The one rule for every command and route.
+bool NamesGpu(const std::string& id, int index, const std::string& uuid);
+// The position in `gpus` of the GPU `id` names, or -1.
+int FindGpu(const std::vector<GpuInfo>& gpus, const std::string& id);
+
 }  // namespace gpuherd::gpu

@@ -1,51 +1,138 @@
 #include "gpu/xid.h"
 
-#include <map>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+// Generated from xid_catalogue.yaml by embed_file.cmake (NUL-terminated).
+extern "C" const unsigned char gpuherd_xid_catalogue_yaml[];
+extern "C" const unsigned long gpuherd_xid_catalogue_yaml_size;
 
 namespace gpuherd::gpu {
 namespace {
 
-struct XidFacts {
-  const char* description;
-  bool fatal;
-};
+constexpr std::pair<XidCause, std::string_view> kCauses[] = {
+    {XidCause::kApplication, "application"}, {XidCause::kDriver, "driver"},
+    {XidCause::kHardware, "hardware"},       {XidCause::kNvlink, "nvlink"},
+    {XidCause::kInformational, "informational"}};
+constexpr std::pair<XidResolution, std::string_view> kResolutions[] = {
+    {XidResolution::kNone, "none"},
+    {XidResolution::kRestartApp, "restart_app"},
+    {XidResolution::kResetGpu, "reset_gpu"},
+    {XidResolution::kRebootNode, "reboot_node"},
+    {XidResolution::kInspectHardware, "inspect_hardware"}};
 
-const std::map<int, XidFacts>& Table() {
-  // From NVIDIA's XID catalogue; "fatal" = the GPU needs a reset or service.
-  static const std::map<int, XidFacts> kTable = {
-      {13, {"Graphics engine exception (often an application fault)", false}},
-      {31, {"GPU memory page fault (often an application fault)", false}},
-      {32, {"Invalid or corrupted push buffer stream", false}},
-      {43, {"GPU stopped processing (reset channel)", false}},
-      {45, {"Preemptive cleanup, due to previous errors", false}},
-      {48, {"Double-bit ECC error", true}},
-      {61, {"Internal micro-controller breakpoint/warning", false}},
-      {62, {"Internal micro-controller halt", true}},
-      {63, {"ECC page retirement or row remapping recorded", false}},
-      {64, {"ECC page retirement or row remapper recording failure", true}},
-      {68, {"Video processor exception", false}},
-      {74, {"NVLink error", true}},
-      {79, {"GPU has fallen off the bus", true}},
-      {92, {"High single-bit ECC error rate", false}},
-      {94, {"Contained ECC error", false}},
-      {95, {"Uncontained ECC error", true}},
-      {119, {"GSP RPC timeout", true}},
-      {120, {"GSP error", true}},
-  };
-  return kTable;
+template <typename E, size_t N>
+bool FromName(const std::pair<E, std::string_view> (&table)[N], const std::string& s, E* out) {
+  for (const auto& [e, name] : table) {
+    if (name == s) {
+      *out = e;
+      return true;
+    }
+  }
+  return false;
+}
+
+template <typename E, size_t N>
+std::string_view ToName(const std::pair<E, std::string_view> (&table)[N], E e) {
+  for (const auto& [v, name] : table) {
+    if (v == e) return name;
+  }
+  return "?";
 }
 
 }  // namespace
 
-std::string XidDescription(int xid) {
-  auto it = Table().find(xid);
-  if (it != Table().end()) return it->second.description;
-  return "XID " + std::to_string(xid) + " (see NVIDIA's XID catalogue)";
+Result<std::vector<XidInfo>> ParseXidCatalogue(std::string_view yaml) {
+  std::vector<XidInfo> out;
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml));
+    YAML::Node list = root["xids"];
+    if (!list || !list.IsSequence()) return InvalidArgument("XID catalogue: no `xids` list");
+    std::set<int> seen;
+    for (const YAML::Node& n : list) {
+      XidInfo info;
+      info.xid = n["xid"].as<int>();
+      std::string where = "XID catalogue entry " + std::to_string(info.xid);
+      if (info.xid < 1 || info.xid > 65535) return InvalidArgument(where + ": number out of range");
+      if (!seen.insert(info.xid).second) return InvalidArgument(where + ": listed twice");
+      info.mnemonic = n["mnemonic"].as<std::string>();
+      info.in_use = n["in_use"].as<bool>();
+      info.fatal = n["fatal"].as<bool>();
+      info.description = n["description"].as<std::string>();
+      if (!FromName(kCauses, n["cause"].as<std::string>(), &info.cause)) {
+        return InvalidArgument(where + ": unknown cause '" + n["cause"].as<std::string>() + "'");
+      }
+      if (!FromName(kResolutions, n["resolution"].as<std::string>(), &info.resolution)) {
+        return InvalidArgument(where + ": unknown resolution '" +
+                               n["resolution"].as<std::string>() + "'");
+      }
+      if (info.description.empty()) return InvalidArgument(where + ": no description");
+      out.push_back(std::move(info));
+    }
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(std::string("XID catalogue: ") + e.what());
+  }
+  std::sort(out.begin(), out.end(), [](const XidInfo& a, const XidInfo& b) { return a.xid < b.xid; });
+  return out;
 }
 
-bool XidIsFatal(int xid) {
-  auto it = Table().find(xid);
-  return it != Table().end() && it->second.fatal;
+const std::vector<XidInfo>& XidCatalogue() {
+  static const std::vector<XidInfo> kCatalogue = [] {
+    auto parsed = ParseXidCatalogue(std::string_view(
+        reinterpret_cast<const char*>(gpuherd_xid_catalogue_yaml), gpuherd_xid_catalogue_yaml_size));
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "embedded %s\n", parsed.status().ToString().c_str());
+      std::abort();
+    }
+    return std::move(parsed).value();
+  }();
+  return kCatalogue;
 }
+
+XidInfo LookupXid(int xid) {
+  const auto& cat = XidCatalogue();
+  auto it = std::lower_bound(cat.begin(), cat.end(), xid,
+                             [](const XidInfo& e, int x) { return e.xid < x; });
+  if (it != cat.end() && it->xid == xid) return *it;
+  XidInfo unknown;
+  unknown.xid = xid;
+  unknown.known = false;
+  unknown.in_use = false;
+  unknown.mnemonic = "UNKNOWN";
+  unknown.description = "XID " + std::to_string(xid) + " is not in NVIDIA's catalogue";
+  return unknown;
+}
+
+XidVerdict VerdictOf(const XidInfo& info) {
+  // A number the catalogue lacks, or one NVIDIA calls unused, is never ignored.
+  if (!info.known || !info.in_use) return XidVerdict::kSuspect;
+  if (info.fatal) return XidVerdict::kFatal;
+  switch (info.cause) {
+    case XidCause::kApplication: return XidVerdict::kApplication;
+    case XidCause::kInformational: return XidVerdict::kInformational;
+    default: break;
+  }
+  return info.resolution == XidResolution::kNone ? XidVerdict::kInformational
+                                                 : XidVerdict::kSuspect;
+}
+
+std::string_view XidCauseName(XidCause c) { return ToName(kCauses, c); }
+std::string_view XidResolutionName(XidResolution r) { return ToName(kResolutions, r); }
+std::string_view XidVerdictName(XidVerdict v) {
+  switch (v) {
+    case XidVerdict::kInformational: return "informational";
+    case XidVerdict::kApplication: return "application";
+    case XidVerdict::kSuspect: return "suspect";
+    case XidVerdict::kFatal: return "fatal";
+  }
+  return "?";
+}
+
+std::string XidDescription(int xid) { return LookupXid(xid).description; }
+bool XidIsFatal(int xid) { return LookupXid(xid).fatal; }
 
 }  // namespace gpuherd::gpu

@@ -17,6 +17,10 @@ bool StartsWith(std::string_view s, size_t pos, std::string_view token) {
 }  // namespace
 
 Result<nlohmann::json> ParseMetricLine(std::string_view line) {
+  if (line.size() > kMaxMetricLineBytes) {
+    return InvalidArgument("a metrics line is " + std::to_string(line.size()) +
+                           " bytes; at most " + std::to_string(kMaxMetricLineBytes) + " are read");
+  }
   // nlohmann::json rejects the non-finite tokens, so each is rewritten to 0
   // and remembered by its position among the line's numbers; the parser
   // callback, which sees the numbers in the same order, puts the real value
@@ -25,6 +29,7 @@ Result<nlohmann::json> ParseMetricLine(std::string_view line) {
   text.reserve(line.size());
   std::map<size_t, double> non_finite;  // number index → value
   size_t numbers = 0;
+  int depth = 0;  // of objects and arrays, outside strings
   size_t i = 0;
   while (i < line.size()) {
     const char c = line[i];
@@ -59,6 +64,16 @@ Result<nlohmann::json> ParseMetricLine(std::string_view line) {
         text += line[i++];
       }
     } else {
+      if (c == '{' || c == '[') {
+        // Checked before parsing: the parser, and anything that walks or
+        // prints the value later, must never see a line nested this deep.
+        if (++depth > kMaxMetricDepth) {
+          return InvalidArgument("a metrics line nests objects and arrays deeper than " +
+                                 std::to_string(kMaxMetricDepth) + " levels");
+        }
+      } else if (c == '}' || c == ']') {
+        --depth;
+      }
       text += c;
       ++i;
     }
@@ -76,12 +91,13 @@ Result<nlohmann::json> ParseMetricLine(std::string_view line) {
           return true;
         });
   } catch (const nlohmann::json::exception& e) {
+    // e.what() quotes at most a few bytes of the line around the error.
     return InvalidArgument("a metrics line must be one JSON object such as {\"step\": 1, "
-                           "\"loss\": 0.5}: " + std::string(e.what()));
+                           "\"loss\": 0.5}: " + std::string(e.what()).substr(0, 200));
   }
   if (!parsed.is_object()) {
-    return InvalidArgument("a metrics line must be a JSON object such as {\"step\": 1, "
-                           "\"loss\": 0.5}, got " + parsed.dump());
+    return InvalidArgument(std::string("a metrics line must be a JSON object such as {\"step\": 1, "
+                           "\"loss\": 0.5}, got a JSON ") + parsed.type_name());
   }
   return parsed;
 }

@@ -10,6 +10,11 @@
 
 namespace gpuherd::pipeline {
 
+// What one line may be: longer or deeper lines are refused before they are
+// parsed (a job writes these files; the daemon reads them as root).
+inline constexpr size_t kMaxMetricLineBytes = 64 << 10;
+inline constexpr int kMaxMetricDepth = 16;
+
 // Parses one metrics line. JSON has no literal for NaN or infinity, but
 // Python's json.dumps writes NaN, Infinity and -Infinity, which is exactly
 // what a diverging loss produces; those tokens (outside strings) become the

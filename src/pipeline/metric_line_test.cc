@@ -51,3 +51,38 @@ TEST(ParseMetricLineTest, RefusesWhatIsNotAnObject) {
 
 }  // namespace
 }  // namespace gpuherd::pipeline
+
+namespace gpuherd::pipeline {
+namespace {
+
+// One such line killed the daemon (and every restart) with a stack overflow.
+TEST(MetricLineLimitsTest, DeepNestingIsRefusedBeforeParsing) {
+  const std::string line = "{\"a\": " + std::string(20000, '[') + std::string(20000, ']') + "}";
+  auto parsed = ParseMetricLine(line);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), ::testing::HasSubstr("deeper than 16 levels"));
+  const std::string top = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_FALSE(ParseMetricLine(top).ok());
+}
+
+TEST(MetricLineLimitsTest, BracketsInsideStringsDoNotCount) {
+  auto parsed = ParseMetricLine("{\"tag\": \"" + std::string(100, '[') + "\", \"x\": {\"y\": [1]}}");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ((*parsed)["x"]["y"][0], 1);
+}
+
+TEST(MetricLineLimitsTest, LongLineIsRefused) {
+  const std::string line = "{\"tag\": \"" + std::string(70000, 'x') + "\"}";
+  auto parsed = ParseMetricLine(line);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), ::testing::HasSubstr("at most 65536 are read"));
+}
+
+TEST(MetricLineLimitsTest, ErrorsDoNotQuoteTheWholeLine) {
+  auto parsed = ParseMetricLine("[" + std::string(60000, '1') + "]");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_LT(parsed.status().message().size(), 400u);
+}
+
+}  // namespace
+}  // namespace gpuherd::pipeline

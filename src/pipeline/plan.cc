@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/sobol.h"
 #include "pipeline/suggest.h"
 #include "pipeline/template.h"
 #include "sched/job_spec.h"
@@ -47,6 +48,45 @@ std::string Draw(std::mt19937_64& gen, const Distribution& d) {
 
 using Point = std::vector<std::pair<std::string, std::string>>;
 
+// A coordinate u in [0, 1) of a Sobol' point as a value of `d`: the same
+// maps as the uniform sampler's, with u in place of a draw.
+std::string FromUnit(double u, const Distribution& d) {
+  switch (d.kind) {
+    case Distribution::Kind::kChoice:
+      return d.choices[std::min(d.choices.size() - 1, static_cast<size_t>(u * static_cast<double>(d.choices.size())))];
+    case Distribution::Kind::kInteger: {
+      const auto lo = static_cast<int64_t>(d.lo);
+      const auto span = static_cast<uint64_t>(static_cast<int64_t>(d.hi) - lo) + 1;
+      const auto k = std::min(span - 1, static_cast<uint64_t>(u * static_cast<double>(span)));
+      return std::to_string(lo + static_cast<int64_t>(k));
+    }
+    case Distribution::Kind::kUniform:
+      return fmt::format("{:.4g}", d.lo + (d.hi - d.lo) * u);
+    case Distribution::Kind::kLogUniform: {
+      const double a = std::log(d.lo), b = std::log(d.hi);
+      return fmt::format("{:.4g}", std::exp(a + (b - a) * u));
+    }
+  }
+  return "";
+}
+
+// One Sobol' dimension per parameter, in file order. The spec allows at
+// most kSobolMaxDimensions parameters with this sampler.
+std::vector<Point> SobolPoints(const Matrix& matrix) {
+  std::vector<Point> points;
+  auto seq = SobolSequence::Make(static_cast<int>(matrix.random.size()), matrix.seed);
+  if (!seq.ok()) return points;
+  for (int i = 0; i < matrix.count; ++i) {
+    std::vector<double> u = seq->Next();
+    Point p;
+    for (size_t k = 0; k < matrix.random.size(); ++k) {
+      p.emplace_back(matrix.random[k].name, FromUnit(u[k], matrix.random[k].distribution));
+    }
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
 std::vector<Point> SweepPoints(const Matrix& matrix) {
   std::vector<Point> points;
   switch (matrix.kind) {
@@ -70,6 +110,7 @@ std::vector<Point> SweepPoints(const Matrix& matrix) {
       break;
     }
     case Matrix::Kind::kRandom: {
+      if (matrix.sampler == Matrix::Sampler::kSobol) return SobolPoints(matrix);
       std::mt19937_64 gen(matrix.seed);
       for (int i = 0; i < matrix.count; ++i) {
         Point p;
@@ -111,6 +152,57 @@ std::vector<const StepSpec*> StepOrder(const PipelineSpec& spec) {
   return order;
 }
 
+// How many points a step's sweep has, without drawing them.
+size_t PointCount(const Matrix& matrix) {
+  switch (matrix.kind) {
+    case Matrix::Kind::kNone:
+      return 1;
+    case Matrix::Kind::kGrid: {
+      size_t total = 1;
+      for (const Matrix::Axis& axis : matrix.grid) {
+        total *= axis.values.size();
+        if (total > kMaxPlanNodes) return kMaxPlanNodes + 1;  // no overflow
+      }
+      return total;
+    }
+    case Matrix::Kind::kRandom:
+      return matrix.count < 0 ? 0 : static_cast<size_t>(matrix.count);
+  }
+  return 1;
+}
+
+// Nodes and need edges of the plan, counted before anything is allocated.
+Status CheckPlanSize(const PipelineSpec& spec) {
+  std::map<std::string, size_t> points;
+  size_t nodes = 0;
+  std::string biggest;
+  for (const StepSpec& step : spec.steps) {
+    points[step.name] = PointCount(step.matrix);
+    nodes += points[step.name];
+    if (biggest.empty() || points[step.name] > points[biggest]) biggest = step.name;
+  }
+  if (nodes > kMaxPlanNodes) {
+    return InvalidArgument(fmt::format(
+        "{}: the pipeline expands to {} jobs (step '{}' alone has {}); a run holds at most {} "
+        "jobs: split the sweep into several runs",
+        spec.source, nodes, biggest, points[biggest], kMaxPlanNodes));
+  }
+  uint64_t edges = 0;
+  for (const StepSpec& step : spec.steps) {
+    uint64_t needed = 0;
+    for (const std::string& need : step.needs) needed += points[need];
+    edges += needed * points[step.name];
+  }
+  if (edges > kMaxPlanEdges) {
+    return InvalidArgument(fmt::format(
+        "{}: the pipeline's needs join {} pairs of jobs (every point of a step needs every point "
+        "of the steps it needs); a run holds at most {}: sweep fewer points or add a step that "
+        "gathers a sweep",
+        spec.source, edges, kMaxPlanEdges));
+  }
+  return Status::Ok();
+}
+
 std::string JoinPath(const std::string& dir, const std::string& rel) {
   return (std::filesystem::path(dir) / rel).lexically_normal().string();
 }
@@ -140,11 +232,17 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
     return InvalidArgument(fmt::format("the run folder must be an absolute path, got '{}'",
                                        run_dir));
   }
+  GPUHERD_RETURN_IF_ERROR(CheckPlanSize(spec));
   Plan plan;
   plan.name = spec.name;
+  size_t bytes = 0;  // the text the plan's nodes hold, counted as they are made
   plan.run_dir = std::filesystem::path(run_dir).lexically_normal().string();
   plan.params = spec.params;
   plan.backend = spec.backend;
+  for (const StepSpec& step : spec.steps) {
+    if (step.objective) plan.objectives[step.name] = *step.objective;
+    if (step.early_stop) plan.early_stops[step.name] = *step.early_stop;
+  }
   std::vector<std::string> param_names;
   for (const auto& [name, value] : spec.params) param_names.push_back(name);
   for (const auto& [name, value] : overrides) {
@@ -209,6 +307,7 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
                                            step->line, step->name, node.id, s.message()));
       };
       nlohmann::json job = step->resources;
+      if (!job.contains("max_restarts")) job["max_restarts"] = kNodeFaultRestarts;
       nlohmann::json argv = nlohmann::json::array();
       for (const std::string& arg : step->run) {
         auto text = Substitute(arg, values);
@@ -242,6 +341,15 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
       job["labels"]["gpuherd/node"] = node.id;
       auto parsed = sched::ParseJobSpec(job);
       if (!parsed.ok()) return fail(parsed.status());
+      bytes += node.id.size() + node.key.size() + node.checkpoint_dir.size() + job.dump().size();
+      for (const std::string& need : node.needs) bytes += need.size() + sizeof(size_t);
+      if (bytes > kMaxPlanBytes) {
+        return InvalidArgument(fmt::format(
+            "{}: the pipeline's jobs come to more than {} MiB of commands, environments and "
+            "names (at step '{}', node {}); a run holds at most that: shorten them or sweep fewer "
+            "points",
+            spec.source, kMaxPlanBytes >> 20, step->name, node.id));
+      }
       node.job = std::move(job);
 
       step_nodes[step->name].push_back(plan.nodes.size());

@@ -50,10 +50,27 @@ struct Plan {
   std::map<std::string, std::string> params;  // the values in effect, overrides applied
   BackendChoice backend;                      // the file's backend: and slurm:
   std::vector<PlanNode> nodes;                // a topological order
+  // By step name: the steps that declare an objective, and an early_stop.
+  std::map<std::string, Objective> objectives;
+  std::map<std::string, EarlyStopPolicy> early_stops;
 
   // The node's index, or -1.
   int Find(const std::string& id) const;
 };
+
+// A node's job is restarted by the queue after a GPU fault, a quarantine or
+// a lost supervisor (resuming from its checkpoint on another GPU) up to this
+// many times unless its step sets max_restarts: such ends are the
+// hardware's, and never use the node's `retries`, which are for failures of
+// the job itself. Preemptions restart it without counting at all.
+inline constexpr int kNodeFaultRestarts = 10;
+
+// What one run may hold, checked before the plan is built (nodes, edges)
+// and while it is built (bytes), so that neither the CLI nor the daemon
+// allocates a plan it would refuse.
+inline constexpr size_t kMaxPlanNodes = 20000;     // jobs, all steps together
+inline constexpr uint64_t kMaxPlanEdges = 200000;  // node → needed node pairs
+inline constexpr size_t kMaxPlanBytes = 32 << 20;  // ids, commands, environments, needs
 
 // Expands `spec` for a run whose workspace is the absolute folder `run_dir`
 // (the caller creates it and each node's workspace and artifact folders

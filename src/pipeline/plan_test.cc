@@ -213,6 +213,41 @@ TEST(ExpandTest, RandomPointsDependOnlyOnTheSeed) {
   }
 }
 
+TEST(ExpandTest, SobolPointsCoverEveryStratumOfEachParameter) {
+  // 8 points over [0, 8) per parameter: one in each unit interval, whatever
+  // the seed; independent draws would leave some empty.
+  const char* yaml = R"(steps:
+  t:
+    matrix: {random: {sampler: sobol, seed: SEED, count: 8, params: {a: {uniform: [0, 8]}, b: {int: [0, 7]},
+             c: {choice: [p, q, r, s, t, u, v, w]}}}}
+    run: x ${{ matrix.a }} ${{ matrix.b }} ${{ matrix.c }}
+    objective: {metric: loss, mode: min}
+)";
+  for (const char* seed : {"1", "42"}) {
+    std::string text = yaml;
+    text.replace(text.find("SEED"), 4, seed);
+    Plan plan = MustExpand(MustParse(text));
+    ASSERT_EQ(plan.nodes.size(), 8u);
+    std::set<int> a, b;
+    std::set<std::string> c;
+    for (const PlanNode& n : plan.nodes) {
+      a.insert(static_cast<int>(std::stod(n.matrix[0].second)));
+      b.insert(std::stoi(n.matrix[1].second));
+      c.insert(n.matrix[2].second);
+    }
+    EXPECT_EQ(a.size(), 8u) << "seed " << seed;
+    EXPECT_EQ(b.size(), 8u) << "seed " << seed;
+    EXPECT_EQ(c.size(), 8u) << "seed " << seed;
+    EXPECT_EQ(plan.objectives.count("t"), 1u);
+  }
+}
+
+TEST(ExpandTest, HardwareRestartsAreTheQueuesNotTheNodesRetries) {
+  Plan plan = MustExpand(MustParse("steps:\n  a: {run: x, retries: 1}\n  b: {run: x, max_restarts: 2}\n"));
+  EXPECT_EQ(plan.nodes[0].job["max_restarts"], kNodeFaultRestarts);
+  EXPECT_EQ(plan.nodes[1].job["max_restarts"], 2);
+}
+
 TEST(ExpandTest, KeepsIdsUniqueWhenARandomSweepRepeatsAPoint) {
   Plan plan = MustExpand(MustParse(R"(
 steps:
@@ -258,6 +293,53 @@ TEST(ParseOverrideTest, SplitsAtTheFirstEqualsSign) {
   EXPECT_EQ(kv->second, "/d/x=1");
   EXPECT_THAT(ParseOverride("epochs").status().message(), HasSubstr("key=value"));
   EXPECT_FALSE(ParseOverride("=3").ok());
+}
+
+}  // namespace
+}  // namespace gpuherd::pipeline
+
+namespace gpuherd::pipeline {
+namespace {
+
+// Ten steps of 10,000 random points each: every step is under the per-step
+// cap, the run is not. Refused before a point is drawn.
+TEST(PlanLimitsTest, TotalNodesAreBoundedBeforeExpanding) {
+  std::string yaml = "name: big\nsteps:\n";
+  for (int i = 0; i < 10; ++i) {
+    yaml += fmt::format("  s{}: {{run: [echo, '${{{{ matrix.x }}}}'], matrix: {{random: {{count: "
+                        "10000, params: {{x: {{uniform: [0, 1]}}}}}}}}}}\n",
+                        i);
+  }
+  PipelineSpec spec = MustParse(yaml);
+  ASSERT_EQ(spec.steps.size(), 10u);
+  auto plan = Expand(spec, {}, "/runs/1");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(),
+              HasSubstr("expands to 100000 jobs (step 's0' alone has 10000); a run holds at most 20000"));
+}
+
+// Two sweeps of 10,000 where the second needs the first: 10^8 need pairs.
+TEST(PlanLimitsTest, NeedPairsAreBounded) {
+  PipelineSpec spec = MustParse(
+      "steps:\n"
+      "  a: {run: [echo, '${{ matrix.x }}'], matrix: {random: {count: 10000, params: {x: {uniform: [0, 1]}}}}}\n"
+      "  b: {run: [echo, '${{ matrix.x }}'], needs: [a], matrix: {random: {count: 10000, params: {x: {uniform: [0, 1]}}}}}\n");
+  auto plan = Expand(spec, {}, "/runs/1");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(), HasSubstr("join 100000000 pairs of jobs"));
+  EXPECT_THAT(plan.status().message(), HasSubstr("at most 200000"));
+}
+
+// Each node's text is small in the file but large once parameters are
+// substituted: the plan's bytes are counted as it is built.
+TEST(PlanLimitsTest, PlanBytesAreBounded) {
+  PipelineSpec spec = MustParse(
+      "params: {big: x}\n"
+      "steps:\n"
+      "  a: {run: [echo, '${{ params.big }}'], matrix: {random: {count: 5000, params: {x: {uniform: [0, 1]}}}}}\n");
+  auto plan = Expand(spec, {{"big", std::string(16384, 'y')}}, "/runs/1");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(), HasSubstr("more than 32 MiB"));
 }
 
 }  // namespace

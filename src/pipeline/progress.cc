@@ -14,6 +14,9 @@ const char* EndedHow(NodeState state) {
   }
 }
 
+// Done for the nodes that need it: a point stopped early is a result too.
+bool Done(NodeState state) { return state == NodeState::kCompleted || state == NodeState::kStopped; }
+
 }  // namespace
 
 const char* NodeStateName(NodeState state) {
@@ -24,6 +27,7 @@ const char* NodeStateName(NodeState state) {
     case NodeState::kFailed: return "failed";
     case NodeState::kCancelled: return "cancelled";
     case NodeState::kSkipped: return "skipped";
+    case NodeState::kStopped: return "stopped";
   }
   return "unknown";
 }
@@ -50,6 +54,7 @@ const char* NodeActionKindName(NodeAction::Kind kind) {
 bool IsFinal(const PlanNode& node, const NodeStatus& status) {
   switch (status.state) {
     case NodeState::kCompleted:
+    case NodeState::kStopped:
     case NodeState::kCancelled:
     case NodeState::kSkipped:
       return true;
@@ -84,9 +89,9 @@ std::vector<NodeAction> NextActions(const Plan& plan, const std::vector<NodeStat
     int blocker = -1;  // a need that ended without completing
     for (size_t n : node.need_nodes) {
       const bool final = IsFinal(plan.nodes[n], s[n]);
-      all_completed = all_completed && s[n].state == NodeState::kCompleted;
+      all_completed = all_completed && Done(s[n].state);
       all_final = all_final && final;
-      if (final && s[n].state != NodeState::kCompleted && blocker < 0) {
+      if (final && !Done(s[n].state) && blocker < 0) {
         blocker = static_cast<int>(n);
       }
     }
@@ -102,14 +107,15 @@ std::vector<NodeAction> NextActions(const Plan& plan, const std::vector<NodeStat
     }
   }
 
-  int completed = 0, failed = 0, cancelled = 0;
+  int completed = 0, stopped = 0, failed = 0, cancelled = 0;
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     if (!IsFinal(plan.nodes[i], s[i])) return actions;
     completed += s[i].state == NodeState::kCompleted;
+    stopped += s[i].state == NodeState::kStopped;
     failed += s[i].state == NodeState::kFailed;
     cancelled += s[i].state == NodeState::kCancelled;
   }
-  const int skipped = static_cast<int>(plan.nodes.size()) - completed - failed - cancelled;
+  const int skipped = static_cast<int>(plan.nodes.size()) - completed - stopped - failed - cancelled;
   NodeAction finish;
   finish.kind = NodeAction::Kind::kFinish;
   finish.outcome = failed > 0 ? Outcome::kFailed
@@ -118,6 +124,7 @@ std::vector<NodeAction> NextActions(const Plan& plan, const std::vector<NodeStat
                                    : Outcome::kSucceeded;
   finish.reason = fmt::format("{} completed, {} failed, {} cancelled, {} skipped", completed,
                               failed, cancelled, skipped);
+  if (stopped > 0) finish.reason += fmt::format(", {} stopped early", stopped);
   actions.push_back(std::move(finish));
   return actions;
 }

@@ -19,6 +19,8 @@ enum class NodeState {
   kFailed,     // its last attempt failed; it may still be retried
   kCancelled,  // its job was cancelled by a person: final, never retried
   kSkipped,    // will never run: a node it needs failed
+  kStopped,    // stopped early by its step's early_stop policy: final, and
+               // done for the nodes that need it, as completed is
 };
 const char* NodeStateName(NodeState state);  // "waiting", "active", ...
 
@@ -46,12 +48,12 @@ struct NodeAction {
 };
 const char* NodeActionKindName(NodeAction::Kind kind);  // "submit", "retry", "skip", "finish"
 
-// A node is final when completed, cancelled, skipped, or failed with no
-// retries left (attempts > retries).
+// A node is final when completed, stopped, cancelled, skipped, or failed
+// with no retries left (attempts > retries).
 bool IsFinal(const PlanNode& node, const NodeStatus& status);
 
 // What to do now, nodes in plan order. A waiting node is submitted when
-// every node it needs completed, or, for an `if: always` node, when every
+// every node it needs completed (or was stopped early), or, for an `if: always` node, when every
 // node it needs is final. A waiting node that is not `always` is skipped
 // once a node it needs is final without completing; skips cascade within
 // the call. A failed node with retries left is retried (attempts + 1). When

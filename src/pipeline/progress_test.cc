@@ -201,6 +201,26 @@ TEST(NextActionsTest, ACancelledNodeIsNeverRetried) {
   EXPECT_EQ(actions[1].outcome, Outcome::kCancelled);
 }
 
+TEST(NextActionsTest, APointStoppedEarlyIsDoneForWhatNeedsIt) {
+  Plan plan = MustPlan(kSweep);
+  // prepare completed; of train's 12 points, 3 completed and 9 stopped early.
+  std::vector<NodeStatus> s(plan.nodes.size());
+  s[0] = {NodeState::kCompleted, 1};
+  for (int i = 1; i <= 12; ++i) s[i] = {i <= 3 ? NodeState::kCompleted : NodeState::kStopped, 1};
+  auto actions = NextActions(plan, s);
+  ASSERT_EQ(actions.size(), 2u);  // evaluate and report, neither skipped
+  EXPECT_EQ(actions[0].kind, Kind::kSubmit);
+  EXPECT_EQ(plan.nodes[actions[0].node].id, "evaluate");
+  EXPECT_EQ(actions[1].kind, Kind::kSubmit);
+  s[13] = {NodeState::kCompleted, 1};
+  s[14] = {NodeState::kCompleted, 1};
+  auto done = NextActions(plan, s);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].kind, Kind::kFinish);
+  EXPECT_EQ(done[0].outcome, Outcome::kSucceeded);
+  EXPECT_EQ(done[0].reason, "6 completed, 0 failed, 0 cancelled, 0 skipped, 9 stopped early");
+}
+
 TEST(NextActionsTest, SameStatusesGiveTheSameActions) {
   Plan plan = MustPlan(kSweep);
   std::vector<NodeStatus> s(plan.nodes.size());
@@ -224,6 +244,7 @@ TEST(IsFinalTest, FollowsTheRetryBudget) {
   EXPECT_TRUE(IsFinal(a, {NodeState::kFailed, 2}));
   EXPECT_TRUE(IsFinal(a, {NodeState::kCompleted, 1}));
   EXPECT_TRUE(IsFinal(a, {NodeState::kSkipped, 0}));
+  EXPECT_TRUE(IsFinal(a, {NodeState::kStopped, 1}));
 }
 
 TEST(JobSpecForTest, AsksARetryToResume) {
@@ -238,6 +259,7 @@ TEST(JobSpecForTest, AsksARetryToResume) {
 
 TEST(NamesTest, AreStable) {
   EXPECT_STREQ(NodeStateName(NodeState::kSkipped), "skipped");
+  EXPECT_STREQ(NodeStateName(NodeState::kStopped), "stopped");
   EXPECT_STREQ(OutcomeName(Outcome::kCancelled), "cancelled");
   EXPECT_STREQ(NodeActionKindName(Kind::kRetry), "retry");
 }

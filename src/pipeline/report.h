@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +15,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
+#include "pipeline/early_stop.h"
 
 namespace gpuherd::pipeline {
 
@@ -50,6 +52,15 @@ struct NodeReport {
   // Metric name → its values by training step; a step logged again after a
   // resume keeps the later value, so a restarted point draws one curve.
   std::map<std::string, std::vector<CurvePoint>> curves;
+  int64_t job_id = 0;        // the queue's job of the last attempt; 0 when none
+  std::string stdout_path;   // the last attempt's log, where the daemon says
+  // The step's objective, where it declares one: the best value by its mode,
+  // the training step of that value, and the point's rank in its step (1 =
+  // best; 0 = no value yet).
+  std::optional<double> objective_value;
+  double objective_at = 0;
+  int rank = 0;
+  std::vector<std::string> attempt_history;  // why each earlier attempt ended, oldest first
 };
 
 struct StepTiming {
@@ -71,19 +82,31 @@ struct Report {
   std::vector<StepTiming> steps;          // in order of first node
   double gpu_hours = 0;
   int failed_attempts = 0;                // attempts beyond the first, over all nodes
+  // Step name → its objective (the pipeline's "objectives" object), and the
+  // position in `nodes` of each such step's best point.
+  std::map<std::string, Objective> objectives;
+  std::map<std::string, size_t> best;
+  int stopped = 0;                        // points stopped early
 };
 
 // True for metrics where lower is better: names containing "loss", "err",
 // "perplexity" or "ppl", or ending in "mse", "mae" or "rmse".
 bool LowerIsBetter(std::string_view metric);
 
-// Gathers the numbers every format shows. Metric lines are matched to nodes
+// Gathers the numbers every format shows. The pipeline's "objectives"
+// ({step: {"metric", "mode": "min"|"max"}}) rank each such step's points by
+// the best value of the metric each reached (lowest for min); points without
+// a value rank last. Metric lines are matched to nodes
 // by the node's id or key; their training step is the line's "step" when it
 // is a number, else values.step, else the line's position. The fields step,
 // epoch, time and timestamp are axes, not metrics; non-numeric and
 // non-finite values are left out. Errors when `pipeline` lacks the shape
 // the API promises.
 Result<Report> Summarize(const ReportData& data);
+
+// One sentence per step with an objective: "Best of step train by acc
+// (max): train[lr=0.1] with acc = 0.97 at step 300 (lr=0.1)."
+std::vector<std::string> BestPointLines(const Report& report);
 
 // The charting library inlined into the HTML; empty parts mean "no charts".
 struct ChartLibrary {
@@ -105,5 +128,11 @@ std::string RenderMarkdown(const Report& report);
 // One row per node: node, key, step, state, attempts, the matrix parameters,
 // elapsed_s, gpus, gpu_hours, then <metric>_final and <metric>_best.
 std::string RenderCsv(const Report& report);
+
+// Two runs side by side (`gpuherd report A B`): each one's objective, best
+// point and GPU-hours, then the points they share (same parameters) with
+// both objective values.
+std::string RenderComparisonHtml(const Report& a, const Report& b);
+std::string RenderComparisonMarkdown(const Report& a, const Report& b);
 
 }  // namespace gpuherd::pipeline

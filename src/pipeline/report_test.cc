@@ -300,26 +300,142 @@ TEST(ReportCsvTest, QuotesFieldsWithCommas) {
   EXPECT_THAT(RenderCsv(*report), HasSubstr("\"t[a=1,b=\"\"x\"\"]\",t/0,t,"));
 }
 
-TEST(ReportMarkdownTest, ComparisonRowShowsFinalAndBest) {
+TEST(ReportMarkdownTest, WithoutAnObjectiveNothingIsRankedAndTheReportSaysHow) {
   auto report = Summarize(SweepData());
   ASSERT_TRUE(report.ok());
   std::string md = RenderMarkdown(*report);
-  EXPECT_THAT(md, HasSubstr("| node | state | attempts | lr | acc final | acc best (max) | loss final | "
-                            "loss best (min) | elapsed (s) | GPU-hours |"));
+  EXPECT_THAT(md, HasSubstr("No objective declared"));
+  EXPECT_THAT(md, HasSubstr("objective: {metric: NAME, mode: min|max}"));
+  // No "best (max)" column for a metric nobody declared an objective for.
+  EXPECT_THAT(md, Not(HasSubstr("best (max)")));
+  EXPECT_THAT(md, HasSubstr("| point | state | lr | acc last | loss last | GPU-hours | attempts |"));
   bool found = false;
   for (const std::string& line : Split(md, '\n')) {
     if (!line.starts_with("| train[lr=0.3]")) continue;
     found = true;
     std::vector<std::string> cells = Split(line, '|');
-    // "", node, state, attempts, lr, acc final, acc best, loss final, loss best, elapsed, GPU-hours
-    ASSERT_GE(cells.size(), 11u);
-    EXPECT_NEAR(std::stod(cells[7]), Loss(0.3, 9), 1e-5);
-    EXPECT_NEAR(std::stod(cells[9]), 720.0, 1e-9);
-    EXPECT_NEAR(std::stod(cells[10]), 0.1, 1e-9);
+    // "", point, state, lr, acc last, loss last, GPU-hours, attempts
+    ASSERT_GE(cells.size(), 8u);
+    EXPECT_NEAR(std::stod(cells[5]), Loss(0.3, 9), 1e-5);
+    EXPECT_NEAR(std::stod(cells[6]), 0.1, 1e-9);
   }
   EXPECT_TRUE(found) << md;
   EXPECT_THAT(md, HasSubstr("| train[lr=0.1] | completed | 2 |"));  // under failures and restarts
   EXPECT_THAT(md, HasSubstr("## Step timings"));
+}
+
+ReportData WithObjective(ReportData data, const std::string& metric, const std::string& mode) {
+  data.pipeline["objectives"] = {{"train", {{"metric", metric}, {"mode", mode}}}};
+  return data;
+}
+
+TEST(ReportObjectiveTest, PointsAreRankedByTheBestValueOfTheObjective) {
+  // Best loss per point: lr 0.3 → 2/(1+0.3·9) = 0.5405; lr 0.1 resumed with
+  // halved values → 1/(1+0.9) = 0.5263; lr 0.03 → 2/1.27 = 1.5748.
+  auto report = Summarize(WithObjective(SweepData(), "loss", "min"));
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(Node(*report, "train/1").rank, 1);
+  EXPECT_EQ(Node(*report, "train/0").rank, 2);
+  EXPECT_EQ(Node(*report, "train/2").rank, 3);
+  EXPECT_EQ(Node(*report, "report").rank, 0);
+  EXPECT_NEAR(*Node(*report, "train/1").objective_value, Loss(0.1, 9) / 2, 1e-12);
+  EXPECT_EQ(Node(*report, "train/1").objective_at, 9);
+  ASSERT_EQ(report->best.count("train"), 1u);
+  EXPECT_EQ(report->nodes[report->best["train"]].key, "train/1");
+}
+
+TEST(ReportObjectiveTest, MaxModeRanksTheHighestFirst) {
+  auto report = Summarize(WithObjective(SweepData(), "acc", "max"));
+  ASSERT_TRUE(report.ok());
+  // acc at step 9 rises with lr: 0.3 best, then 0.1, then 0.03.
+  EXPECT_EQ(Node(*report, "train/0").rank, 1);
+  EXPECT_EQ(Node(*report, "train/1").rank, 2);
+  EXPECT_EQ(Node(*report, "train/2").rank, 3);
+}
+
+TEST(ReportObjectiveTest, TheBestPointIsNamedFirstWithItsParametersAndTheTableIsInRankOrder) {
+  auto report = Summarize(WithObjective(SweepData(), "loss", "min"));
+  ASSERT_TRUE(report.ok());
+  std::string md = RenderMarkdown(*report);
+  EXPECT_THAT(md, HasSubstr("**Best of step train by loss (min): train[lr=0.1] with loss = 0.526316 at step 9 "
+                            "(lr=0.1).**"));
+  EXPECT_LT(md.find("Best of step"), md.find("## Sweep points"));
+  EXPECT_THAT(md, HasSubstr("| rank | point | state | lr | loss best (min) | at step | acc last | GPU-hours |"));
+  size_t first = md.find("| 1 | train[lr=0.1]"), second = md.find("| 2 | train[lr=0.3]"),
+         third = md.find("| 3 | train[lr=0.03]");
+  ASSERT_NE(first, std::string::npos) << md;
+  EXPECT_LT(first, second);
+  EXPECT_LT(second, third);
+  EXPECT_THAT(RenderCsv(*report), HasSubstr(",rank,objective,objective_step\n"));
+}
+
+TEST(ReportObjectiveTest, StoppedPointsAreCountedAndSayWhy) {
+  ReportData data = WithObjective(SweepData(), "loss", "min");
+  data.pipeline["nodes"][2]["state"] = "stopped";
+  data.pipeline["nodes"][2]["reason"] = "stopped early: rung at step 3: 1.7 ranks 3 of 3";
+  data.pipeline["nodes"][1]["attempt_history"] = {{{"reason", "GPU 2 fault (XID 79)"}}};
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->stopped, 1);
+  std::string md = RenderMarkdown(*report);
+  EXPECT_THAT(md, HasSubstr("(1 stopped early)"));
+  EXPECT_THAT(md, HasSubstr("| train[lr=0.03] | stopped | 1 | stopped early: rung at step 3"));
+  EXPECT_THAT(md, HasSubstr("| train[lr=0.1] | completed | 2 | attempt 1: GPU 2 fault (XID 79) |"));
+}
+
+TEST(ReportHtmlTest, ObjectivePlotsUseALogAxisWhereValuesSpanDecades) {
+  ReportData data = WithObjective(SweepData(), "loss", "min");
+  data.pipeline["nodes"][0]["matrix"]["lr"] = "0.3";
+  data.pipeline["nodes"][2]["matrix"]["lr"] = "0.001";  // 0.001 .. 0.3: 300×
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  std::string html = RenderHtml(*report, ChartLibrary{});
+  EXPECT_THAT(html, HasSubstr("aria-label=\"parallel coordinates of step train\""));
+  size_t lines = 0;
+  for (size_t at = html.find("<polyline"); at != std::string::npos; at = html.find("<polyline", at + 1)) ++lines;
+  EXPECT_EQ(lines, 3u);  // one per ranked point
+  EXPECT_THAT(html, HasSubstr("loss vs lr (log axis)"));
+  EXPECT_THAT(html, HasSubstr("<code>gpuherd logs 11</code>"));
+  EXPECT_THAT(html, HasSubstr("id=\"all-curves\""));
+  EXPECT_THAT(html, HasSubstr("max-width:1400px"));
+  // Linear where the values span less than two decades.
+  auto linear = Summarize(WithObjective(SweepData(), "loss", "min"));
+  ASSERT_TRUE(linear.ok());
+  EXPECT_THAT(RenderHtml(*linear, ChartLibrary{}), HasSubstr(">loss vs lr</text>"));
+}
+
+TEST(ReportHtmlTest, OnlyTheTopPointsCurvesAreDrawnByDefault) {
+  ReportData data = WithObjective(SweepData(), "loss", "min");
+  for (int i = 0; i < 6; ++i) {  // six more points: ranks 4..9 are not in the top 5
+    std::string id = "train[extra=" + std::to_string(i) + "]";
+    data.pipeline["nodes"].push_back({{"id", id}, {"key", "train/x" + std::to_string(i)}, {"step", "train"},
+                                      {"matrix", {{"lr", "0.5"}}}, {"state", "completed"}, {"attempts", 1}});
+    data.metrics.push_back(MetricLine(id, 1, 1, {{"loss", 5.0 + i}}));
+  }
+  auto report = Summarize(data);
+  ASSERT_TRUE(report.ok());
+  json chart = EmbeddedData(RenderHtml(*report, ChartLibrary{}));
+  int top = 0;
+  for (const json& p : chart["points"]) top += p["top"].get<bool>() ? 1 : 0;
+  EXPECT_EQ(chart["points"].size(), 9u);
+  EXPECT_EQ(top, 5);
+}
+
+TEST(ReportCompareTest, TwoRunsSideBySideWithTheirSharedPoints) {
+  auto a = Summarize(WithObjective(SweepData(), "loss", "min"));
+  ReportData other = WithObjective(SweepData(), "loss", "min");
+  other.pipeline["id"] = 8;
+  for (json& m : other.metrics) {
+    if (m["node"] == "train[lr=0.3]") m["values"]["loss"] = m["values"]["loss"].get<double>() - 0.25;
+  }
+  auto b = Summarize(other);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::string md = RenderComparisonMarkdown(*a, *b);
+  EXPECT_THAT(md, HasSubstr("| run | 7 (toy-sweep) | 8 (toy-sweep) |"));
+  EXPECT_THAT(md, HasSubstr("| objective | train: loss (min) | train: loss (min) |"));
+  // lr 0.3: 0.540541 in 7, 0.290541 in 8.
+  EXPECT_THAT(md, HasSubstr("| train[lr=0.3] | 0.540541 | 0.290541 | -0.25 |"));
+  EXPECT_THAT(RenderComparisonHtml(*a, *b), HasSubstr("<h1>pipelines 7 and 8 compared</h1>"));
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/yaml.h"
+#include "pipeline/sobol.h"
 #include "pipeline/suggest.h"
 #include "pipeline/template.h"
 #include "sched/job_spec.h"
@@ -24,6 +26,8 @@ namespace gpuherd::pipeline {
 namespace {
 
 constexpr int kMaxPoints = 10000;
+
+YamlLimits PipelineYamlLimits() { return YamlLimits(); }
 constexpr int kMaxRetries = 100;
 
 // The job-spec fields a step (or defaults:) may set, passed to
@@ -32,7 +36,7 @@ constexpr int kMaxRetries = 100;
 const std::vector<std::string>& ResourceKeys() {
   static const std::vector<std::string> kKeys = {
       "gpus",       "gpu_mem",    "model",       "min_cc",       "cpus",  "mem",
-      "priority",   "time_limit", "checkpoint",  "preemptible", "max_restarts", "labels"};
+      "priority",   "time_limit", "checkpoint",  "preemptible", "max_restarts", "labels", "mixed_models"};
   return kKeys;
 }
 
@@ -64,40 +68,6 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-// YAML → JSON with the types a job spec expects: a plain true/false is a
-// boolean, a plain number a number, anything quoted a string.
-nlohmann::json YamlToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Sequence: {
-      nlohmann::json out = nlohmann::json::array();
-      for (const YAML::Node& item : node) out.push_back(YamlToJson(item));
-      return out;
-    }
-    case YAML::NodeType::Map: {
-      nlohmann::json out = nlohmann::json::object();
-      for (auto it = node.begin(); it != node.end(); ++it) {
-        out[it->first.Scalar()] = YamlToJson(it->second);
-      }
-      return out;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string& s = node.Scalar();
-      if (node.Tag() == "!") return s;
-      if (s == "true" || s == "True") return true;
-      if (s == "false" || s == "False") return false;
-      int64_t n = 0;
-      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-      if (ec == std::errc() && end == s.data() + s.size()) return n;
-      char* dend = nullptr;
-      double d = std::strtod(s.c_str(), &dend);
-      if (!s.empty() && dend == s.c_str() + s.size() && std::isfinite(d)) return d;
-      return s;
-    }
-    default:
-      return nullptr;
-  }
-}
-
 struct StepRef {
   size_t step;       // index into steps
   std::string name;  // the referenced step
@@ -106,16 +76,12 @@ struct StepRef {
 
 class Parser {
  public:
-  explicit Parser(std::string source) { spec_.source = std::move(source); }
+  explicit Parser(std::string source) : reader_(source) { spec_.source = std::move(source); }
 
   Result<PipelineSpec> Parse(std::string_view text) {
-    YAML::Node root;
-    try {
-      root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-      return InvalidArgument(fmt::format("{}:{}: not valid YAML: {}", spec_.source,
-                                         e.mark.line + 1, e.msg));
-    }
+    auto loaded = LoadYaml(text, spec_.source, PipelineYamlLimits());
+    if (!loaded.ok()) return loaded.status();
+    const YAML::Node root = *loaded;
     try {
       GPUHERD_RETURN_IF_ERROR(ParseRoot(root));
     } catch (const YAML::Exception& e) {
@@ -127,13 +93,11 @@ class Parser {
   }
 
  private:
-  static int Line(const YAML::Node& node) { return node.Mark().line + 1; }
+  static int Line(const YAML::Node& node) { return YamlReader::Line(node); }
 
-  Status Error(int line, const std::string& what) const {
-    return InvalidArgument(fmt::format("{}:{}: {}", spec_.source, line, what));
-  }
+  Status Error(int line, const std::string& what) const { return reader_.Error(line, what); }
   Status Error(const YAML::Node& node, const std::string& what) const {
-    return Error(Line(node), what);
+    return reader_.Error(node, what);
   }
 
   // Rejects keys outside `allowed` (suggesting the closest) and repeated keys.
@@ -141,65 +105,37 @@ class Parser {
                    const std::string& where) const {
     std::set<std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
-      if (!it->first.IsScalar()) return Error(it->first, "a key in " + where + " must be a word");
-      const std::string& key = it->first.Scalar();
+      const YAML::Node key_node = it->first;
+      if (!key_node.IsScalar()) return Error(key_node, "a key in " + where + " must be a word");
+      const std::string key = key_node.Scalar();
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        return Error(it->first, fmt::format("unknown key '{}' in {}{}; allowed keys: {}", key,
+        return Error(key_node, fmt::format("unknown key '{}' in {}{}; allowed keys: {}", key,
                                             where, DidYouMean(key, allowed), JoinNames(allowed)));
       }
       if (!seen.insert(key).second) {
-        return Error(it->first, fmt::format("key '{}' appears twice in {}", key, where));
+        return Error(key_node, fmt::format("key '{}' appears twice in {}", key, where));
       }
     }
     return Status::Ok();
   }
 
   Result<std::string> ScalarOf(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsScalar()) return Error(node, what + " must be a single value, not a list or map");
-    return node.Scalar();
+    return reader_.Scalar(node, what);
   }
 
   Result<int64_t> IntOf(const YAML::Node& node, const std::string& what, int64_t lo,
                         int64_t hi) const {
-    auto text = ScalarOf(node, what);
-    if (!text.ok()) return text.status();
-    int64_t value = 0;
-    const std::string& s = *text;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (ec != std::errc() || end != s.data() + s.size() || value < lo || value > hi) {
-      return Error(node, fmt::format("{} must be a whole number from {} to {}, not '{}'", what,
-                                     lo, hi, s));
-    }
-    return value;
+    return reader_.Int(node, what, lo, hi);
   }
 
-  Result<double> DoubleOf(const YAML::Node& node, const std::string& what) const {
-    auto text = ScalarOf(node, what);
-    if (!text.ok()) return text.status();
-    const std::string& s = *text;
-    char* end = nullptr;
-    errno = 0;
-    double value = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(value)) {
-      return Error(node, what + " must be a number, not '" + s + "'");
-    }
-    return value;
+  Result<double> DoubleOf(const YAML::Node& node, const std::string& what, double lo,
+                          double hi) const {
+    return reader_.Double(node, what, lo, hi);
   }
 
   // A scalar or a list of scalars.
   Result<std::vector<std::string>> ListOf(const YAML::Node& node, const std::string& what) const {
-    std::vector<std::string> out;
-    if (node.IsScalar()) {
-      out.push_back(node.Scalar());
-      return out;
-    }
-    if (!node.IsSequence()) return Error(node, what + " must be a list such as [a, b]");
-    for (const YAML::Node& item : node) {
-      auto s = ScalarOf(item, "each entry of " + what);
-      if (!s.ok()) return s.status();
-      out.push_back(*s);
-    }
-    return out;
+    return reader_.List(node, what);
   }
 
   Status ParseRoot(const YAML::Node& root) {
@@ -231,16 +167,18 @@ class Parser {
                           "  steps:\n    train: {run: python3 train.py}");
     }
     for (auto it = steps.begin(); it != steps.end(); ++it) {
-      auto name = ScalarOf(it->first, "a step name");
+      const YAML::Node it_key = it->first;
+      const YAML::Node it_value = it->second;
+      auto name = ScalarOf(it_key, "a step name");
       if (!name.ok()) return name.status();
       if (!IsStepName(*name)) {
-        return Error(it->first, fmt::format("step name '{}' may use only letters, digits, '_' "
+        return Error(it_key, fmt::format("step name '{}' may use only letters, digits, '_' "
                                             "and '-'", *name));
       }
       if (spec_.FindStep(*name)) {
-        return Error(it->first, fmt::format("step '{}' is defined twice", *name));
+        return Error(it_key, fmt::format("step '{}' is defined twice", *name));
       }
-      GPUHERD_RETURN_IF_ERROR(ParseStep(*name, it->first, it->second, defaults));
+      GPUHERD_RETURN_IF_ERROR(ParseStep(*name, it_key, it_value, defaults));
     }
     GPUHERD_RETURN_IF_ERROR(CheckGraph());
     return CheckStepRefs();
@@ -306,20 +244,22 @@ class Parser {
     }
     std::set<std::string> seen;
     for (auto it = params.begin(); it != params.end(); ++it) {
-      auto name = ScalarOf(it->first, "a parameter name");
+      const YAML::Node it_key = it->first;
+      const YAML::Node it_value = it->second;
+      auto name = ScalarOf(it_key, "a parameter name");
       if (!name.ok()) return name.status();
       if (!IsIdentifier(*name)) {
-        return Error(it->first, fmt::format("parameter name '{}' must be letters, digits and '_', "
+        return Error(it_key, fmt::format("parameter name '{}' must be letters, digits and '_', "
                                             "not starting with a digit", *name));
       }
       if (!seen.insert(*name).second) {
-        return Error(it->first, fmt::format("parameter '{}' is defined twice", *name));
+        return Error(it_key, fmt::format("parameter '{}' is defined twice", *name));
       }
-      if (it->second.IsNull()) {
-        return Error(it->second, fmt::format("parameter '{}' needs a default value; write '' "
+      if (it_value.IsNull()) {
+        return Error(it_value, fmt::format("parameter '{}' needs a default value; write '' "
                                              "for an empty one", *name));
       }
-      auto value = ScalarOf(it->second, "parameter '" + *name + "'");
+      auto value = ScalarOf(it_value, "parameter '" + *name + "'");
       if (!value.ok()) return value.status();
       spec_.params[*name] = *value;
     }
@@ -382,7 +322,7 @@ class Parser {
       GPUHERD_RETURN_IF_ERROR(
           ParseRuleHead(n, "spike", {"k", "window", "metrics"}, &rule.enabled, &rule.action));
       if (n.IsMap() && n["k"]) {
-        auto k = DoubleOf(n["k"], "spike.k");
+        auto k = DoubleOf(n["k"], "spike.k", -1e6, 1e6);
         if (!k.ok()) return k.status();
         if (*k <= 1) {
           return Error(n["k"], "spike.k must be more than 1: a spike is a value above k times "
@@ -486,7 +426,8 @@ class Parser {
     GPUHERD_RETURN_IF_ERROR(CheckKeys(
         node,
         With(ResourceKeys(),
-             {"run", "needs", "matrix", "env", "cwd", "retries", "if", "artifacts", "anomalies"}),
+             {"run", "needs", "matrix", "env", "cwd", "retries", "if", "artifacts", "anomalies", "objective",
+              "early_stop"}),
         where));
     StepSpec step;
     step.name = name;
@@ -495,6 +436,7 @@ class Parser {
     const size_t index = spec_.steps.size();
 
     if (YAML::Node m = node["matrix"]) GPUHERD_RETURN_IF_ERROR(ParseMatrix(m, &step.matrix));
+    GPUHERD_RETURN_IF_ERROR(ParseObjective(node, where, &step));
 
     YAML::Node run = node["run"];
     if (!run) return Error(key, where + " needs run: (the command, e.g. run: python3 train.py)");
@@ -503,7 +445,7 @@ class Parser {
       if (!argv.ok()) return Error(run, argv.status().message());
       step.run = *argv;
     } else if (run.IsSequence()) {
-      for (const YAML::Node& arg : run) {
+      for (const YAML::Node arg : run) {
         auto s = ScalarOf(arg, "each argument of run:");
         if (!s.ok()) return s.status();
         GPUHERD_RETURN_IF_ERROR(CheckTemplate(arg, *s, index, step));
@@ -534,7 +476,7 @@ class Parser {
 
     // defaults first, then the step: the step's value wins, key by key for
     // env and labels.
-    for (const YAML::Node& source : {defaults, node}) {
+    for (const YAML::Node source : {defaults, node}) {
       if (!source) continue;
       GPUHERD_RETURN_IF_ERROR(ApplyCommon(source, index, &step));
     }
@@ -598,8 +540,9 @@ class Parser {
   // The keys a step shares with defaults: resources, env, cwd, retries.
   Status ApplyCommon(const YAML::Node& source, size_t index, StepSpec* step) {
     for (auto it = source.begin(); it != source.end(); ++it) {
-      const std::string& key = it->first.Scalar();
-      const YAML::Node& value = it->second;
+      const YAML::Node key_node = it->first;
+      const std::string key = key_node.Scalar();
+      const YAML::Node value = it->second;
       if (IsResourceKey(key)) {
         nlohmann::json v = YamlToJson(value);
         GPUHERD_RETURN_IF_ERROR(CheckResourceField(value, key, v));
@@ -612,19 +555,21 @@ class Parser {
       } else if (key == "env") {
         if (!value.IsMap()) return Error(value, "env must be a mapping of NAME: value");
         for (auto e = value.begin(); e != value.end(); ++e) {
-          auto name = ScalarOf(e->first, "an env name");
+          const YAML::Node e_key = e->first;
+          const YAML::Node e_value = e->second;
+          auto name = ScalarOf(e_key, "an env name");
           if (!name.ok()) return name.status();
           if (!IsIdentifier(*name)) {
-            return Error(e->first, fmt::format("env name '{}' must be letters, digits and '_', "
+            return Error(e_key, fmt::format("env name '{}' must be letters, digits and '_', "
                                                "not starting with a digit", *name));
           }
           if (StartsWith(*name, "GPUHERD_") || *name == "CUDA_VISIBLE_DEVICES") {
-            return Error(e->first, fmt::format("env name '{}' is set by gpuherd itself (the job "
+            return Error(e_key, fmt::format("env name '{}' is set by gpuherd itself (the job "
                                                "protocol); choose another name", *name));
           }
-          auto text = ScalarOf(e->second, "env " + *name);
+          auto text = ScalarOf(e_value, "env " + *name);
           if (!text.ok()) return text.status();
-          GPUHERD_RETURN_IF_ERROR(CheckTemplate(e->second, *text, index, *step));
+          GPUHERD_RETURN_IF_ERROR(CheckTemplate(e_value, *text, index, *step));
           step->env[*name] = *text;
         }
       } else if (key == "cwd") {
@@ -656,18 +601,20 @@ class Parser {
     matrix->kind = Matrix::Kind::kGrid;
     int64_t points = 1;
     for (auto it = node.begin(); it != node.end(); ++it) {
-      auto name = ScalarOf(it->first, "a matrix name");
+      const YAML::Node it_key = it->first;
+      const YAML::Node it_value = it->second;
+      auto name = ScalarOf(it_key, "a matrix name");
       if (!name.ok()) return name.status();
       if (!IsIdentifier(*name)) {
-        return Error(it->first, fmt::format("matrix name '{}' must be letters, digits and '_'",
+        return Error(it_key, fmt::format("matrix name '{}' must be letters, digits and '_'",
                                             *name));
       }
-      if (!it->second.IsSequence() || it->second.size() == 0) {
-        return Error(it->second, fmt::format("matrix.{} must be a non-empty list of values, e.g. "
+      if (!it_value.IsSequence() || it_value.size() == 0) {
+        return Error(it_value, fmt::format("matrix.{} must be a non-empty list of values, e.g. "
                                              "[0.1, 0.01]", *name));
       }
       Matrix::Axis axis{*name, {}};
-      for (const YAML::Node& v : it->second) {
+      for (const YAML::Node v : it_value) {
         auto value = ScalarOf(v, "each value of matrix." + *name);
         if (!value.ok()) return value.status();
         if (std::find(axis.values.begin(), axis.values.end(), *value) != axis.values.end()) {
@@ -691,7 +638,18 @@ class Parser {
       return Error(node, "random must be a mapping such as {seed: 7, count: 12, params: {lr: "
                          "{loguniform: [1e-4, 1e-1]}}}");
     }
-    GPUHERD_RETURN_IF_ERROR(CheckKeys(node, {"seed", "count", "params"}, "matrix.random"));
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(node, {"seed", "count", "params", "sampler"}, "matrix.random"));
+    if (node["sampler"]) {
+      auto sampler = ScalarOf(node["sampler"], "random.sampler");
+      if (!sampler.ok()) return sampler.status();
+      if (*sampler == "sobol") {
+        matrix->sampler = Matrix::Sampler::kSobol;
+      } else if (*sampler != "uniform") {
+        return Error(node["sampler"], fmt::format("random.sampler must be uniform (independent draws, the "
+                                                  "default) or sobol (quasi-random, even coverage), not '{}'",
+                                                  *sampler));
+      }
+    }
     if (node["seed"]) {
       auto seed = IntOf(node["seed"], "random.seed", 0, std::numeric_limits<int64_t>::max());
       if (!seed.ok()) return seed.status();
@@ -709,28 +667,32 @@ class Parser {
     }
     const std::vector<std::string> kKinds = {"choice", "uniform", "loguniform", "int"};
     for (auto it = params.begin(); it != params.end(); ++it) {
-      auto name = ScalarOf(it->first, "a matrix name");
+      const YAML::Node it_key = it->first;
+      const YAML::Node it_value = it->second;
+      auto name = ScalarOf(it_key, "a matrix name");
       if (!name.ok()) return name.status();
       if (!IsIdentifier(*name)) {
-        return Error(it->first, fmt::format("matrix name '{}' must be letters, digits and '_'",
+        return Error(it_key, fmt::format("matrix name '{}' must be letters, digits and '_'",
                                             *name));
       }
-      const YAML::Node& d = it->second;
+      const YAML::Node d = it_value;
       const std::string what = "random.params." + *name;
       if (!d.IsMap() || d.size() != 1) {
         return Error(d, fmt::format("{} must be one of {{choice: [...]}}, {{uniform: [lo, hi]}}, "
                                     "{{loguniform: [lo, hi]}}, {{int: [lo, hi]}}", what));
       }
       GPUHERD_RETURN_IF_ERROR(CheckKeys(d, kKinds, what));
-      const std::string kind = d.begin()->first.Scalar();
-      const YAML::Node& args = d.begin()->second;
+      const auto head = d.begin();
+      const YAML::Node kind_node = head->first;
+      const YAML::Node args = head->second;
+      const std::string kind = kind_node.Scalar();
       Distribution dist;
       if (kind == "choice") {
         dist.kind = Distribution::Kind::kChoice;
         if (!args.IsSequence() || args.size() == 0) {
           return Error(args, what + ".choice must be a non-empty list of values");
         }
-        for (const YAML::Node& v : args) {
+        for (const YAML::Node v : args) {
           auto value = ScalarOf(v, "each choice of " + what);
           if (!value.ok()) return value.status();
           dist.choices.push_back(*value);
@@ -739,9 +701,9 @@ class Parser {
         if (!args.IsSequence() || args.size() != 2) {
           return Error(args, fmt::format("{}.{} must be [lo, hi]", what, kind));
         }
-        auto lo = DoubleOf(args[0], what + " lo");
+        auto lo = DoubleOf(args[0], what + " lo", -1e15, 1e15);
         if (!lo.ok()) return lo.status();
-        auto hi = DoubleOf(args[1], what + " hi");
+        auto hi = DoubleOf(args[1], what + " hi", -1e15, 1e15);
         if (!hi.ok()) return hi.status();
         dist.lo = *lo;
         dist.hi = *hi;
@@ -764,6 +726,79 @@ class Parser {
       }
       matrix->random.push_back({*name, std::move(dist)});
     }
+    if (matrix->sampler == Matrix::Sampler::kSobol && matrix->random.size() > kSobolMaxDimensions) {
+      return Error(params, fmt::format("the sobol sampler takes at most {} parameters, this matrix has {}; use "
+                                       "sampler: uniform", kSobolMaxDimensions, matrix->random.size()));
+    }
+    return Status::Ok();
+  }
+
+  // `objective:` and `early_stop:` of a swept step.
+  Status ParseObjective(const YAML::Node& node, const std::string& where, StepSpec* step) const {
+    YAML::Node o = node["objective"];
+    YAML::Node e = node["early_stop"];
+    if (o) {
+      if (step->matrix.kind == Matrix::Kind::kNone) {
+        return Error(o, where + " has objective: but no matrix:; an objective ranks the points of a sweep");
+      }
+      if (!o.IsMap()) return Error(o, "objective must be a mapping such as {metric: val_loss, mode: min}");
+      GPUHERD_RETURN_IF_ERROR(CheckKeys(o, {"metric", "mode"}, "objective"));
+      if (!o["metric"]) return Error(o, "objective needs metric: (a field of the step's metric lines, e.g. val_loss)");
+      auto metric = ScalarOf(o["metric"], "objective.metric");
+      if (!metric.ok()) return metric.status();
+      if (metric->empty() || metric->size() > 128 || metric->find_first_of(std::string("\0\n\r\t\x1b", 5)) !=
+                                                         std::string::npos) {
+        return Error(o["metric"], "objective.metric must be a metric name of 1 to 128 printable characters");
+      }
+      if (!o["mode"]) return Error(o, "objective needs mode: min (lower is better) or mode: max");
+      auto mode = ScalarOf(o["mode"], "objective.mode");
+      if (!mode.ok()) return mode.status();
+      if (*mode != "min" && *mode != "max") {
+        return Error(o["mode"], fmt::format("objective.mode must be min or max, not '{}'", *mode));
+      }
+      step->objective = Objective{*metric, *mode == "min" ? ObjectiveMode::kMin : ObjectiveMode::kMax};
+    }
+    if (!e) return Status::Ok();
+    if (!step->objective) {
+      return Error(e, where + " has early_stop: but no objective:; say which metric decides, e.g. "
+                              "objective: {metric: val_loss, mode: min}");
+    }
+    if (!e.IsMap()) return Error(e, "early_stop must be a mapping such as {policy: asha, grace: 100, reduction: 3}");
+    GPUHERD_RETURN_IF_ERROR(CheckKeys(e, {"policy", "grace", "reduction", "min_completed"}, "early_stop"));
+    EarlyStopPolicy policy;
+    if (!e["policy"]) return Error(e, "early_stop needs policy: asha or policy: median");
+    auto name = ScalarOf(e["policy"], "early_stop.policy");
+    if (!name.ok()) return name.status();
+    if (*name == "asha") {
+      policy.kind = EarlyStopPolicy::Kind::kAsha;
+    } else if (*name == "median") {
+      policy.kind = EarlyStopPolicy::Kind::kMedian;
+    } else {
+      return Error(e["policy"], fmt::format("early_stop.policy must be asha or median, not '{}'", *name));
+    }
+    if (!e["grace"]) {
+      return Error(e, "early_stop needs grace: (training steps before the first decision, the 'step' of metric lines)");
+    }
+    auto grace = IntOf(e["grace"], "early_stop.grace", 1, int64_t{1} << 40);
+    if (!grace.ok()) return grace.status();
+    policy.grace = *grace;
+    if (e["reduction"]) {
+      if (policy.kind != EarlyStopPolicy::Kind::kAsha) {
+        return Error(e["reduction"], "early_stop.reduction is ASHA's; the median rule has none");
+      }
+      auto reduction = IntOf(e["reduction"], "early_stop.reduction", 2, 100);
+      if (!reduction.ok()) return reduction.status();
+      policy.reduction = static_cast<int>(*reduction);
+    }
+    if (e["min_completed"]) {
+      if (policy.kind != EarlyStopPolicy::Kind::kMedian) {
+        return Error(e["min_completed"], "early_stop.min_completed is the median rule's; ASHA has none");
+      }
+      auto n = IntOf(e["min_completed"], "early_stop.min_completed", 1, 10000);
+      if (!n.ok()) return n.status();
+      policy.min_completed = static_cast<int>(*n);
+    }
+    step->early_stop = policy;
     return Status::Ok();
   }
 
@@ -847,6 +882,7 @@ class Parser {
     return Status::Ok();
   }
 
+  YamlReader reader_;
   PipelineSpec spec_;
   std::map<std::string, int> needs_lines_;
   std::vector<StepRef> step_refs_;
@@ -873,13 +909,9 @@ Result<PipelineSpec> ParsePipeline(std::string_view yaml, const std::string& sou
 }
 
 Result<PipelineSpec> LoadPipeline(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return NotFound(fmt::format("cannot read pipeline file {}: {}", path, std::strerror(errno)));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto spec = ParsePipeline(text.str(), path);
+  auto text = ReadTextFile(path, PipelineYamlLimits().max_bytes);
+  if (!text.ok()) return text.status().Annotate("pipeline file");
+  auto spec = ParsePipeline(*text, path);
   if (!spec.ok()) return spec;
   std::error_code ec;
   std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();

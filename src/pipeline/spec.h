@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 
 #include "core/status.h"
 #include "pipeline/anomaly.h"
+#include "pipeline/early_stop.h"
 
 namespace gpuherd::pipeline {
 
@@ -41,8 +43,12 @@ struct Matrix {
     std::string name;
     Distribution distribution;
   };
+  // How a random matrix draws its points: independent uniform draws, or a
+  // seeded Sobol' sequence (see sobol.h) that covers the space more evenly.
+  enum class Sampler { kUniform, kSobol };
   Kind kind = Kind::kNone;
   std::vector<Axis> grid;             // in file order; the first varies slowest
+  Sampler sampler = Sampler::kUniform;
   uint64_t seed = 0;
   int count = 0;
   std::vector<RandomParam> random;    // in file order: the order of draws
@@ -70,6 +76,11 @@ struct StepSpec {
   RunIf run_if = RunIf::kSuccess;
   std::vector<std::string> artifacts;      // paths relative to the step's workspace
   AnomalyConfig anomalies;                 // the pipeline's, overridden by the step's
+  // `objective: {metric, mode}`: what ranks the step's points; needs a matrix.
+  std::optional<Objective> objective;
+  // `early_stop: {policy, grace, reduction}`: stops points that fall behind
+  // by the objective (needs the objective).
+  std::optional<EarlyStopPolicy> early_stop;
 };
 
 // `backend:` and `slurm:`: where a run's jobs go and the Slurm settings.

@@ -220,6 +220,60 @@ TEST(ParsePipelineTest, ExplainsBadMatrices) {
       HasSubstr("more than 10000 points"));
 }
 
+TEST(ParsePipelineTest, ReadsAnObjectiveAndEarlyStopping) {
+  auto spec = ParsePipeline(R"(steps:
+  train:
+    matrix: {lr: [0.1, 0.01, 0.001]}
+    run: train --lr ${{ matrix.lr }}
+    objective: {metric: val_loss, mode: min}
+    early_stop: {policy: asha, grace: 100, reduction: 3}
+  tune:
+    matrix: {random: {sampler: sobol, seed: 3, count: 8, params: {lr: {loguniform: [1e-4, 1e-1]}}}}
+    run: train --lr ${{ matrix.lr }}
+    objective: {metric: acc, mode: max}
+    early_stop: {policy: median, grace: 5, min_completed: 2}
+)", "p.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const StepSpec& train = spec->steps[0];
+  ASSERT_TRUE(train.objective && train.early_stop);
+  EXPECT_EQ(train.objective->metric, "val_loss");
+  EXPECT_EQ(train.objective->mode, ObjectiveMode::kMin);
+  EXPECT_EQ(train.early_stop->kind, EarlyStopPolicy::Kind::kAsha);
+  EXPECT_EQ(train.early_stop->grace, 100);
+  EXPECT_EQ(train.early_stop->reduction, 3);
+  const StepSpec& tune = spec->steps[1];
+  EXPECT_EQ(tune.matrix.sampler, Matrix::Sampler::kSobol);
+  EXPECT_EQ(tune.objective->mode, ObjectiveMode::kMax);
+  EXPECT_EQ(tune.early_stop->kind, EarlyStopPolicy::Kind::kMedian);
+  EXPECT_EQ(tune.early_stop->min_completed, 2);
+}
+
+TEST(ParsePipelineTest, ExplainsBadObjectivesAndEarlyStopping) {
+  const std::string sweep = "steps:\n  a:\n    run: x\n    matrix: {lr: [1, 2]}\n";
+  EXPECT_THAT(ParseError("steps:\n  a:\n    run: x\n    objective: {metric: loss, mode: min}\n"),
+              HasSubstr("p.yaml:4: step 'a' has objective: but no matrix:"));
+  EXPECT_THAT(ParseError(sweep + "    objective: {metric: loss}\n"), HasSubstr("objective needs mode: min"));
+  EXPECT_THAT(ParseError(sweep + "    objective: {metric: loss, mode: lowest}\n"),
+              HasSubstr("objective.mode must be min or max, not 'lowest'"));
+  EXPECT_THAT(ParseError(sweep + "    objective: {mode: min}\n"), HasSubstr("objective needs metric:"));
+  EXPECT_THAT(ParseError(sweep + "    early_stop: {policy: asha, grace: 10}\n"),
+              HasSubstr("has early_stop: but no objective:"));
+  const std::string with_objective = sweep + "    objective: {metric: loss, mode: min}\n";
+  EXPECT_THAT(ParseError(with_objective + "    early_stop: {policy: hyperband, grace: 10}\n"),
+              HasSubstr("early_stop.policy must be asha or median, not 'hyperband'"));
+  EXPECT_THAT(ParseError(with_objective + "    early_stop: {policy: asha}\n"), HasSubstr("early_stop needs grace:"));
+  EXPECT_THAT(ParseError(with_objective + "    early_stop: {policy: asha, grace: 0}\n"), HasSubstr("grace"));
+  EXPECT_THAT(ParseError(with_objective + "    early_stop: {policy: asha, grace: 10, reduction: 1}\n"),
+              HasSubstr("reduction"));
+  EXPECT_THAT(ParseError(with_objective + "    early_stop: {policy: median, grace: 10, reduction: 3}\n"),
+              HasSubstr("reduction is ASHA's"));
+  EXPECT_THAT(ParseError(with_objective + "    early_stop: {policy: asha, grace: 10, patience: 3}\n"),
+              HasSubstr("unknown key 'patience' in early_stop"));
+  EXPECT_THAT(ParseError("steps:\n  a: {run: x, matrix: {random: {sampler: halton, count: 2, params: {lr: "
+                         "{choice: [1]}}}}}\n"),
+              HasSubstr("random.sampler must be uniform"));
+}
+
 // Each file in examples/pipelines/invalid starts with "# expect: <text>",
 // a part of the error it must produce.
 TEST(ParsePipelineTest, RejectsEveryInvalidExampleWithItsError) {
@@ -250,6 +304,20 @@ TEST(LoadPipelineTest, ReadsTheSweepExampleAndRemembersItsFolder) {
   ASSERT_NE(spec->FindStep("train"), nullptr);
   EXPECT_EQ(spec->FindStep("train")->resources["gpus"], 0.1);
   EXPECT_EQ(spec->FindStep("nothing"), nullptr);
+}
+
+TEST(LoadPipelineTest, TheAshaExampleDeclaresItsObjectiveAndPolicy) {
+  auto spec = LoadPipeline(std::string(GPUHERD_EXAMPLES_DIR) + "/asha.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const StepSpec* train = spec->FindStep("train");
+  ASSERT_NE(train, nullptr);
+  EXPECT_EQ(train->matrix.sampler, Matrix::Sampler::kSobol);
+  ASSERT_TRUE(train->objective && train->early_stop);
+  EXPECT_EQ(train->objective->metric, "acc");
+  EXPECT_EQ(train->early_stop->grace, 25);
+  auto sweep = LoadPipeline(std::string(GPUHERD_EXAMPLES_DIR) + "/sweep.yaml");
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_TRUE(sweep->FindStep("train")->objective.has_value());
 }
 
 TEST(LoadPipelineTest, ReportsAMissingFile) {
@@ -289,6 +357,45 @@ steps:
               HasSubstr("unknown key 'partiton' in slurm"));
   EXPECT_THAT(ParseError("slurm: {sbatch_args: [qos=high]}\nsteps: {t: {run: 'true'}}\n"),
               HasSubstr("not 'qos=high'"));
+}
+
+}  // namespace
+}  // namespace gpuherd::pipeline
+
+namespace gpuherd::pipeline {
+namespace {
+
+// 636 bytes that a walk would expand to 10^9 scalars: refused at parse time,
+// with the file named, before any step is read.
+TEST(SpecLimitsTest, BillionLaughsIsRefused) {
+  std::string yaml = "name: laughs\nx0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 9; ++i) {
+    yaml += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) yaml += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    yaml += "]\n";
+  }
+  yaml += "steps: {a: {run: [echo, *a9]}}\n";
+  EXPECT_THAT(ParseError(yaml), HasSubstr("p.yaml:"));
+  EXPECT_THAT(ParseError(yaml), HasSubstr("alias"));
+}
+
+TEST(SpecLimitsTest, AliasesWithinTheLimitsStillWork) {
+  auto spec = ParsePipeline(
+      "defaults: &d {gpus: 1}\nsteps:\n  a: {run: echo a, gpus: 2}\n  b: {run: echo b, needs: [a]}\n",
+      "p.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+}
+
+TEST(SpecLimitsTest, DeepNestingIsRefusedWithItsLine) {
+  const std::string yaml = "name: deep\nsteps:\n  a: {run: echo, labels: {x: " + std::string(50, '[') +
+                           std::string(50, ']') + "}}\n";
+  EXPECT_THAT(ParseError(yaml), HasSubstr("p.yaml:3: lists and mappings nest deeper than 32"));
+}
+
+TEST(SpecLimitsTest, OutOfRangeNumbersStateTheRange) {
+  EXPECT_THAT(ParseError("steps:\n  a:\n    run: echo\n    matrix: {random: {count: 5, params: "
+                         "{x: {uniform: [0, 1e400]}}}}\n"),
+              HasSubstr("must be a number from"));
 }
 
 }  // namespace

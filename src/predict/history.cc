@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "gpu/sim/card.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 #include "telemetry/rollup.h"
 
 namespace gpuherd::predict {
@@ -14,7 +14,7 @@ namespace {
 
 using gpu::sim::Fault;
 using gpu::sim::FaultKind;
-using gpu::sim::GpuModel;
+using gpu::GpuModel;
 using gpu::sim::SplitMix64;
 
 constexpr int kMinutesPerDay = 24 * 60;
@@ -252,7 +252,7 @@ Result<History> GenerateHistory(const HistoryOptions& o) {
       o.models.empty() ? std::vector<std::string>{"h100-sxm", "rtx3090", "a100-40gb", "gtx1070ti"}
                        : o.models;
   for (const std::string& key : keys) {
-    auto model = gpu::sim::LookupModel(key);
+    auto model = gpu::LookupModel(key);
     if (!model.ok()) return model.status();
     models.push_back(*model);
   }

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu/sim/card.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 #include "gpu/sim/scenario.h"
 #include "predict/warm_ups_for_test.h"
 
@@ -156,7 +156,7 @@ TEST(PrecursorScenarioTest, FanWearShowsInTheReadings) {
     wear.peak = peak;
     wear.fades = fades;
     gpu::sim::CardSetup setup;
-    setup.model = gpu::sim::FindModel("rtx3090");
+    setup.model = gpu::FindModel("rtx3090");
     setup.label = "GPU 0";
     if (peak > 0) setup.faults.push_back(wear);
     gpu::sim::Card card(setup);

@@ -46,8 +46,10 @@ struct FleetState {
   // topology[i][j] for gpus[i] and gpus[j] (positions, not GpuState::index).
   // May be empty; the groups above then stand in for it.
   std::vector<std::vector<gpu::Link>> topology;
-  int host_cpus = 0;            // the machine's CPUs for jobs; 0 = unknown
-  uint64_t host_mem_bytes = 0;  // the machine's memory for jobs; 0 = unknown
+  // The machine's CPUs and memory, against which running jobs' spec.cpus and
+  // spec.mem_bytes are counted; 0 = unknown, no check.
+  int host_cpus = 0;
+  uint64_t host_mem_bytes = 0;
 
   // How gpus[a] reaches gpus[b]: from the matrix where there is one, else
   // from the groups and NUMA nodes.
@@ -71,7 +73,9 @@ struct RunningJob {
   std::vector<int> gpus;          // GpuState::index values
   bool stopping = false;          // signalled; its GPUs free up by stop_deadline
   TimeMs stop_deadline = 0;
-  JobId stopping_for = 0;         // the preemptor it was stopped for; 0 = none
+  // Set by the daemon on every victim it signalled for preemptor P: P's id;
+  // 0 = not being stopped for a preemptor.
+  JobId stopping_for = 0;
 
   // When its GPUs are expected back: the time limit, or the stop deadline;
   // std::nullopt when it has no time limit.

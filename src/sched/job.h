@@ -45,6 +45,9 @@ struct JobSpec {
   DurationMs time_limit = 0;              // 0 = none (backfill treats it as unbounded)
   DurationMs checkpoint_grace = 30 * kSecondMs;  // SIGTERM → SIGKILL
   bool preemptible = false;
+  // A multi-GPU job may span GPU models (an H100 beside a 3090); by default
+  // all its GPUs are of one model (the same name).
+  bool mixed_models = false;
   int max_restarts = 0;                   // restarts after GPU faults or preemption
   std::vector<JobId> depends_on;          // start only after these completed
   std::string name;
@@ -57,6 +60,8 @@ struct JobSpec {
 
   int whole_gpus() const { return gpu_tenths >= kTenthsPerGpu ? gpu_tenths / kTenthsPerGpu : 0; }
   bool fractional() const { return gpu_tenths > 0 && gpu_tenths < kTenthsPerGpu; }
+  // Whether all its GPUs must be of one model (several whole GPUs, not mixed).
+  bool one_model() const { return !mixed_models && whole_gpus() >= 2; }
 };
 
 struct Job {

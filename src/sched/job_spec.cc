@@ -14,10 +14,28 @@ namespace {
 constexpr const char* kAllowedFields[] = {
     "command", "cwd",  "env",        "gpus",       "gpu_mem",     "model",
     "min_cc",  "cpus", "mem",        "priority",   "time_limit",  "checkpoint",
-    "preemptible", "max_restarts", "depends_on", "name", "labels"};
+    "preemptible", "max_restarts", "depends_on", "name", "labels", "mixed_models"};
 constexpr int kMaxGpus = 4096;
 constexpr int kMaxRestarts = 1000;
 constexpr uint64_t kMiB = 1ull << 20;
+// The longest time_limit or checkpoint grace: far beyond any real job, far
+// below where adding it to a clock could overflow.
+constexpr DurationMs kMaxDurationMs = 366 * 24 * kHourMs;
+constexpr uint64_t kMaxMemoryBytes = 1ull << 50;  // 1 PiB
+
+// Control characters (C0, DEL) in a name hide or forge what a terminal
+// shows (a NUL ends a row, ESC starts a sequence); they are refused where a
+// user names things and escaped wherever user text is printed.
+bool HasControl(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
+
+// A value quoted in an error message: short, and printable.
+std::string Shown(const nlohmann::json& v) {
+  std::string text = v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
 
 std::string AllowedList() {
   std::string out;
@@ -38,21 +56,23 @@ Status FieldError(const std::string& field, const std::string& what) {
 }
 
 Result<std::string> GetString(const nlohmann::json& v, const std::string& field) {
-  if (!v.is_string()) return FieldError(field, "must be a string, got " + v.dump());
+  if (!v.is_string()) return FieldError(field, "must be a string, got " + Shown(v));
   return v.get<std::string>();
 }
 
 Result<int64_t> GetInteger(const nlohmann::json& v, const std::string& field, int64_t lo,
                            int64_t hi) {
   int64_t n = 0;
-  if (v.is_number_integer()) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) {
+    return FieldError(field, fmt::format("must be from {} to {}, got {}", lo, hi, v.get<uint64_t>()));
+  } else if (v.is_number_integer()) {
     n = v.get<int64_t>();
   } else if (v.is_number_float() && std::isfinite(v.get<double>()) &&
              v.get<double>() == std::floor(v.get<double>()) && std::fabs(v.get<double>()) < 1e15) {
     n = static_cast<int64_t>(v.get<double>());
   } else {
     return FieldError(field, fmt::format("must be a whole number from {} to {}, got {}", lo, hi,
-                                         v.dump()));
+                                         Shown(v)));
   }
   if (n < lo || n > hi) {
     return FieldError(field, fmt::format("must be from {} to {}, got {}", lo, hi, n));
@@ -63,17 +83,22 @@ Result<int64_t> GetInteger(const nlohmann::json& v, const std::string& field, in
 Result<std::map<std::string, std::string>> GetStringMap(const nlohmann::json& v,
                                                         const std::string& field) {
   if (!v.is_object()) {
-    return FieldError(field, "must be an object of NAME: \"value\" pairs, got " + v.dump());
+    return FieldError(field, "must be an object of NAME: \"value\" pairs, got " + Shown(v));
   }
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : v.items()) {
     if (key.empty()) return FieldError(field, "has an empty name");
+    if (HasControl(key)) {
+      return FieldError(field, fmt::format("name {} holds a control character (such as NUL, ESC, "
+                                           "CR or LF); names are printable text",
+                                           Shown(key)));
+    }
     if (value.is_string()) {
       out[key] = value.get<std::string>();
     } else if (value.is_number() || value.is_boolean()) {
       out[key] = value.dump();  // 1 → "1", true → "true": what a shell would pass
     } else {
-      return FieldError(field + "." + key, "must be a string, got " + value.dump());
+      return FieldError(field + "." + key, "must be a string, got " + Shown(value));
     }
   }
   return out;
@@ -82,16 +107,21 @@ Result<std::map<std::string, std::string>> GetStringMap(const nlohmann::json& v,
 Result<uint64_t> GetMemory(const nlohmann::json& v, const std::string& field) {
   if (v.is_number()) {
     double mib = v.get<double>();
-    if (!std::isfinite(mib) || mib < 0 || mib > 1e12) {
-      return FieldError(field, "must be a size like \"8GiB\" or a number of MiB, got " + v.dump());
+    if (!std::isfinite(mib) || mib < 0 || mib * kMiB > static_cast<double>(kMaxMemoryBytes)) {
+      return FieldError(field, fmt::format("must be a size like \"8GiB\" or a number of MiB from 0 "
+                                           "to {} (1 PiB), got {}",
+                                           kMaxMemoryBytes / kMiB, Shown(v)));
     }
     return static_cast<uint64_t>(std::llround(mib * kMiB));
   }
   if (!v.is_string()) {
-    return FieldError(field, "must be a size like \"8GiB\" or a number of MiB, got " + v.dump());
+    return FieldError(field, "must be a size like \"8GiB\" or a number of MiB, got " + Shown(v));
   }
   Result<uint64_t> bytes = ParseMemorySize(v.get<std::string>());
   if (!bytes.ok()) return FieldError(field, bytes.status().message());
+  if (*bytes > kMaxMemoryBytes) {
+    return FieldError(field, fmt::format("must be at most 1 PiB, got {}", Shown(v)));
+  }
   return bytes;
 }
 
@@ -99,21 +129,37 @@ Result<DurationMs> GetDuration(const nlohmann::json& v, const std::string& field
   DurationMs d = 0;
   if (v.is_number()) {
     double secs = v.get<double>();
-    if (!std::isfinite(secs) || secs < 0 || secs > 1e9) {
-      return FieldError(field, "must be a duration like \"2h\" or seconds, got " + v.dump());
+    if (!std::isfinite(secs) || secs < 0 || secs * kSecondMs > static_cast<double>(kMaxDurationMs)) {
+      return FieldError(field, fmt::format("must be a duration like \"2h\" or seconds from 0 to {} "
+                                           "(366 days), got {}",
+                                           kMaxDurationMs / kSecondMs, Shown(v)));
     }
     return static_cast<DurationMs>(std::llround(secs * kSecondMs));
   }
-  if (!v.is_string() || !ParseDuration(v.get<std::string>(), &d) || d < 0) {
-    return FieldError(field, "must be a duration like \"90s\", \"30m\", \"2h\" or \"1d\", got " +
-                                 v.dump());
+  const std::string kRange = "from 0 to 366d";
+  if (!v.is_string()) {
+    return FieldError(field, fmt::format("must be a duration like \"90s\", \"30m\", \"2h\" or \"1d\" "
+                                         "{}, got {}", kRange, Shown(v)));
+  }
+  // The number is bounded before ParseDuration converts it to milliseconds.
+  const std::string text = v.get<std::string>();
+  const size_t digits = text.find_first_not_of("0123456789.");
+  double number = 0;
+  try {
+    number = std::stod(text.substr(0, digits));
+  } catch (const std::exception&) {
+    number = -1;
+  }
+  if (number < 0 || number > 1e9 || !ParseDuration(text, &d) || d < 0 || d > kMaxDurationMs) {
+    return FieldError(field, fmt::format("must be a duration like \"90s\", \"30m\", \"2h\" or \"1d\" "
+                                         "{}, got {}", kRange, Shown(v)));
   }
   return d;
 }
 
 Status ParseCheckpoint(const nlohmann::json& v, JobSpec* spec) {
   if (!v.is_object()) {
-    return FieldError("checkpoint", "must be an object like {\"grace\": \"60s\"}, got " + v.dump());
+    return FieldError("checkpoint", "must be an object like {\"grace\": \"60s\"}, got " + Shown(v));
   }
   for (const auto& [key, value] : v.items()) {
     if (key != "grace") {
@@ -130,10 +176,10 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
   if (key == "command") {
     if (!v.is_array() || v.empty()) {
       return FieldError(key, "must be a non-empty array of strings, e.g. [\"python\", "
-                             "\"train.py\"], got " + v.dump());
+                             "\"train.py\"], got " + Shown(v));
     }
     for (const auto& arg : v) {
-      if (!arg.is_string()) return FieldError(key, "every argument must be a string, got " + arg.dump());
+      if (!arg.is_string()) return FieldError(key, "every argument must be a string, got " + Shown(arg));
       spec->argv.push_back(arg.get<std::string>());
     }
     if (spec->argv[0].empty()) return FieldError(key, "the program (first element) is empty");
@@ -158,10 +204,10 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
         used = 0;
       }
       if (used == 0 || used != text.size()) {
-        return FieldError(key, "must be a number like 1, 0.5 or 4, got " + v.dump());
+        return FieldError(key, "must be a number like 1, 0.5 or 4 (0, 0.1 to 0.9, or a whole number up to 4096), got " + Shown(v));
       }
     } else {
-      return FieldError(key, "must be a number like 1, 0.5 or 4, got " + v.dump());
+      return FieldError(key, "must be a number like 1, 0.5 or 4 (0, 0.1 to 0.9, or a whole number up to 4096), got " + Shown(v));
     }
     Result<int> tenths = ParseGpuTenths(gpus);
     if (!tenths.ok()) return FieldError(key, tenths.status().message());
@@ -181,7 +227,7 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
     } else if (v.is_string()) {
       text = v.get<std::string>();
     } else {
-      return FieldError(key, "must be a compute capability like \"8.0\", got " + v.dump());
+      return FieldError(key, "must be a compute capability like \"8.0\", got " + Shown(v));
     }
     Result<int> cc = ParseComputeCapability(text);
     if (!cc.ok()) return FieldError(key, cc.status().message());
@@ -205,14 +251,20 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
   } else if (key == "checkpoint") {
     return ParseCheckpoint(v, spec);
   } else if (key == "preemptible") {
-    if (!v.is_boolean()) return FieldError(key, "must be true or false, got " + v.dump());
+    if (!v.is_boolean()) return FieldError(key, "must be true or false, got " + Shown(v));
     spec->preemptible = v.get<bool>();
+  } else if (key == "mixed_models") {
+    if (!v.is_boolean()) {
+      return FieldError(key, "must be true (a multi-GPU job may span GPU models) or false (one "
+                             "model, the default), got " + v.dump());
+    }
+    spec->mixed_models = v.get<bool>();
   } else if (key == "max_restarts") {
     Result<int64_t> n = GetInteger(v, key, 0, kMaxRestarts);
     if (!n.ok()) return n.status();
     spec->max_restarts = static_cast<int>(*n);
   } else if (key == "depends_on") {
-    if (!v.is_array()) return FieldError(key, "must be an array of job ids, got " + v.dump());
+    if (!v.is_array()) return FieldError(key, "must be an array of job ids, got " + Shown(v));
     for (const auto& id : v) {
       Result<int64_t> n = GetInteger(id, key, 1, std::numeric_limits<int64_t>::max());
       if (!n.ok()) return n.status();
@@ -246,6 +298,9 @@ Result<int> ParseGpuTenths(double gpus) {
   }
   double scaled = gpus * kTenthsPerGpu;
   double rounded = std::round(scaled);
+  if (gpus > 0 && rounded == 0) {  // 1e-308 is not 0
+    return InvalidArgument(fmt::format("{}; {:g} is not a multiple of 0.1", kRule, gpus));
+  }
   // 0.3 * 10 is 2.9999999999999996 in binary; anything farther off is not a tenth.
   if (std::fabs(scaled - rounded) > 1e-6) {
     return InvalidArgument(fmt::format("{}; {:g} is not a multiple of 0.1", kRule, gpus));
@@ -322,6 +377,39 @@ std::string FormatGpuTenths(int tenths) {
   return fmt::format("{}.{}", tenths / kTenthsPerGpu, tenths % kTenthsPerGpu);
 }
 
+namespace {
+
+// What a job's text fields may hold, checked at submit rather than at launch.
+Status ValidateJobText(const JobSpec& spec) {
+  const std::string kControl = "holds a control character (such as NUL, ESC, CR or LF)";
+  if (HasControl(spec.name)) return FieldError("name", kControl + "; a name is printable text");
+  for (const auto& [key, value] : spec.labels) {
+    if (HasControl(key) || HasControl(value)) {
+      return FieldError("labels." + key, kControl + "; labels are printable text");
+    }
+  }
+  for (const auto& [key, value] : spec.env) {
+    if (key.empty() || HasControl(key) || key.find('=') != std::string::npos) {
+      return FieldError("env", fmt::format("name {} must be non-empty, without '=' and without "
+                                           "control characters",
+                                           Shown(key)));
+    }
+    if (value.find('\0') != std::string::npos) {
+      return FieldError("env." + key, "holds a NUL character, which no environment can carry");
+    }
+  }
+  for (const std::string& arg : spec.argv) {
+    if (arg.find('\0') != std::string::npos) {
+      return FieldError("command", "an argument holds a NUL character, which no program can receive");
+    }
+  }
+  if (spec.cwd.find('\0') != std::string::npos) return FieldError("cwd", "holds a NUL character");
+  if (HasControl(spec.model)) return FieldError("model", kControl);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) {
     return FieldError("command", "is required: the program and its arguments");
@@ -341,10 +429,20 @@ Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.priority < -100 || spec.priority > 100) {
     return FieldError("priority", fmt::format("must be from -100 to 100, got {}", spec.priority));
   }
-  if (spec.time_limit < 0) return FieldError("time_limit", "must not be negative");
-  if (spec.checkpoint_grace < 0) return FieldError("checkpoint.grace", "must not be negative");
-  if (spec.max_restarts < 0) return FieldError("max_restarts", "must not be negative");
-  return Status::Ok();
+  if (spec.time_limit < 0 || spec.time_limit > kMaxDurationMs) {
+    return FieldError("time_limit", "must be from 0 to 366 days");
+  }
+  if (spec.checkpoint_grace < 0 || spec.checkpoint_grace > kMaxDurationMs) {
+    return FieldError("checkpoint.grace", "must be from 0 to 366 days");
+  }
+  if (spec.max_restarts < 0 || spec.max_restarts > kMaxRestarts) {
+    return FieldError("max_restarts", fmt::format("must be from 0 to {}", kMaxRestarts));
+  }
+  if (spec.cpus < 0 || spec.cpus > 4096) return FieldError("cpus", "must be from 0 to 4096");
+  if (spec.mem_bytes > kMaxMemoryBytes || spec.gpu_mem_bytes > kMaxMemoryBytes) {
+    return FieldError(spec.mem_bytes > kMaxMemoryBytes ? "mem" : "gpu_mem", "must be at most 1 PiB");
+  }
+  return ValidateJobText(spec);
 }
 
 Result<JobSpec> ParseJobSpec(const nlohmann::json& j) {

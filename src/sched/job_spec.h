@@ -21,7 +21,8 @@ inline constexpr int kMaxArraySize = 100000;
 // gpus (0, 0.1..0.9 in steps of 0.1, or a whole number), gpu_mem ("8GiB",
 // "512MiB", "20G" or a number of MiB), model, min_cc ("8.0"), cpus, mem,
 // priority (-100..100), time_limit ("2h" or seconds), checkpoint {grace},
-// preemptible, max_restarts, depends_on [ids], name, labels {key: value}.
+// preemptible, max_restarts, depends_on [ids], name, labels {key: value},
+// mixed_models (true lets a multi-GPU job span GPU models).
 // The user comes from the caller's credentials, never from the spec.
 Result<JobSpec> ParseJobSpec(const nlohmann::json& j);
 

@@ -8,6 +8,7 @@
 namespace gpuherd::sched {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using testing::kGiB;
 using Json = nlohmann::json;
@@ -26,7 +27,8 @@ TEST(ParseJobSpecTest, FullSpec) {
     "env": {"SEED": "7", "EPOCHS": 3}, "gpus": 2, "gpu_mem": "20G", "model": "H100",
     "min_cc": "8.0", "cpus": 8, "mem": "64GiB", "priority": 50, "time_limit": "2h",
     "checkpoint": {"grace": "60s"}, "preemptible": true, "max_restarts": 3,
-    "depends_on": [4, 5], "name": "resnet", "labels": {"team": "vision"}})");
+    "depends_on": [4, 5], "name": "resnet", "labels": {"team": "vision"},
+    "mixed_models": true})");
   Result<JobSpec> spec = ParseJobSpec(j);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->argv, (std::vector<std::string>{"python", "train.py", "--lr", "0.1"}));
@@ -47,6 +49,7 @@ TEST(ParseJobSpecTest, FullSpec) {
   EXPECT_EQ(spec->depends_on, (std::vector<JobId>{4, 5}));
   EXPECT_EQ(spec->name, "resnet");
   EXPECT_EQ(spec->labels.at("team"), "vision");
+  EXPECT_TRUE(spec->mixed_models);
 }
 
 TEST(ParseJobSpecTest, DefaultsWithOnlyACommand) {
@@ -55,6 +58,7 @@ TEST(ParseJobSpecTest, DefaultsWithOnlyACommand) {
   EXPECT_EQ(spec->gpu_tenths, 0);
   EXPECT_EQ(spec->checkpoint_grace, 30 * kSecondMs);
   EXPECT_FALSE(spec->preemptible);
+  EXPECT_FALSE(spec->mixed_models);
 }
 
 TEST(ParseJobSpecTest, GpuFractionsInTenths) {
@@ -109,6 +113,23 @@ TEST(ParseJobSpecTest, UnknownFieldIsNamedWithTheAllowedOnes) {
   EXPECT_THAT(r.status().message(), HasSubstr("allowed: grace"));
 }
 
+// A grace of 106751991167 days overflowed Now() + grace when the job was
+// stopped: every duration is bounded at parse time, with the range said.
+TEST(ParseJobSpecTest, DurationsBeyondTheRangeAreRefusedWithIt) {
+  for (const Json& grace : {Json("106751991167d"), Json("11575d"), Json(1e18), Json(1e9 + 1)}) {
+    Result<JobSpec> r = ParseWith("checkpoint", Json{{"grace", grace}});
+    ASSERT_FALSE(r.ok()) << grace.dump();
+    EXPECT_THAT(r.status().message(), HasSubstr("'checkpoint.grace'"));
+    EXPECT_THAT(r.status().message(), AnyOf(HasSubstr("to 366d"), HasSubstr("to 31622400 (366 days)")));
+  }
+  Result<JobSpec> r = ParseWith("time_limit", "106751991167d");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("366d"));
+  r = ParseWith("time_limit", "366d");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_LE(r->time_limit, kMaxDurationMs);
+}
+
 TEST(ParseJobSpecTest, UserComesFromCredentialsNotTheSpec) {
   Result<JobSpec> r = ParseWith("user", "root");
   ASSERT_FALSE(r.ok());
@@ -149,6 +170,8 @@ TEST(ParseJobSpecTest, BadValuesSayWhatToWrite) {
       {"checkpoint", Json{{"grace", "later"}}, "'checkpoint.grace'"},
       {"checkpoint", "60s", "{\"grace\": \"60s\"}"},
       {"preemptible", "yes", "true or false"},
+      {"mixed_models", "true", "must be true"},
+      {"mixed_models", 1, "must be true"},
       {"max_restarts", -1, "from 0"},
       {"depends_on", 4, "array of job ids"},
       {"depends_on", Json{0}, "from 1"},

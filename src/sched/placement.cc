@@ -158,11 +158,16 @@ PlacementIndex::PlacementIndex(const FleetState& fleet, const PlacementOptions& 
   tenths_.assign(n, 0);
   mem_free_.assign(n, 0);
   std::map<std::tuple<std::string, int, uint64_t>, int> kind_ids;
+  std::map<std::string, int> model_ids;
   for (size_t i = 0; i < n; ++i) {
     const GpuState& g = fleet.gpus[i];
     auto [it, added] = kind_ids.try_emplace({g.name, g.cc, g.memory_total_bytes},
                                             static_cast<int>(kinds_.size()));
-    if (added) kinds_.push_back({Lower(g.name), g.cc, g.memory_total_bytes, {}});
+    if (added) {
+      int model = model_ids.try_emplace(g.name, static_cast<int>(model_ids.size())).first->second;
+      kinds_.push_back({g.name, Lower(g.name), model, g.cc, g.memory_total_bytes, {}});
+      models_ = static_cast<int>(model_ids.size());
+    }
     kind_of_[i] = it->second;
     Kind& kind = kinds_[it->second];
     ++kind.counts.matching;
@@ -272,14 +277,41 @@ MatchCounts PlacementIndex::Count(const JobSpec& spec) const {
 
 int PlacementIndex::FreeMatching(const JobSpec& spec, std::span<const size_t> avoid) const {
   std::vector<bool> match = MatchingKinds(spec);
-  int free = 0;
+  auto free_of = [&](int model) {  // model < 0: every model
+    int free = 0;
+    for (size_t k = 0; k < kinds_.size(); ++k) {
+      if (match[k] && (model < 0 || kinds_[k].model == model)) free += kinds_[k].counts.free;
+    }
+    for (size_t p : avoid) {
+      free -= tenths_[p] == 0 && block_[p] == GpuBlock::kNone && match[kind_of_[p]] &&
+              (model < 0 || kinds_[kind_of_[p]].model == model);
+    }
+    return free;
+  };
+  if (!spec.one_model() || models_ <= 1) return free_of(-1);
+  int most = 0;
+  for (int model = 0; model < models_; ++model) most = std::max(most, free_of(model));
+  return most;
+}
+
+PlacementIndex::ModelCounts PlacementIndex::LargestModel(const JobSpec& spec) const {
+  std::vector<bool> match = MatchingKinds(spec);
+  std::vector<int> all(models_), usable(models_);
+  ModelCounts out;
   for (size_t k = 0; k < kinds_.size(); ++k) {
-    if (match[k]) free += kinds_[k].counts.free;
+    if (!match[k]) continue;
+    const Kind& kind = kinds_[k];
+    const MatchCounts& c = kind.counts;
+    if ((all[kind.model] += c.matching) > out.most) {
+      out.most = all[kind.model];
+      out.name = kind.name;
+    }
+    if ((usable[kind.model] += c.free + c.busy + c.shared) > out.most_usable) {
+      out.most_usable = usable[kind.model];
+      out.usable_name = kind.name;
+    }
   }
-  for (size_t p : avoid) {
-    free -= tenths_[p] == 0 && block_[p] == GpuBlock::kNone && match[kind_of_[p]];
-  }
-  return free;
+  return out;
 }
 
 bool PlacementIndex::AnyRoomFor(int tenths) const {
@@ -354,10 +386,17 @@ std::optional<std::vector<size_t>> PlacementIndex::Find(const JobSpec& spec,
     if (std::optional<size_t> p = FindSingle(kinds, avoid)) return std::vector<size_t>{*p};
     return std::nullopt;
   }
+  return FindGang(kinds, k, spec.one_model() && models_ > 1, avoid);
+}
+
+std::optional<std::vector<size_t>> PlacementIndex::FindGang(const std::vector<bool>& kinds, int k,
+                                                            bool one_model,
+                                                            std::span<const size_t> avoid) const {
   auto candidate = [&](size_t p) {
     return tenths_[p] == 0 && block_[p] == GpuBlock::kNone && kinds[kind_of_[p]] &&
            !Contains(avoid, p);
   };
+  auto model = [&](size_t p) { return kinds_[kind_of_[p]].model; };
   // Fast path: a set inside one NVLink island is the best there is. On a
   // large fleet only the islands with the fewest idle GPUs (best fit) are
   // compared, so the cost does not grow with the fleet.
@@ -381,19 +420,34 @@ std::optional<std::vector<size_t>> PlacementIndex::Find(const JobSpec& spec,
     for (const Key& key : near) positions.push_back(std::get<2>(key));
     std::vector<size_t> set = ChooseConnectedSet(fleet_, positions, k);
     int island = fleet_.gpus[set[0]].nvlink_island;
-    if (std::all_of(set.begin(), set.end(),
-                    [&](size_t p) { return fleet_.gpus[p].nvlink_island == island; })) {
+    if (std::all_of(set.begin(), set.end(), [&](size_t p) {
+          return fleet_.gpus[p].nvlink_island == island && (!one_model || model(p) == model(set[0]));
+        })) {
       return set;
     }
   }
-  std::vector<size_t> candidates;
+  // Candidates in preference order; for one model, one list per model, and
+  // the best-connected set of any of them, then the most preferred.
+  std::vector<std::vector<size_t>> lists(one_model ? models_ : 1);
   for (const Key& key : free_) {
     size_t p = std::get<2>(key);
-    if (candidate(p)) candidates.push_back(p);
+    if (candidate(p)) lists[one_model ? model(p) : 0].push_back(p);
   }
-  std::vector<size_t> set = ChooseConnectedSet(fleet_, candidates, k);
-  if (set.empty()) return std::nullopt;
-  return set;
+  std::optional<std::vector<size_t>> best;
+  std::tuple<int, int, Key> best_score;
+  for (const std::vector<size_t>& list : lists) {
+    std::vector<size_t> set = ChooseConnectedSet(fleet_, list, k);
+    if (set.empty()) continue;
+    if (lists.size() == 1) return set;
+    std::vector<size_t> ranks(set.size());
+    SetScore links = Score(fleet_, set, ranks, 0);
+    std::tuple<int, int, Key> score{links.worst, links.sum, KeyOf(list[0])};
+    if (!best || score < best_score) {
+      best = std::move(set);
+      best_score = score;
+    }
+  }
+  return best;
 }
 
 void PlacementIndex::Take(const JobSpec& spec, const std::vector<size_t>& positions) {

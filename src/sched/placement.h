@@ -6,7 +6,8 @@
 //  - one GPU: the healthiest, then coolest (5 °C bands), then the one whose
 //    NVLink island / PCIe switch has the fewest free GPUs, so whole islands
 //    stay free for multi-GPU jobs;
-//  - several GPUs: the best-connected set (NVLink > PCIe switch > host bridge
+//  - several GPUs: all of one model (GPU name) unless the job sets
+//    mixed_models; the best-connected set (NVLink > PCIe switch > host bridge
 //    > NUMA node > across sockets), scored by its worst pair, then the sum of
 //    its pairs. Candidates are grouped by island, then switch, bridge and NUMA
 //    node; no combinations are enumerated, so 10,000 GPUs stay fast;
@@ -21,6 +22,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sched/fleet_state.h"
@@ -82,8 +84,20 @@ class PlacementIndex {
   void Claim(size_t position);
 
   MatchCounts Count(const JobSpec& spec) const;
-  // Idle GPUs that match, less those in `avoid`; O(kinds + avoid).
+  // Idle GPUs that match, less those in `avoid`; for a job that keeps to one
+  // model, the most of any one model. O(kinds + avoid).
   int FreeMatching(const JobSpec& spec, std::span<const size_t> avoid = {}) const;
+  // Of the GPUs that match the job, the most of any one model (GPU name),
+  // counting all of them and only usable ones; O(kinds).
+  struct ModelCounts {
+    int most = 0;              // matching GPUs of the largest model
+    std::string name;          // that model
+    int most_usable = 0;       // usable GPUs of the model with the most
+    std::string usable_name;
+  };
+  ModelCounts LargestModel(const JobSpec& spec) const;
+  // How many models (GPU names) the fleet has.
+  int model_count() const { return models_; }
   // Whether any usable GPU has room for a fraction of `tenths`.
   bool AnyRoomFor(int tenths) const;
   int free_count() const { return static_cast<int>(free_.size()); }
@@ -94,7 +108,9 @@ class PlacementIndex {
   // (−health, temperature band, position): most preferred first.
   using Key = std::tuple<int, int, size_t>;
   struct Kind {
+    std::string name;
     std::string name_lower;
+    int model = 0;  // kinds with the same name share it
     int cc = 0;
     uint64_t memory_total = 0;
     MatchCounts counts;  // matching = GPUs of this kind
@@ -103,6 +119,9 @@ class PlacementIndex {
   std::vector<bool> MatchingKinds(const JobSpec& spec) const;
   std::optional<size_t> FindSingle(const std::vector<bool>& kinds,
                                    std::span<const size_t> avoid) const;
+  // `k` idle GPUs of `kinds`, all of one model if `one_model`.
+  std::optional<std::vector<size_t>> FindGang(const std::vector<bool>& kinds, int k,
+                                              bool one_model, std::span<const size_t> avoid) const;
   std::optional<size_t> FindShared(const JobSpec& spec, const std::vector<bool>& kinds,
                                    std::span<const size_t> avoid) const;
   int PackScore(size_t position) const;
@@ -112,6 +131,7 @@ class PlacementIndex {
   std::vector<GpuBlock> block_;
   std::vector<int> kind_of_;
   std::vector<Kind> kinds_;
+  int models_ = 0;
   std::vector<int> tenths_;
   std::vector<uint64_t> mem_free_;  // for fractions: total − max(used, reserved)
   std::vector<Key> free_;           // sorted; idle usable GPUs

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sched/job_spec.h"
 
@@ -12,6 +16,8 @@ namespace gpuherd::sched {
 namespace {
 
 constexpr TimeMs kNever = std::numeric_limits<TimeMs>::max();
+// Rule 11 keeps answers only after this many in a row found nothing changed.
+constexpr int kStillBeforeCaching = 8;
 
 // Who holds a GPU and until when, from running jobs and this pass's starts.
 struct Holding {
@@ -31,10 +37,44 @@ struct Reservation {
   std::vector<size_t> gpus;  // sorted positions
 };
 
+// What a pending job asks of the GPUs, plus what decides its answer beyond
+// the pass's state (rule 11): jobs with equal keys get equal answers.
+struct DemandKey {
+  int tenths = 0;
+  uint64_t gpu_mem = 0;
+  std::string_view model;  // into the job's spec, which outlives the pass
+  int min_cc = -1;
+  bool mixed = false;
+  int urgency = 0;
+  bool ends_before = false;
+  bool operator==(const DemandKey&) const = default;
+};
+struct DemandKeyHash {
+  size_t operator()(const DemandKey& k) const {
+    size_t h = std::hash<std::string_view>()(k.model);
+    auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    mix(static_cast<uint64_t>(k.tenths));
+    mix(k.gpu_mem);
+    mix(static_cast<uint64_t>(k.min_cc));
+    mix(static_cast<uint64_t>(k.urgency) * 4 + k.mixed * 2 + k.ends_before);
+    return h;
+  }
+};
+
 std::string JoinIds(const std::vector<JobId>& ids) {
   std::string out;
   for (JobId id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
   return out;
+}
+
+std::string Plural(size_t n, const char* word) {
+  return fmt::format("{}{}", word, n == 1 ? "" : "s");
+}
+
+std::vector<JobId> SortedUnique(std::vector<JobId> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
 }
 
 std::string Demand(const JobSpec& spec) {
@@ -46,13 +86,34 @@ std::string Demand(const JobSpec& spec) {
   return fmt::format("{} GPU{}", k, k == 1 ? "" : "s");
 }
 
+int NeedOf(const JobSpec& spec) { return spec.fractional() ? 1 : spec.whole_gpus(); }
+int TenthsOf(const JobSpec& spec) { return spec.fractional() ? spec.gpu_tenths : kTenthsPerGpu; }
+
+int GroupAt(const GpuState& g, int level) {
+  switch (level) {
+    case 0: return g.nvlink_island;
+    case 1: return g.pcie_switch;
+    case 2: return g.host_bridge;
+    default: return g.numa_node ? *g.numa_node : -1;
+  }
+}
+
 class Pass {
  public:
   Pass(const FleetState& fleet, const std::vector<RunningJob>& running, TimeMs now,
        const SchedulerConfig& config)
       : fleet_(fleet), now_(now), config_(config), index_(fleet, config.placement),
-        holders_(fleet.gpus.size()) {
+        holders_(fleet.gpus.size()), claimed_(fleet.gpus.size()),
+        claim_owner_(fleet.gpus.size()), model_of_(fleet.gpus.size()) {
+    std::unordered_map<std::string, int> models;
     for (size_t p = 0; p < fleet.gpus.size(); ++p) {
+      // Neighbours are mostly of one model: compare before hashing.
+      if (p > 0 && fleet.gpus[p].name == fleet.gpus[p - 1].name) {
+        model_of_[p] = model_of_[p - 1];
+      } else {
+        model_of_[p] = models.try_emplace(fleet.gpus[p].name, static_cast<int>(models.size()))
+                           .first->second;
+      }
       int gpu = fleet.gpus[p].index;
       if (gpu < 0) continue;
       if (static_cast<size_t>(gpu) >= position_of_.size()) position_of_.resize(gpu + 1, -1);
@@ -63,33 +124,38 @@ class Pass {
       Holding h{job.id, &job.spec, job.started, job.ExpectedEnd().value_or(kNever), job.stopping,
                 {}};
       for (int gpu : job.gpus) {
-        if (gpu >= 0 && static_cast<size_t>(gpu) < position_of_.size() && position_of_[gpu] >= 0) {
-          h.positions.push_back(position_of_[gpu]);
-        }
+        if (std::optional<size_t> p = PositionOf(gpu)) h.positions.push_back(*p);
       }
       AddHolding(std::move(h));
       if (job.spec.gpu_tenths > 0) {
         user_tenths_[job.spec.user] += job.spec.gpu_tenths;
       }
+      cpus_used_ += job.spec.cpus;
+      mem_used_ += job.spec.mem_bytes;
+      if (job.stopping && job.stopping_for != 0) stopping_for_[job.stopping_for].push_back(job.id);
     }
   }
 
   Decisions Run(const std::vector<PendingJob>& pending) {
+    // The sort keys sit in the entry: a deep queue sorts without chasing pointers.
     struct Entry {
       double priority;
+      TimeMs submitted;
+      JobId id;
       const PendingJob* job;
     };
     std::vector<Entry> order;
     order.reserve(pending.size());
     for (const PendingJob& job : pending) {
       order.push_back({ComputePriority(config_.weights, PriorityInputsOf(job, now_, config_)).total(),
-                       &job});
+                       job.submitted, job.id, &job});
     }
     std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
       if (a.priority != b.priority) return a.priority > b.priority;
-      if (a.job->submitted != b.job->submitted) return a.job->submitted < b.job->submitted;
-      return a.job->id < b.job->id;
+      if (a.submitted != b.submitted) return a.submitted < b.submitted;
+      return a.id < b.id;
     });
+    out_.waiting.reserve(pending.size());
     int rank = 0;
     std::vector<const PendingJob*> maintenance;
     for (const Entry& e : order) {
@@ -102,15 +168,39 @@ class Pass {
       std::string reason = ConsiderPinned(*job);
       if (!reason.empty()) out_.waiting.push_back({job->id, 0, ++rank, std::move(reason)});
     }
+    // Rule 6: claims from earlier passes, in queue order (the first wins a
+    // GPU two claims name, which the daemon never sends).
+    for (const Entry& e : order) {
+      if (e.job->claimed_gpus.empty() || !e.job->spec.pinned_gpus.empty()) continue;
+      if (std::optional<std::vector<size_t>> positions = ValidClaim(*e.job)) {
+        for (size_t p : *positions) ClaimFor(e.job->id, p);
+        claims_[e.job->id] = std::move(*positions);
+      } else {
+        out_.dropped_claims.push_back(e.job->id);
+      }
+    }
     for (const Entry& e : order) {
       if (!e.job->spec.pinned_gpus.empty()) continue;
       std::string reason = Consider(*e.job);
       if (!reason.empty()) out_.waiting.push_back({e.job->id, e.priority, ++rank, std::move(reason)});
     }
+    if (reservation_) {
+      ReservationDecision r{reservation_->job, std::nullopt, {}};
+      if (reservation_->at != kNever) r.at = reservation_->at;
+      for (size_t p : reservation_->gpus) r.gpus.push_back(fleet_.gpus[p].index);
+      out_.reservation = std::move(r);
+    }
     return std::move(out_);
   }
 
  private:
+  std::optional<size_t> PositionOf(int gpu) const {
+    if (gpu < 0 || static_cast<size_t>(gpu) >= position_of_.size() || position_of_[gpu] < 0) {
+      return std::nullopt;
+    }
+    return static_cast<size_t>(position_of_[gpu]);
+  }
+
   // A maintenance job: claims its GPUs, starts when they are all idle.
   std::string ConsiderPinned(const PendingJob& job) {
     std::vector<size_t> positions;
@@ -125,7 +215,6 @@ class Pass {
       }
       size_t p = static_cast<size_t>(it - fleet_.gpus.begin());
       if (it->lost) problems.push_back(fmt::format("GPU {} is lost", it->index));
-      if (claimed_.size() < fleet_.gpus.size()) claimed_.resize(fleet_.gpus.size());
       if (claimed_[p]) {
         problems.push_back(fmt::format("GPU {} is claimed by an earlier maintenance job", it->index));
       }
@@ -136,10 +225,10 @@ class Pass {
       claimed_[p] = true;
       index_.Claim(p);
     }
+    Changed();
     if (!problems.empty()) return "maintenance job waits: " + Join(problems);
     if (!holders.empty()) {
-      std::sort(holders.begin(), holders.end());
-      holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+      holders = SortedUnique(std::move(holders));
       return fmt::format("maintenance job waits for job{} {} to leave its GPUs; no new work "
                          "starts there meanwhile",
                          holders.size() == 1 ? "" : "s", JoinIds(holders));
@@ -147,6 +236,8 @@ class Pass {
     StartDecision start{job.id, {}};
     for (size_t p : positions) start.gpus.push_back(fleet_.gpus[p].index);
     out_.starts.push_back(std::move(start));
+    cpus_used_ += job.spec.cpus;
+    mem_used_ += job.spec.mem_bytes;
     AddHolding({job.id, &job.spec, now_,
                 job.spec.time_limit > 0 ? now_ + job.spec.time_limit : kNever, false, positions});
     return "";
@@ -156,6 +247,79 @@ class Pass {
     std::string out;
     for (const std::string& s : parts) out += (out.empty() ? "" : "; ") + s;
     return out;
+  }
+
+  // The tenths that jobs not stopping hold on `p`.
+  int StayingTenths(size_t p) const {
+    int used = 0;
+    for (size_t h : holders_[p]) {
+      if (!holdings_[h].stopping) used += holdings_[h].tenths_per_gpu();
+    }
+    return used;
+  }
+
+  // Rule 6: the claimed positions, or std::nullopt when the claim must go.
+  std::optional<std::vector<size_t>> ValidClaim(const PendingJob& job) const {
+    const JobSpec& spec = job.spec;
+    if (spec.gpu_tenths <= 0 || job.claimed_gpus.size() != static_cast<size_t>(NeedOf(spec))) {
+      return std::nullopt;
+    }
+    std::vector<size_t> positions;
+    for (int gpu : job.claimed_gpus) {
+      std::optional<size_t> p = PositionOf(gpu);
+      if (!p || claimed_[*p] || claim_owner_[*p] != 0) return std::nullopt;
+      const GpuState& g = fleet_.gpus[*p];
+      GpuBlock block = CheckGpu(g, config_.placement);
+      // Heat passes; a lost, drained or unhealthy GPU does not come back soon.
+      if (block == GpuBlock::kLost || block == GpuBlock::kDrained || block == GpuBlock::kUnhealthy) {
+        return std::nullopt;
+      }
+      if (!MatchesJob(g, spec)) return std::nullopt;
+      if (StayingTenths(*p) + TenthsOf(spec) > kTenthsPerGpu) return std::nullopt;
+      if (!positions.empty() && spec.one_model() && model_of_[*p] != model_of_[positions[0]]) {
+        return std::nullopt;
+      }
+      positions.push_back(*p);
+    }
+    std::sort(positions.begin(), positions.end());
+    if (std::adjacent_find(positions.begin(), positions.end()) != positions.end()) return std::nullopt;
+    return positions;
+  }
+
+  void ClaimFor(JobId job, size_t p) {
+    claim_owner_[p] = job;
+    index_.Claim(p);
+    claim_positions_.push_back(p);
+    Changed();
+  }
+
+  // Rule 10: whether the machine's CPUs and memory have room; else why not.
+  std::string CheckHost(const JobSpec& spec) const {
+    if (fleet_.host_cpus > 0 && spec.cpus > 0) {
+      if (spec.cpus > fleet_.host_cpus) {
+        return fmt::format("asks for {} CPUs but this machine has {}, so it cannot start: "
+                           "resubmit it asking for less",
+                           spec.cpus, fleet_.host_cpus);
+      }
+      if (cpus_used_ + spec.cpus > fleet_.host_cpus) {
+        return fmt::format("waiting for {} {}: {} of {} free", spec.cpus, Plural(spec.cpus, "CPU"),
+                           std::max<int64_t>(fleet_.host_cpus - cpus_used_, 0), fleet_.host_cpus);
+      }
+    }
+    if (fleet_.host_mem_bytes > 0 && spec.mem_bytes > 0) {
+      if (spec.mem_bytes > fleet_.host_mem_bytes) {
+        return fmt::format("asks for {} of host memory but this machine has {}, so it cannot "
+                           "start: resubmit it asking for less",
+                           FormatBytes(spec.mem_bytes), FormatBytes(fleet_.host_mem_bytes));
+      }
+      if (mem_used_ + spec.mem_bytes > fleet_.host_mem_bytes) {
+        uint64_t free = mem_used_ < fleet_.host_mem_bytes ? fleet_.host_mem_bytes - mem_used_ : 0;
+        return fmt::format("waiting for {} of host memory: {} of {} free",
+                           FormatBytes(spec.mem_bytes), FormatBytes(free),
+                           FormatBytes(fleet_.host_mem_bytes));
+      }
+    }
+    return "";
   }
 
   // Starts the job or returns why it waits.
@@ -182,6 +346,10 @@ class Pass {
                            config_.max_running_gpus_per_user, spec.user, FormatGpuTenths(held));
       }
     }
+    if (std::string host = CheckHost(spec); !host.empty()) return host;
+    if (auto claim = claims_.find(job.id); claim != claims_.end()) {
+      return ConsiderClaimed(job, claim->second);
+    }
     if (spec.gpu_tenths == 0) {
       Start(job, {});
       return "";
@@ -189,13 +357,39 @@ class Pass {
     if (reservation_ && !config_.backfill) {
       return fmt::format("waits behind job {} (backfill is off)", reservation_->job);
     }
-    const int need = spec.fractional() ? 1 : spec.whole_gpus();
+    const bool ends_before = reservation_ && spec.time_limit > 0 && reservation_->at != kNever &&
+                             now_ + spec.time_limit <= reservation_->at;
+    // Rule 11: the same demand in an unchanged pass gets the same answer.
+    // A job with victims of its own stopping is answered for itself.
+    const bool cacheable = !stopping_for_.count(job.id);
+    DemandKey key;
+    if (cacheable) {
+      // Urgency counts only for preemption, which waits while a reservation stands.
+      key = {spec.gpu_tenths, spec.gpu_mem_bytes, spec.model, spec.min_cc.value_or(-1),
+             spec.mixed_models, reservation_ ? 0 : spec.priority, ends_before};
+      if (!answers_.empty()) {
+        if (auto hit = answers_.find(key); hit != answers_.end()) return hit->second;
+      }
+    }
+    const uint64_t generation = generation_;
+    std::string reason = ConsiderGpus(job, ends_before);
+    // Kept once the pass has been still for a while: while jobs keep starting
+    // the answers would be thrown away before anyone asks again.
+    if (cacheable && !reason.empty() && generation == generation_ &&
+        ++still_for_ >= kStillBeforeCaching) {
+      answers_.emplace(key, reason);
+    }
+    return reason;
+  }
+
+  // The GPU part of Consider: starts, preempts, reserves or explains.
+  std::string ConsiderGpus(const PendingJob& job, bool ends_before) {
+    const JobSpec& spec = job.spec;
+    const int need = NeedOf(spec);
     // Cheap test first: most of a long queue stops here once the GPUs are full.
     bool may_fit = spec.fractional() ? index_.AnyRoomFor(spec.gpu_tenths)
                                      : index_.FreeMatching(spec) >= need;
     if (may_fit) {
-      bool ends_before = reservation_ && spec.time_limit > 0 && reservation_->at != kNever &&
-                         now_ + spec.time_limit <= reservation_->at;
       std::span<const size_t> avoid;
       if (reservation_ && !ends_before) avoid = reservation_->gpus;
       // Counting first keeps a long queue behind a reservation cheap.
@@ -216,20 +410,114 @@ class Pass {
                          "cannot start: resubmit it asking for less",
                          waiting, counts.matching);
     }
+    if (spec.one_model() && index_.model_count() > 1) {
+      // Rule 9: said only where the models split what the counts show.
+      PlacementIndex::ModelCounts models = index_.LargestModel(spec);
+      if (models.most < need) {
+        return fmt::format("{}; needs {} GPUs of one model; at most {} are {} (set mixed_models: "
+                           "true to mix), so it cannot start as it is",
+                           waiting, need, models.most, models.name);
+      }
+      const int usable = counts.free + counts.busy + counts.shared;
+      if (models.most_usable < need && usable >= need) {
+        return fmt::format("{}; needs {} GPUs of one model; at most {} usable are {}", waiting,
+                           need, models.most_usable, models.usable_name);
+      }
+    }
+    waiting += ClaimNote(spec);
     if (counts.free + counts.busy + counts.shared < need) return waiting;  // unusable GPUs
     if (reservation_) return waiting;
     // The highest job that fits here but not now: preempt for it, or reserve.
-    if (std::string preempting = TryPreempt(job); !preempting.empty()) {
+    std::vector<JobId> stopping;
+    if (std::string preempting = TryPreempt(job, &stopping); !preempting.empty()) {
       return waiting + "; " + preempting;
     }
     if (!Reserve(job)) {
-      return waiting + "; the GPUs it could use are claimed by a maintenance job (a burn-in) that runs first";
+      if (HasMaintenanceClaim(spec)) {
+        return waiting + "; the GPUs it could use are claimed by a maintenance job (a burn-in) "
+                         "that runs first";
+      }
+      return waiting;
+    }
+    std::string stop_note;
+    if (!stopping.empty()) {
+      stop_note = fmt::format("; waiting for {} {} to stop", Plural(stopping.size(), "job"),
+                              JoinIds(stopping));
     }
     if (reservation_->at == kNever) {
-      return waiting + "; next in line, but the jobs on the GPUs it needs have no time limit";
+      return waiting + stop_note + "; next in line, but the jobs on the GPUs it needs have no time limit";
     }
-    return waiting + fmt::format("; next in line, expected to start by {}",
+    return waiting + fmt::format("{}{} expected to start by {}", stop_note,
+                                 stop_note.empty() ? "; next in line," : ",",
                                  FormatClock(reservation_->at, now_));
+  }
+
+  // Rule 6: the job starts on its claimed GPUs once they are all free.
+  std::string ConsiderClaimed(const PendingJob& job, const std::vector<size_t>& positions) {
+    const JobSpec& spec = job.spec;
+    std::vector<JobId> holders;
+    std::vector<std::string> problems;
+    for (size_t p : positions) {
+      const GpuState& g = fleet_.gpus[p];
+      int used = 0;
+      uint64_t promised = 0;
+      std::vector<JobId> here, leaving;  // leaving: the stopping ones it waits for
+      for (size_t h : holders_[p]) {
+        used += holdings_[h].tenths_per_gpu();
+        if (holdings_[h].spec->fractional()) promised += holdings_[h].spec->gpu_mem_bytes;
+        here.push_back(holdings_[h].id);
+        if (holdings_[h].stopping) leaving.push_back(holdings_[h].id);
+      }
+      if (!leaving.empty()) here = std::move(leaving);
+      // A whole GPU needs every holder gone; a fraction only its room.
+      bool room = spec.fractional()
+                      ? used + spec.gpu_tenths <= kTenthsPerGpu &&
+                            g.memory_total_bytes >=
+                                std::max(g.memory_used_bytes, promised) + spec.gpu_mem_bytes
+                      : here.empty();
+      if (!room) holders.insert(holders.end(), here.begin(), here.end());
+      if (!index_.usable(p)) {
+        problems.push_back(fmt::format("GPU {} is {}", g.index,
+                                       CheckGpu(g, config_.placement) == GpuBlock::kTooHot
+                                           ? "too hot" : "throttling for heat"));
+      }
+    }
+    if (holders.empty() && problems.empty()) {
+      Start(job, positions);
+      return "";
+    }
+    std::vector<int> indices;
+    for (size_t p : positions) indices.push_back(fleet_.gpus[p].index);
+    if (!holders.empty()) {
+      holders = SortedUnique(std::move(holders));
+      problems.insert(problems.begin(),
+                      fmt::format("waiting for {} {} to leave {} {}", Plural(holders.size(), "job"),
+                                  JoinIds(holders), Plural(indices.size(), "GPU"),
+                                  fmt::join(indices, ", ")));
+    }
+    return fmt::format("{}, held for it since it preempted jobs to get them", Join(problems));
+  }
+
+  // "; GPU 3 is claimed for job 12" for matching GPUs claimed by preemptors.
+  std::string ClaimNote(const JobSpec& spec) const {
+    if (claim_positions_.empty()) return "";
+    std::map<JobId, std::vector<int>> by_owner;
+    for (size_t p : claim_positions_) {
+      if (MatchesJob(fleet_.gpus[p], spec)) by_owner[claim_owner_[p]].push_back(fleet_.gpus[p].index);
+    }
+    std::string out;
+    for (const auto& [owner, gpus] : by_owner) {
+      out += fmt::format("; {} {} {} claimed for job {}", Plural(gpus.size(), "GPU"),
+                         fmt::join(gpus, ", "), gpus.size() == 1 ? "is" : "are", owner);
+    }
+    return out;
+  }
+
+  bool HasMaintenanceClaim(const JobSpec& spec) const {
+    for (size_t p = 0; p < claimed_.size(); ++p) {
+      if (claimed_[p] && MatchesJob(fleet_.gpus[p], spec)) return true;
+    }
+    return false;
   }
 
   std::string ReservationBlocks() const {
@@ -250,7 +538,10 @@ class Pass {
     for (size_t p : positions) start.gpus.push_back(fleet_.gpus[p].index);
     out_.starts.push_back(std::move(start));
     user_tenths_[job.spec.user] += job.spec.gpu_tenths;
+    cpus_used_ += job.spec.cpus;
+    mem_used_ += job.spec.mem_bytes;
     TimeMs end = job.spec.time_limit > 0 ? now_ + job.spec.time_limit : kNever;
+    if (!positions.empty()) Changed();
     AddHolding({job.id, &job.spec, now_, end, false, std::move(positions)});
   }
 
@@ -259,8 +550,15 @@ class Pass {
     holdings_.push_back(std::move(h));
   }
 
+  // Anything a cached answer (rule 11) depends on changed.
+  void Changed() {
+    ++generation_;
+    still_for_ = 0;
+    if (!answers_.empty()) answers_.clear();
+  }
+
   bool Suitable(size_t p, const JobSpec& spec) const {
-    if (p < claimed_.size() && claimed_[p]) return false;
+    if (claimed_[p] || claim_owner_[p] != 0) return false;
     return index_.usable(p) && MatchesJob(fleet_.gpus[p], spec);
   }
 
@@ -274,6 +572,20 @@ class Pass {
     std::sort(positions.begin(), positions.end(),
               [this](size_t a, size_t b) { return PreferenceOf(a) < PreferenceOf(b); });
     return positions;
+  }
+
+  // How well a set is connected: its worst pair, then the sum of its pairs
+  // (lower is better), as placement ranks sets.
+  std::pair<int, int> Connectivity(const std::vector<size_t>& set) const {
+    int worst = 0, sum = 0;
+    for (size_t i = 0; i < set.size(); ++i) {
+      for (size_t j = i + 1; j < set.size(); ++j) {
+        int link = static_cast<int>(fleet_.LinkBetween(set[i], set[j]));
+        worst = std::max(worst, link);
+        sum += link;
+      }
+    }
+    return {worst, sum};
   }
 
   // When `p` has room for `tenths` (a whole GPU: 10): releases in end order.
@@ -291,153 +603,250 @@ class Pass {
   }
 
   // False, reserving nothing, when too few suitable GPUs are left outside
-  // the maintenance jobs' claims.
+  // the claims (maintenance jobs' and preemptors').
   bool Reserve(const PendingJob& job) {
     const JobSpec& spec = job.spec;
-    const int need = spec.fractional() ? 1 : spec.whole_gpus();
-    const int tenths = spec.fractional() ? spec.gpu_tenths : kTenthsPerGpu;
-    std::vector<std::pair<TimeMs, size_t>> times;
+    const int need = NeedOf(spec);
+    const int tenths = TenthsOf(spec);
+    // Per model when the job keeps to one (rule 9), else one group.
+    std::unordered_map<int, std::vector<std::pair<TimeMs, size_t>>> times;
     for (size_t p = 0; p < fleet_.gpus.size(); ++p) {
-      if (Suitable(p, spec)) times.push_back({RoomAt(p, tenths), p});
+      if (Suitable(p, spec)) times[spec.one_model() ? model_of_[p] : 0].push_back({RoomAt(p, tenths), p});
     }
-    Reservation r;
-    r.job = job.id;
-    // Earliest free first; the same time by preference, worst first, so that
-    // walking backwards below meets the most preferred first.
-    std::sort(times.begin(), times.end(), [this](const auto& a, const auto& b) {
-      if (a.first != b.first) return a.first < b.first;
-      return PreferenceOf(a.second) > PreferenceOf(b.second);
-    });
-    if (times.size() < static_cast<size_t>(need)) return false;
-    r.at = times[need - 1].first;
-    // Among the GPUs free by then, those busy now come first: free ones left
-    // out of the reservation are what later jobs can backfill onto.
-    std::vector<size_t> candidates;
-    for (auto it = times.rbegin(); it != times.rend(); ++it) {
-      if (it->first <= r.at) candidates.push_back(it->second);
+    std::optional<Reservation> best;
+    std::pair<int, int> best_links;
+    for (auto& [model, list] : times) {
+      if (list.size() < static_cast<size_t>(need)) continue;
+      // Earliest free first; the same time by preference, worst first, so
+      // that walking backwards below meets the most preferred first.
+      std::sort(list.begin(), list.end(), [this](const auto& a, const auto& b) {
+        if (a.first != b.first) return a.first < b.first;
+        return PreferenceOf(a.second) > PreferenceOf(b.second);
+      });
+      Reservation r;
+      r.job = job.id;
+      r.at = list[need - 1].first;
+      // Among the GPUs free by then, those busy now come first: free ones
+      // left out of the reservation are what later jobs can backfill onto.
+      std::vector<size_t> candidates;
+      for (auto it = list.rbegin(); it != list.rend(); ++it) {
+        if (it->first <= r.at) candidates.push_back(it->second);
+      }
+      r.gpus = ChooseConnectedSet(fleet_, candidates, need);
+      std::sort(r.gpus.begin(), r.gpus.end());
+      std::pair<int, int> links = Connectivity(r.gpus);
+      if (!best || std::tie(r.at, links, r.gpus) < std::tie(best->at, best_links, best->gpus)) {
+        best = std::move(r);
+        best_links = links;
+      }
     }
-    r.gpus = ChooseConnectedSet(fleet_, candidates, need);
-    std::sort(r.gpus.begin(), r.gpus.end());
-    reservation_ = std::move(r);
+    if (!best) return false;
+    reservation_ = std::move(best);
+    Changed();
     return true;
   }
 
-  // Preempts the cheapest victims for `job`, reserving what they free.
-  // Returns the reason text, or "" when preemption does not apply.
-  std::string TryPreempt(const PendingJob& job) {
-    if (!config_.preemption) return "";
-    const JobSpec& spec = job.spec;
-    const int need = spec.fractional() ? 1 : spec.whole_gpus();
-    const int tenths = spec.fractional() ? spec.gpu_tenths : kTenthsPerGpu;
-    // Remaining tenths per suitable GPU once the chosen victims (and jobs
-    // already stopping) are gone.
-    std::unordered_map<size_t, int> remaining;
-    std::vector<size_t> candidates_h;
-    std::vector<JobId> stopping;
-    for (size_t p = 0; p < fleet_.gpus.size(); ++p) {
-      if (!Suitable(p, spec)) continue;
-      int used = index_.tenths_in_use(p);
+  // One way to free GPUs for a preemptor within one group of GPUs.
+  struct Option {
+    std::vector<size_t> victims;  // holdings_ entries
+    std::vector<size_t> gpus;     // sorted positions
+    std::pair<int, int> links;
+    double cost = 0;
+    int urgency = 0;  // sum of the victims'
+    auto tie() const { return std::tie(links, cost, urgency, gpus); }
+  };
+
+  // Lost work if `h` is preempted: GPU-seconds since it started.
+  double Cost(size_t h) const {
+    const Holding& hold = holdings_[h];
+    return static_cast<double>(hold.spec->gpu_tenths) / kTenthsPerGpu *
+           static_cast<double>(now_ - hold.started) / kSecondMs;
+  }
+
+  // The cheapest victims that free `need` GPUs of `group` (rule 5's greedy:
+  // by lost work per GPU freed, then lowest urgency; then the ones not
+  // needed are dropped, dearest first). `remaining` holds the tenths of
+  // staying jobs per position and is restored before returning.
+  std::optional<Option> CheapestIn(const std::vector<size_t>& group, const JobSpec& spec,
+                                   std::vector<int>& remaining) {
+    const int need = NeedOf(spec);
+    const int tenths = TenthsOf(spec);
+    std::vector<size_t> candidates;
+    for (size_t p : group) {
+      in_group_[p] = true;
       for (size_t h : holders_[p]) {
-        if (holdings_[h].stopping) used -= holdings_[h].tenths_per_gpu();
+        if (IsCandidate(h, spec)) candidates.push_back(h);
       }
-      remaining[p] = std::max(used, 0);
     }
-    int room_count = 0;
-    for (const auto& [p, used] : remaining) room_count += used + tenths <= kTenthsPerGpu;
-    auto satisfied = [&room_count] { return room_count; };
-    for (size_t h = 0; h < holdings_.size(); ++h) {
-      const Holding& hold = holdings_[h];
-      if (hold.stopping) {
-        for (size_t p : hold.positions) {
-          if (remaining.count(p)) {
-            stopping.push_back(hold.id);
-            break;
-          }
-        }
-        continue;
-      }
-      if (!hold.spec->preemptible || hold.spec->priority >= spec.priority || hold.started >= now_) {
-        continue;
-      }
-      bool touches = std::any_of(hold.positions.begin(), hold.positions.end(),
-                                 [&](size_t p) { return remaining.count(p) > 0; });
-      if (touches) candidates_h.push_back(h);
-    }
-    if (satisfied() >= need && !stopping.empty()) {
-      std::sort(stopping.begin(), stopping.end());
-      stopping.erase(std::unique(stopping.begin(), stopping.end()), stopping.end());
-      return fmt::format("waiting for job{} {} to stop", stopping.size() == 1 ? "" : "s",
-                         JoinIds(stopping));
-    }
-    if (candidates_h.empty()) return "";
-    auto cost = [&](size_t h) {
-      const Holding& hold = holdings_[h];
-      return static_cast<double>(hold.spec->gpu_tenths) / kTenthsPerGpu *
-             static_cast<double>(now_ - hold.started) / kSecondMs;
-    };
-    auto suitable_held = [&](size_t h) {
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    int room = 0;
+    for (size_t p : group) room += remaining[p] + tenths <= kTenthsPerGpu;
+    auto held_here = [&](size_t h) {
       int n = 0;
-      for (size_t p : holdings_[h].positions) n += remaining.count(p) > 0;
+      for (size_t p : holdings_[h].positions) n += in_group_[p];
       return std::max(n, 1);
     };
-    // Greedy by lost work per suitable GPU freed, then lowest urgency.
-    std::sort(candidates_h.begin(), candidates_h.end(), [&](size_t a, size_t b) {
-      double ca = cost(a) / suitable_held(a), cb = cost(b) / suitable_held(b);
-      if (ca != cb) return ca < cb;
-      if (holdings_[a].spec->priority != holdings_[b].spec->priority) {
-        return holdings_[a].spec->priority < holdings_[b].spec->priority;
-      }
-      return holdings_[a].id < holdings_[b].id;
+    std::vector<std::pair<double, size_t>> by_rate;  // (lost work per GPU freed, holding)
+    for (size_t h : candidates) by_rate.push_back({Cost(h) / held_here(h), h});
+    std::sort(by_rate.begin(), by_rate.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      const Holding& x = holdings_[a.second];
+      const Holding& y = holdings_[b.second];
+      if (x.spec->priority != y.spec->priority) return x.spec->priority < y.spec->priority;
+      return x.id < y.id;
     });
+    for (size_t i = 0; i < by_rate.size(); ++i) candidates[i] = by_rate[i].second;
     auto apply = [&](size_t h, int sign) {
       for (size_t p : holdings_[h].positions) {
-        if (auto it = remaining.find(p); it != remaining.end()) {
-          bool had_room = it->second + tenths <= kTenthsPerGpu;
-          it->second -= sign * holdings_[h].tenths_per_gpu();
-          room_count += (it->second + tenths <= kTenthsPerGpu) - had_room;
-        }
+        if (!in_group_[p]) continue;
+        bool had_room = remaining[p] + tenths <= kTenthsPerGpu;
+        remaining[p] -= sign * holdings_[h].tenths_per_gpu();
+        room += (remaining[p] + tenths <= kTenthsPerGpu) - had_room;
       }
     };
     std::vector<size_t> victims;
-    for (size_t h : candidates_h) {
-      if (satisfied() >= need) break;
+    for (size_t h : candidates) {
+      if (room >= need) break;
       victims.push_back(h);
       apply(h, +1);
     }
-    if (satisfied() < need) return "";
-    // Drop victims that turned out not to be needed, dearest first.
-    std::vector<size_t> by_cost = victims;
-    std::sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) { return cost(a) > cost(b); });
-    for (size_t h : by_cost) {
-      apply(h, -1);
-      if (satisfied() >= need) {
-        std::erase(victims, h);
-      } else {
-        apply(h, +1);
+    std::optional<Option> option;
+    if (room >= need) {
+      std::vector<size_t> by_cost = victims;
+      std::stable_sort(by_cost.begin(), by_cost.end(),
+                       [&](size_t a, size_t b) { return Cost(a) > Cost(b); });
+      for (size_t h : by_cost) {
+        apply(h, -1);
+        if (room >= need) {
+          std::erase(victims, h);
+        } else {
+          apply(h, +1);
+        }
+      }
+      std::vector<size_t> with_room;
+      for (size_t p : group) {
+        if (remaining[p] + tenths <= kTenthsPerGpu) with_room.push_back(p);
+      }
+      option.emplace();
+      option->gpus = ChooseConnectedSet(fleet_, ByPreference(std::move(with_room)), need);
+      std::sort(option->gpus.begin(), option->gpus.end());
+      // Victims on GPUs the set left out are not needed.
+      for (size_t h : victims) {
+        bool touches = std::any_of(holdings_[h].positions.begin(), holdings_[h].positions.end(),
+                                   [&](size_t p) {
+                                     return std::binary_search(option->gpus.begin(),
+                                                               option->gpus.end(), p);
+                                   });
+        if (!touches) continue;
+        option->victims.push_back(h);
+        option->cost += Cost(h);
+        option->urgency += holdings_[h].spec->priority;
+      }
+      option->links = Connectivity(option->gpus);
+    }
+    for (size_t h : victims) apply(h, -1);
+    for (size_t p : group) in_group_[p] = false;
+    return option;
+  }
+
+  bool IsCandidate(size_t h, const JobSpec& spec) const {
+    const Holding& hold = holdings_[h];
+    return !hold.stopping && hold.spec->preemptible && hold.spec->priority < spec.priority &&
+           hold.started < now_;
+  }
+
+  // Rules 5 and 7: preempts for `job` and claims the GPUs it will take.
+  // Returns the reason text, or "" when preemption does not apply; then
+  // `stopping` lists the stopping jobs whose GPUs it waits for, if any.
+  std::string TryPreempt(const PendingJob& job, std::vector<JobId>* stopping) {
+    const JobSpec& spec = job.spec;
+    const int need = NeedOf(spec);
+    const int tenths = TenthsOf(spec);
+    // Rule 6: never a second preemption while victims stop for this job.
+    if (auto it = stopping_for_.find(job.id); it != stopping_for_.end()) {
+      *stopping = SortedUnique(it->second);
+      return "";
+    }
+    std::vector<size_t> suitable;
+    for (size_t p = 0; p < fleet_.gpus.size(); ++p) {
+      if (Suitable(p, spec)) suitable.push_back(p);
+    }
+    // Tenths of staying jobs per position: stopping ones free theirs anyway.
+    std::vector<int> remaining(fleet_.gpus.size());
+    std::unordered_map<int, int> room_per_model;
+    int room = 0;
+    bool any_candidate = false;
+    for (size_t p : suitable) {
+      remaining[p] = StayingTenths(p);
+      if (remaining[p] + tenths <= kTenthsPerGpu) {
+        int n = ++room_per_model[spec.one_model() ? model_of_[p] : 0];
+        room = std::max(room, n);
+        for (size_t h : holders_[p]) {
+          if (holdings_[h].stopping) stopping->push_back(holdings_[h].id);
+        }
+      }
+      for (size_t h : holders_[p]) any_candidate |= IsCandidate(h, spec);
+    }
+    if (room >= need) {
+      *stopping = SortedUnique(std::move(*stopping));
+      return "";
+    }
+    stopping->clear();
+    if (!config_.preemption || !any_candidate) return "";
+    in_group_.assign(fleet_.gpus.size(), false);
+    // Rule 7: the best-connected level where preemption can free a set
+    // wins; within it, the cheapest set. One GPU needs no connection.
+    std::optional<Option> best;
+    std::vector<std::tuple<int, int, size_t>> keyed;  // (model, group, position)
+    std::vector<size_t> group;
+    for (int level = need == 1 ? 4 : 0; level <= 4 && !best; ++level) {
+      keyed.clear();
+      for (size_t p : suitable) {
+        int id = level == 4 ? 0 : GroupAt(fleet_.gpus[p], level);
+        if (id >= 0) keyed.emplace_back(spec.one_model() ? model_of_[p] : 0, id, p);
+      }
+      std::sort(keyed.begin(), keyed.end());
+      for (size_t i = 0; i < keyed.size();) {
+        size_t j = i;
+        group.clear();
+        for (; j < keyed.size() && std::get<0>(keyed[j]) == std::get<0>(keyed[i]) &&
+               std::get<1>(keyed[j]) == std::get<1>(keyed[i]);
+             ++j) {
+          group.push_back(std::get<2>(keyed[j]));
+        }
+        i = j;
+        if (group.size() < static_cast<size_t>(need)) continue;
+        std::optional<Option> option = CheapestIn(group, spec, remaining);
+        if (option && (!best || option->tie() < best->tie())) best = std::move(option);
       }
     }
+    if (!best || best->victims.empty()) return "";
     PreemptDecision decision;
     decision.for_job = job.id;
     TimeMs at = now_;
-    for (size_t h : victims) {
+    for (size_t h : best->victims) {
       decision.victims.push_back(holdings_[h].id);
       at = std::max(at, now_ + holdings_[h].spec->checkpoint_grace);
     }
     std::sort(decision.victims.begin(), decision.victims.end());
-    std::vector<size_t> room;
-    for (const auto& [p, used] : remaining) {
-      if (used + tenths <= kTenthsPerGpu) room.push_back(p);
+    for (size_t p : best->gpus) {
+      decision.gpus.push_back(fleet_.gpus[p].index);
+      for (size_t h : holders_[p]) {  // stopping already: gone by their deadline
+        if (holdings_[h].stopping) at = std::max(at, holdings_[h].end);
+      }
     }
-    std::sort(room.begin(), room.end());
     Reservation r;
     r.job = job.id;
     r.at = at;
-    r.gpus = ChooseConnectedSet(fleet_, ByPreference(std::move(room)), need);
-    std::sort(r.gpus.begin(), r.gpus.end());
+    r.gpus = best->gpus;
     reservation_ = std::move(r);
-    std::string reason = fmt::format("preempting job{} {} (lower urgency, preemptible) to make room",
-                                     decision.victims.size() == 1 ? "" : "s",
-                                     JoinIds(decision.victims));
+    for (size_t p : best->gpus) ClaimFor(job.id, p);
+    std::string reason = fmt::format("preempting {} {} (lower urgency, preemptible) to make room "
+                                     "on {} {}",
+                                     Plural(decision.victims.size(), "job"),
+                                     JoinIds(decision.victims), Plural(decision.gpus.size(), "GPU"),
+                                     fmt::join(decision.gpus, ", "));
     out_.preemptions.push_back(std::move(decision));
     return reason;
   }
@@ -453,6 +862,17 @@ class Pass {
   std::unordered_map<std::string, int> user_queued_;
   std::optional<Reservation> reservation_;
   std::vector<bool> claimed_;                // positions held for maintenance jobs
+  std::vector<JobId> claim_owner_;           // position → preemptor holding it (rule 6)
+  std::unordered_map<JobId, std::vector<size_t>> claims_;  // valid claims by preemptor
+  std::unordered_map<JobId, std::vector<JobId>> stopping_for_;  // preemptor → its stopping victims
+  std::vector<size_t> claim_positions_;     // every position in claim_owner_
+  std::vector<int> model_of_;                // position → model id (GPU name)
+  std::vector<bool> in_group_;               // scratch for CheapestIn
+  int64_t cpus_used_ = 0;
+  uint64_t mem_used_ = 0;
+  uint64_t generation_ = 0;
+  int still_for_ = 0;  // GPU answers computed since the last change
+  std::unordered_map<DemandKey, std::string, DemandKeyHash> answers_;  // rule 11
   Decisions out_;
 };
 

@@ -11,7 +11,8 @@
 //  3. Gang: a multi-GPU job starts only with all its GPUs (placement.h).
 //  4. EASY backfill: the first job that could run here but does not fit now
 //     gets a reservation: the GPUs it will take and the earliest time they are
-//     free, from running jobs' start + time limit. A later job starts now only
+//     free, from running jobs' start + time limit (a stopping job's: its stop
+//     deadline, rule 8). A later job starts now only
 //     if it ends before that time (it needs a time limit) or stays off the
 //     reserved GPUs.
 //  0. Maintenance jobs (JobSpec::pinned_gpus, e.g. burn-ins) come first, in
@@ -21,11 +22,45 @@
 //  5. Preemption: when that job's urgency is above some running preemptible
 //     jobs', the cheapest set of them (fewest GPU-seconds of work since they
 //     started, then lowest urgency) that frees enough suitable GPUs is
-//     preempted for it. A job of equal or higher urgency, or not preemptible,
-//     is never touched.
+//     preempted for it, choosing among GPU sets as rule 7 says. A job of
+//     equal or higher urgency, not preemptible, or already stopping is never
+//     touched. At most one new preemption per pass.
+//  6. Claims: a preemption claims the GPUs its job will take
+//     (PreemptDecision::gpus; the daemon hands them back as
+//     PendingJob::claimed_gpus and marks the victims RunningJob::stopping_for).
+//     No other job starts on a claimed GPU, a higher one included (maintenance
+//     jobs of rule 0 go first: a claim on a GPU one of them pins is dropped).
+//     The job starts on its claimed GPUs as soon as they are all free. While
+//     it holds a claim, or any job is stopping for it, nothing more is
+//     preempted for it, so each victim is stopped once per preemptor. A claim
+//     on a GPU that is lost, drained or unhealthy, no longer matches the job,
+//     or is held by a job that is not stopping is dropped
+//     (Decisions::dropped_claims) and the job is scheduled afresh.
+//  7. Preemption picks GPUs first, victims second: of the GPU sets that
+//     preemption can free, the best connected (as placement ranks sets, i.e.
+//     what the job would get on an empty machine: NVLink > PCIe switch > host
+//     bridge > NUMA node > across sockets) wins; among equally good sets, the
+//     cheapest victims (rule 5). GPUs free already cost nothing.
+//  8. Stopping jobs free their GPUs by their stop deadline: the first job in
+//     line that waits for them holds the reservation of rule 4 on them like
+//     on any other GPUs, so a lower job takes them only as backfill allows.
+//  9. One model: a multi-GPU job's GPUs are all of one model (GPU name) in
+//     placement, reservations and preemption, unless its spec sets
+//     mixed_models; a job larger than any one model here says so.
+// 10. Host CPUs and memory: where the fleet knows them (host_cpus,
+//     host_mem_bytes), running and stopping jobs' cpus and mem_bytes count
+//     against them; a job that does not fit waits, naming what is short, and
+//     holds nothing up (no reservation, no preemption).
+// 11. A deep queue costs little: the GPU part of a job's answer is computed
+//     once per kind of demand (GPUs, GPU memory, model, min_cc,
+//     mixed_models, urgency, whether it would end before the reservation)
+//     while nothing in the pass changes; later jobs of that kind get the same
+//     answer without placement work. On a full machine a pass is a sort and
+//     one lookup per job.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,9 +94,10 @@ struct PendingJob {
   JobId blocking_dep = 0;                          // the first unfinished or failed one
   JobState blocking_dep_state = JobState::kPending;
   double user_gpu_hours = 0;  // the user's GPU-hours within weights.fair_window
-  // GPUs kept for this job from the pass that preempted for it until it
-  // starts (or the claim is dropped): no other job may take them.
-  std::vector<int> claimed_gpus;
+  // GpuState::index values the daemon keeps claimed for this job since the
+  // scheduler decided a preemption for it (PreemptDecision::gpus), until it
+  // starts, is cancelled, or the scheduler drops the claim.
+  std::vector<int> claimed_gpus = {};
 };
 
 struct StartDecision {
@@ -72,7 +108,14 @@ struct StartDecision {
 struct PreemptDecision {
   std::vector<JobId> victims;  // signal each with its checkpoint grace, then requeue
   JobId for_job = 0;
-  std::vector<int> gpus;       // the GPUs for_job will take: its claim
+  std::vector<int> gpus = {};  // GpuState::index values the preemptor will take: its claim
+};
+
+// Rule 4's reservation, as the pass left it.
+struct ReservationDecision {
+  JobId job = 0;
+  std::optional<TimeMs> at;  // std::nullopt: the jobs on its GPUs have no time limit
+  std::vector<int> gpus;     // GpuState::index values
 };
 
 struct PendingReason {
@@ -86,7 +129,10 @@ struct Decisions {
   std::vector<StartDecision> starts;
   std::vector<PreemptDecision> preemptions;
   std::vector<PendingReason> waiting;  // every pending job that does not start, in rank order
-  std::vector<JobId> dropped_claims;   // pending jobs whose claimed_gpus no longer hold
+  // Pending jobs whose claimed_gpus the daemon must forget (a claimed GPU was
+  // lost or drained, or the job no longer fits there).
+  std::vector<JobId> dropped_claims = {};
+  std::optional<ReservationDecision> reservation;  // the first blocked job's, if any
 };
 
 Decisions Schedule(const FleetState& fleet, const std::vector<PendingJob>& pending,

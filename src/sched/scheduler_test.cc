@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "sched/test_fleet.h"
 
 namespace gpuherd::sched {
@@ -269,14 +272,15 @@ TEST_F(SchedulerTest, StoppingVictimsAreNotPreemptedTwice) {
 }
 
 TEST_F(SchedulerTest, PreemptedGpusAreNotGivenToLowerJobs) {
-  // GPU 1 is free but job 1 needs both: job 7 is preempted, and job 2 may
-  // not take GPU 1 meanwhile.
+  // GPU 1 is free but job 1 needs both: job 7 is preempted, both GPUs are
+  // claimed for job 1 (rule 6), and job 2 may not take GPU 1 meanwhile.
   running_ = {Running(7, Preemptible(10), kNow - kHourMs, {0})};
   pending_ = {Pending(1, Urgent(20, 50)), Pending(2, Gpus(10))};
   Decisions d = Run(2);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_THAT(d.starts, IsEmpty());
-  EXPECT_THAT(Reason(d, 2), HasSubstr("reservation for job 1 blocks it until 12:00 UTC"));
+  EXPECT_THAT(d.preemptions[0].gpus, ElementsAre(0, 1));
+  EXPECT_EQ(Reason(d, 2), "waiting for 1 GPU: 0 free, 2 busy; GPUs 0, 1 are claimed for job 1");
 }
 
 TEST_F(SchedulerTest, FractionalVictimsFreeTheirShare) {
@@ -413,6 +417,346 @@ TEST_F(SchedulerTest, FractionReservationWaitsForItsShare) {
   Decisions d = Run(1);
   EXPECT_THAT(Reason(d, 1), HasSubstr("expected to start by 12:30 UTC"));
   EXPECT_THAT(Reason(d, 2), HasSubstr("reservation for job 1"));
+}
+
+// Rule 7: preemption picks GPUs first, victims second.
+TEST_F(SchedulerTest, PreemptionTakesTheBestConnectedGpusThenTheCheapestVictims) {
+  // GPUs 0-3 (NVLink) run work nothing may preempt. Of 4-7, the two cheapest
+  // victims sit on 4 and 6, joined only by the NUMA node; 4+5 share a PCIe
+  // switch and cost 11 GPU-minutes, 6+7 cost 62.
+  running_ = {Running(20, Urgent(40, 90), kNow - kHourMs, {0, 1, 2, 3}),
+              Running(24, Preemptible(10, -10), kNow - 1 * kMinuteMs, {4}),
+              Running(25, Preemptible(10, -10), kNow - 10 * kMinuteMs, {5}),
+              Running(26, Preemptible(10, -10), kNow - 2 * kMinuteMs, {6}),
+              Running(27, Preemptible(10, -10), kNow - 60 * kMinuteMs, {7})};
+  pending_ = {Pending(1, Urgent(20, 50))};
+  Decisions d = Run(testing::MakeServer8());
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].victims, ElementsAre(24, 25));
+  EXPECT_THAT(d.preemptions[0].gpus, ElementsAre(4, 5));
+}
+
+TEST_F(SchedulerTest, PreemptionPrefersAnNvlinkPairOverCheaperVictimsBehindASwitch) {
+  // Every GPU holds a preemptible job; the NVLink pair costs more than a
+  // PCIe pair but is what the job would get on an empty machine.
+  for (int g = 0; g < 8; ++g) {
+    running_.push_back(Running(20 + g, Preemptible(10, -10),
+                               kNow - (g < 4 ? 30 : 5) * kMinuteMs, {g}));
+  }
+  pending_ = {Pending(1, Urgent(20, 50))};
+  Decisions d = Run(testing::MakeServer8());
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  ASSERT_EQ(d.preemptions[0].gpus.size(), 2u);
+  EXPECT_LT(d.preemptions[0].gpus[0], 4);
+  EXPECT_LT(d.preemptions[0].gpus[1], 4);
+  EXPECT_EQ(d.preemptions[0].victims.size(), 2u);
+}
+
+// Rule 6: claims. A small daemon: applies each pass's decisions the way the
+// daemon does and lets victims exit one at a time.
+class ClaimTest : public SchedulerTest {
+ protected:
+  ClaimTest() {
+    // `--array 8 --priority -10 --preemptible` on 8 GPUs, then an urgent
+    // 2-GPU job.
+    for (int g = 0; g < 8; ++g) {
+      running_.push_back(Running(10 + g, Preemptible(10, -10), kNow - kHourMs, {g}));
+      submitted_[10 + g] = kNow - 10 * kMinuteMs;
+    }
+    pending_ = {Pending(1, Urgent(20, 50))};
+  }
+
+  Decisions Pass() {
+    Decisions d = Run(fleet_);
+    for (const StartDecision& s : d.starts) {
+      auto it = std::find_if(pending_.begin(), pending_.end(),
+                             [&](const PendingJob& p) { return p.id == s.job; });
+      running_.push_back(Running(s.job, it->spec, kNow, s.gpus));
+      pending_.erase(it);
+    }
+    for (const PreemptDecision& p : d.preemptions) {
+      for (JobId v : p.victims) {
+        for (RunningJob& r : running_) {
+          if (r.id != v) continue;
+          EXPECT_FALSE(r.stopping) << "job " << v << " signalled twice";
+          r.stopping = true;
+          r.stop_deadline = kNow + r.spec.checkpoint_grace;
+          r.stopping_for = p.for_job;
+          ++stops_[{v, p.for_job}];
+        }
+      }
+      for (PendingJob& j : pending_) {
+        if (j.id == p.for_job) j.claimed_gpus = p.gpus;
+      }
+    }
+    for (JobId id : d.dropped_claims) {
+      for (PendingJob& j : pending_) {
+        if (j.id == id) j.claimed_gpus.clear();
+      }
+    }
+    return d;
+  }
+
+  // The victim's process exits; it is requeued.
+  void Exit(JobId id) {
+    auto it = std::find_if(running_.begin(), running_.end(),
+                           [&](const RunningJob& r) { return r.id == id; });
+    ASSERT_NE(it, running_.end());
+    pending_.push_back(Pending(id, it->spec, submitted_[id]));
+    running_.erase(it);
+  }
+
+  FleetState fleet_ = testing::MakeServer8();
+  std::map<JobId, TimeMs> submitted_;
+  std::map<std::pair<JobId, JobId>, int> stops_;  // (victim, preemptor) → signals
+};
+
+TEST_F(ClaimTest, VictimsAreStoppedOnceAndTheClaimedGpusGoToThePreemptor) {
+  Decisions d = Pass();
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  const std::vector<JobId> victims = d.preemptions[0].victims;
+  const std::vector<int> claimed = d.preemptions[0].gpus;
+  ASSERT_EQ(victims.size(), 2u);
+  ASSERT_EQ(claimed.size(), 2u);
+  EXPECT_THAT(Reason(d, 1), HasSubstr("preempting jobs"));
+
+  // While they stop: nothing more is preempted for job 1.
+  d = Pass();
+  EXPECT_THAT(d.preemptions, IsEmpty());
+  EXPECT_THAT(d.starts, IsEmpty());
+  EXPECT_THAT(Reason(d, 1), HasSubstr("held for it"));
+
+  // The first victim is back in the queue; its old GPU is free but claimed.
+  Exit(victims[0]);
+  d = Pass();
+  EXPECT_THAT(d.starts, IsEmpty());
+  EXPECT_THAT(d.preemptions, IsEmpty());
+  EXPECT_THAT(Reason(d, victims[0]), HasSubstr("claimed for job 1"));
+
+  // Both gone: job 1 starts on its claim at once; the victims wait.
+  Exit(victims[1]);
+  d = Pass();
+  ASSERT_THAT(Started(d), ElementsAre(1));
+  EXPECT_EQ(d.starts[0].gpus, claimed);
+  EXPECT_THAT(d.preemptions, IsEmpty());
+  d = Pass();
+  EXPECT_THAT(d.starts, IsEmpty());
+  EXPECT_THAT(d.preemptions, IsEmpty());
+  for (const auto& [key, n] : stops_) EXPECT_EQ(n, 1) << "job " << key.first;
+}
+
+TEST_F(ClaimTest, AClaimOnADrainedGpuIsDroppedAndNoVictimIsStoppedTwice) {
+  Decisions d = Pass();
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  const std::vector<int> claimed = d.preemptions[0].gpus;
+  const std::vector<JobId> victims = d.preemptions[0].victims;
+  ASSERT_EQ(claimed.size(), 2u);
+  fleet_.gpus[claimed[1]].drained = true;
+  d = Pass();
+  EXPECT_THAT(d.dropped_claims, ElementsAre(1));
+  // Its victims are still stopping for it: no second preemption yet.
+  EXPECT_THAT(d.preemptions, IsEmpty());
+  for (JobId v : victims) Exit(v);
+  d = Pass();
+  EXPECT_THAT(d.dropped_claims, IsEmpty());
+  // Scheduled afresh: one GPU is free; preempting again is allowed now.
+  EXPECT_THAT(d.starts, IsEmpty());
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].gpus, ::testing::Not(::testing::Contains(claimed[1])));
+  for (const auto& [key, n] : stops_) EXPECT_EQ(n, 1) << "job " << key.first;
+}
+
+TEST_F(ClaimTest, AClaimHeldByAJobThatIsNotStoppingIsDropped) {
+  pending_[0].claimed_gpus = {0, 1};  // no victim was ever signalled there
+  Decisions d = Run(fleet_);
+  EXPECT_THAT(d.dropped_claims, ElementsAre(1));
+}
+
+TEST_F(SchedulerTest, ClaimedGpusStayOffLimitsToHigherJobsToo) {
+  // GPU 1 is claimed for job 1; job 2 outranks it but may not take it.
+  running_ = {Running(7, Preemptible(10, -10), kNow - kHourMs, {0})};
+  running_[0].stopping = true;
+  running_[0].stop_deadline = kNow + 30 * kSecondMs;
+  running_[0].stopping_for = 1;
+  pending_ = {Pending(1, Urgent(20, 50)), Pending(2, Urgent(10, 90))};
+  pending_[0].claimed_gpus = {0, 1};
+  Decisions d = Run(2);
+  EXPECT_THAT(d.starts, IsEmpty());
+  EXPECT_THAT(d.dropped_claims, IsEmpty());
+  EXPECT_THAT(Reason(d, 2), HasSubstr("claimed for job 1"));
+  EXPECT_THAT(Reason(d, 1), HasSubstr("waiting for job 7 to leave"));
+}
+
+TEST_F(SchedulerTest, AMaintenanceJobGoesFirstAndDropsAClaimOnItsGpu) {
+  running_ = {Running(7, Preemptible(10, -10), kNow - kHourMs, {0})};
+  running_[0].stopping = true;
+  running_[0].stop_deadline = kNow + 30 * kSecondMs;
+  running_[0].stopping_for = 1;
+  pending_ = {Pending(1, Urgent(20, 50)), Pending(2, Pinned({"GPU-1"}))};
+  pending_[0].claimed_gpus = {0, 1};
+  Decisions d = Run(2);
+  ASSERT_THAT(Started(d), ElementsAre(2));
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(1));
+  EXPECT_THAT(d.dropped_claims, ElementsAre(1));
+  EXPECT_THAT(d.preemptions, IsEmpty());  // job 7 is still stopping for job 1
+  EXPECT_THAT(Reason(d, 1), HasSubstr("claimed by a maintenance job"));
+}
+
+TEST_F(SchedulerTest, AClaimedFractionStartsBesideTheFractionsThatStay) {
+  // GPU 0: job 8 (0.3) stays, job 7 (0.6) stops for job 1 (0.5).
+  running_ = {Running(7, Preemptible(6, -10), kNow - kHourMs, {0}),
+              Running(8, Gpus(3), kNow - kHourMs, {0})};
+  running_[0].stopping = true;
+  running_[0].stop_deadline = kNow + 30 * kSecondMs;
+  running_[0].stopping_for = 1;
+  pending_ = {Pending(1, Urgent(5, 50)), Pending(2, Gpus(1))};
+  pending_[0].claimed_gpus = {0};
+  Decisions d = Run(1);
+  EXPECT_THAT(d.starts, IsEmpty());  // job 2 would fit beside them, but GPU 0 is claimed
+  EXPECT_THAT(d.dropped_claims, IsEmpty());
+  EXPECT_EQ(Reason(d, 1), "waiting for job 7 to leave GPU 0, held for it since it preempted "
+                          "jobs to get them");
+  running_.erase(running_.begin());  // job 7 exits; job 8 stays
+  d = Run(1);
+  ASSERT_THAT(Started(d), ElementsAre(1));
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(0));
+}
+
+// Rule 8: a stopping job's GPUs free up for the first job in line.
+class StoppingTest : public SchedulerTest {
+ protected:
+  // GPUs 0-3 are H100s, 4-7 RTX 3090s. Job 1 wants the four H100s; the
+  // fractions that held them were cancelled: GPU 0 is free, 1-3 stopping.
+  StoppingTest() {
+    fleet_ = testing::MakeFleet(8);
+    for (int g = 4; g < 8; ++g) fleet_.gpus[g].name = "NVIDIA GeForce RTX 3090";
+    for (int g = 1; g < 4; ++g) {
+      running_.push_back(Running(10 + g, Gpus(5), kNow - kHourMs, {g}));
+      running_.back().stopping = true;
+      running_.back().stop_deadline = kNow + 30 * kSecondMs;
+    }
+    for (int g = 4; g < 8; ++g) running_.push_back(Running(20 + g, Gpus(10), kNow - kHourMs, {g}));
+    JobSpec first = Gpus(40);
+    first.model = "H100";
+    pending_ = {Pending(1, first, kNow - kHourMs)};
+  }
+  JobSpec H100(DurationMs limit) {
+    JobSpec spec = Gpus(10, limit);
+    spec.model = "H100";
+    return spec;
+  }
+  FleetState fleet_;
+};
+
+TEST_F(StoppingTest, TheGpusOfStoppingJobsAreReservedForTheFirstJob) {
+  pending_.push_back(Pending(2, H100(0)));
+  Decisions d = Run(fleet_);
+  EXPECT_THAT(d.starts, IsEmpty());
+  EXPECT_THAT(Reason(d, 1), HasSubstr("waiting for jobs 11, 12, 13 to stop"));
+  EXPECT_THAT(Reason(d, 1), HasSubstr("expected to start by 12:00 UTC"));
+  EXPECT_THAT(Reason(d, 2), HasSubstr("reservation for job 1 blocks it"));
+}
+
+TEST_F(StoppingTest, OnlyAJobThatEndsBeforeTheStopDeadlineBackfills) {
+  pending_.push_back(Pending(2, H100(5 * kMinuteMs)));
+  pending_.push_back(Pending(3, H100(20 * kSecondMs)));
+  Decisions d = Run(fleet_);
+  EXPECT_THAT(Started(d), ElementsAre(3));
+  EXPECT_THAT(Reason(d, 2), HasSubstr("reservation for job 1 blocks it"));
+}
+
+// Rule 9: one model per multi-GPU job.
+TEST_F(SchedulerTest, AMultiGpuJobGetsGpusOfOneModel) {
+  FleetState fleet = testing::MakeFleet(6);
+  fleet.gpus[4].name = fleet.gpus[5].name = "NVIDIA GeForce RTX 3090";
+  running_ = {Running(9, Gpus(30), kNow - kHourMs, {0, 1, 2})};
+  pending_ = {Pending(1, Gpus(20))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(4, 5));  // not the last H100 and a 3090
+}
+
+TEST_F(SchedulerTest, AJobBiggerThanAnyOneModelWaitsAndSaysHowToMix) {
+  FleetState fleet = testing::MakeFleet(5);
+  fleet.gpus[4].name = "NVIDIA GeForce RTX 3090";
+  pending_ = {Pending(1, Gpus(50))};
+  Decisions d = Run(fleet);
+  EXPECT_THAT(d.starts, IsEmpty());
+  EXPECT_THAT(Reason(d, 1), HasSubstr("needs 5 GPUs of one model; at most 4 are NVIDIA H100 80GB "
+                                      "HBM3 (set mixed_models: true to mix)"));
+  pending_[0].spec.mixed_models = true;
+  d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, UnorderedElementsAre(0, 1, 2, 3, 4));
+}
+
+TEST_F(SchedulerTest, ReservationsAndPreemptionsKeepToOneModel) {
+  FleetState fleet = testing::MakeFleet(4);
+  fleet.gpus[2].name = fleet.gpus[3].name = "NVIDIA GeForce RTX 3090";
+  // GPU 0 (H100) frees at 13:00, GPU 2 (3090) at 12:30, GPU 3 (3090) at 14:00.
+  running_ = {Running(7, Gpus(10, 2 * kHourMs), kNow - kHourMs, {0}),
+              Running(8, Gpus(10, kHourMs), kNow - 30 * kMinuteMs, {2}),
+              Running(9, Gpus(10, 3 * kHourMs), kNow - kHourMs, {3})};
+  pending_ = {Pending(1, Urgent(20, 50))};
+  Decisions d = Run(fleet);
+  EXPECT_THAT(Reason(d, 1), HasSubstr("expected to start by 13:00 UTC"));  // the two H100s
+  for (RunningJob& r : running_) r.spec.preemptible = true;
+  d = Run(fleet);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  ASSERT_EQ(d.preemptions[0].gpus.size(), 2u);
+  EXPECT_EQ(fleet.gpus[d.preemptions[0].gpus[0]].name, fleet.gpus[d.preemptions[0].gpus[1]].name);
+}
+
+// Rule 10: host CPUs and memory.
+TEST_F(SchedulerTest, CpusAndMemoryCountAgainstTheMachine) {
+  FleetState fleet = testing::MakeFleet(4);
+  fleet.host_cpus = 16;
+  fleet.host_mem_bytes = 64 * testing::kGiB;
+  JobSpec busy = Gpus(10);
+  busy.cpus = 12;
+  busy.mem_bytes = 16 * testing::kGiB;
+  running_ = {Running(9, busy, kNow - kHourMs, {0})};
+  JobSpec cpus8 = Gpus(10), cpus_too_many = Gpus(10), mem56 = Gpus(0), mem32 = Gpus(0),
+          cpus4 = Gpus(10), cpus1 = Gpus(0);
+  cpus8.cpus = 8;
+  cpus_too_many.cpus = 64;
+  mem56.mem_bytes = 56 * testing::kGiB;
+  mem32.mem_bytes = 32 * testing::kGiB;
+  cpus4.cpus = 4;
+  cpus1.cpus = 1;
+  pending_ = {Pending(1, cpus8, kNow - 6), Pending(2, cpus_too_many, kNow - 5),
+              Pending(3, mem56, kNow - 4),  Pending(4, mem32, kNow - 3),
+              Pending(5, cpus4, kNow - 2),  Pending(6, cpus1, kNow - 1)};
+  Decisions d = Run(fleet);
+  EXPECT_THAT(Started(d), ElementsAre(4, 5));
+  EXPECT_EQ(Reason(d, 1), "waiting for 8 CPUs: 4 of 16 free");
+  EXPECT_EQ(Reason(d, 2), "asks for 64 CPUs but this machine has 16, so it cannot start: "
+                          "resubmit it asking for less");
+  EXPECT_EQ(Reason(d, 3), "waiting for 56 GiB of host memory: 48 GiB of 64 GiB free");
+  EXPECT_EQ(Reason(d, 6), "waiting for 1 CPU: 0 of 16 free");  // job 5 took the last 4
+  fleet.host_cpus = 0;  // unknown: no check
+  fleet.host_mem_bytes = 0;
+  EXPECT_THAT(Started(Run(fleet)), UnorderedElementsAre(1, 2, 3, 4, 5, 6));
+}
+
+// Rule 11: a full machine ends placement early, with the same reasons.
+TEST_F(SchedulerTest, AFullMachineStopsPlacingButStillExplainsEveryJob) {
+  for (int g = 0; g < 4; ++g) running_.push_back(Running(20 + g, Urgent(10, 100), kNow - kHourMs, {g}));
+  for (JobId id = 1; id <= 500; ++id) {
+    pending_.push_back(Pending(id, Gpus(id % 2 ? 10 : 5), kNow - (1000 - id)));
+  }
+  pending_.push_back(Pending(600, Gpus(0), kNow));                 // no GPU: starts
+  pending_.push_back(Pending(601, Gpus(10), kNow));
+  pending_.back().deps = Dependencies::kWaiting;
+  pending_.back().blocking_dep = 1;
+  Decisions d = Run(4);
+  EXPECT_THAT(Started(d), ElementsAre(600));
+  EXPECT_EQ(Reason(d, 601), "depends on job 1 (pending)");
+  EXPECT_THAT(Reason(d, 1), HasSubstr("next in line, but the jobs on the GPUs it needs have no "
+                                      "time limit"));
+  EXPECT_EQ(Reason(d, 3), "waiting for 1 GPU: 0 free, 4 busy");
+  EXPECT_EQ(Reason(d, 499), "waiting for 1 GPU: 0 free, 4 busy");
+  EXPECT_EQ(Reason(d, 500), "waiting for 0.5 GPU with 8 GiB: 0 free, 4 busy");
 }
 
 TEST(FormatClockTest, SameDayOrFullDate) {

@@ -42,6 +42,27 @@ inline void SetLink(FleetState* fleet, size_t a, size_t b, gpu::Link link) {
   fleet->topology[b][a] = link;
 }
 
+// The simulated 8-GPU server: GPUs 0-3 joined by NVLink on NUMA node 0,
+// GPUs 4-7 in PCIe switch pairs (4-5, 6-7) on NUMA node 1; 4 and 6 are
+// joined only by the NUMA node. All one model unless the caller renames.
+inline FleetState MakeServer8() {
+  FleetState fleet = MakeFleet(8);
+  SetAllLinks(&fleet, gpu::Link::kCrossSocket);
+  for (size_t i = 0; i < 8; ++i) {
+    fleet.gpus[i].numa_node = i < 4 ? 0 : 1;
+    for (size_t j = 0; j < 8; ++j) {
+      if (i == j || (i < 4) != (j < 4)) continue;
+      if (i < 4) {
+        SetLink(&fleet, i, j, gpu::Link::kNvLink);
+      } else {
+        SetLink(&fleet, i, j, i / 2 == j / 2 ? gpu::Link::kPcieSwitch : gpu::Link::kNumaNode);
+      }
+    }
+  }
+  DeriveTopologyGroups(&fleet);
+  return fleet;
+}
+
 inline JobSpec Gpus(int tenths, DurationMs time_limit = 0) {
   JobSpec spec;
   spec.argv = {"train"};

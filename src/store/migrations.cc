@@ -189,10 +189,63 @@ std::string SchemaVersion6() {
   return "ALTER TABLE pipeline_nodes ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0 CHECK (gpu_seconds >= 0);";
 }
 
+// A point stopped early by its step's early_stop policy ends 'stopped', and
+// a node keeps why each of its attempts ended (history_json). SQLite cannot
+// change a CHECK constraint in place: the table is rebuilt.
+std::string SchemaVersion7() {
+  return R"sql(
+CREATE TABLE pipeline_nodes_v7 (
+  run_id INTEGER NOT NULL REFERENCES pipeline_runs (id),
+  node_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  step TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN
+    ('waiting', 'active', 'completed', 'failed', 'cancelled', 'skipped', 'stopped')),
+  attempts INTEGER NOT NULL CHECK (attempts >= 0),
+  job_id INTEGER NOT NULL,
+  started INTEGER NOT NULL,
+  ended INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  gpu_seconds REAL NOT NULL DEFAULT 0 CHECK (gpu_seconds >= 0),
+  history_json TEXT NOT NULL DEFAULT '[]',
+  PRIMARY KEY (run_id, node_id)
+) WITHOUT ROWID;
+INSERT INTO pipeline_nodes_v7 (run_id, node_id, key, step, state, attempts, job_id, started, ended, reason,
+                               gpu_seconds)
+  SELECT run_id, node_id, key, step, state, attempts, job_id, started, ended, reason, gpu_seconds
+  FROM pipeline_nodes;
+DROP TABLE pipeline_nodes;
+ALTER TABLE pipeline_nodes_v7 RENAME TO pipeline_nodes;
+)sql";
+}
+
+std::string SchemaVersion8() {
+  return R"sql(
+CREATE TABLE gpu_health_transitions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL CHECK (gpu_uuid <> ''),
+  from_state TEXT NOT NULL,
+  to_state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  evidence_json TEXT NOT NULL,
+  shadow INTEGER NOT NULL CHECK (shadow IN (0, 1))
+);
+CREATE INDEX gpu_health_transitions_by_gpu ON gpu_health_transitions (gpu_uuid, id);
+CREATE TABLE passport_imports (
+  card_key TEXT NOT NULL CHECK (card_key <> ''),
+  source TEXT NOT NULL,
+  imported_at INTEGER NOT NULL,
+  passport_json TEXT NOT NULL,
+  PRIMARY KEY (card_key, source)
+) WITHOUT ROWID;
+)sql";
+}
+
 // Who drained a GPU, typed. Drains stored before it had only their reason:
 // the prefixes gpuherd itself wrote ("fault: ", "alert ") are read once here,
 // every other drain is an operator's.
-std::string SchemaVersion7() {
+std::string SchemaVersion9() {
   return R"sql(
 ALTER TABLE gpu_drains ADD COLUMN origin TEXT NOT NULL DEFAULT 'operator'
   CHECK (origin IN ('operator', 'fault', 'alert', 'burnin', 'risk'));
@@ -208,7 +261,9 @@ constexpr Migration kMigrations[] = {
     {4, "alerts", &SchemaVersion4},
     {5, "pipeline runs, nodes and metrics", &SchemaVersion5},
     {6, "GPU time of every pipeline node's attempts", &SchemaVersion6},
-    {7, "who drained each GPU (typed origin)", &SchemaVersion7},
+    {7, "pipeline nodes stopped early, and why each attempt ended", &SchemaVersion7},
+    {8, "GPU health transitions and imported card passports", &SchemaVersion8},
+    {9, "who drained each GPU (typed origin)", &SchemaVersion9},
 };
 
 std::string HintFor(int primary_code) {

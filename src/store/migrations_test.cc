@@ -102,6 +102,27 @@ TEST_F(MigrationsTest, UpgradesAnOlderFileAndKeepsItsRows) {
   EXPECT_EQ(q.getColumn(1).getInt(), 7);
 }
 
+TEST_F(MigrationsTest, PipelineNodesKeepTheirRowsAndMayEndStopped) {
+  // A version-6 file with a finished node: the rebuild of pipeline_nodes
+  // keeps it, and 'stopped' is a state from version 7 on.
+  std::span<const Migration> all = Migrations();
+  ASSERT_TRUE(Migrate(*db_, "state.db", all.first(6)).ok());
+  db_->exec("INSERT INTO pipeline_runs VALUES (1, 'p', 'p.yaml', '/', 'steps: {}', '{}', '/r', 'running', '', 1, 0, "
+            "'u', 1000, 1000)");
+  db_->exec("INSERT INTO pipeline_nodes VALUES (1, 'train[lr=1]', 'train/0', 'train', 'completed', 1, 5, 10, 20, '', "
+            "2.5)");
+  EXPECT_THROW(db_->exec("UPDATE pipeline_nodes SET state = 'stopped'"), SQLite::Exception);
+  ASSERT_TRUE(Migrate(*db_, "state.db").ok());
+  SQLite::Statement q(*db_, "SELECT node_id, state, job_id, gpu_seconds FROM pipeline_nodes");
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getString(), "train[lr=1]");
+  EXPECT_EQ(q.getColumn(1).getString(), "completed");
+  EXPECT_EQ(q.getColumn(2).getInt(), 5);
+  EXPECT_DOUBLE_EQ(q.getColumn(3).getDouble(), 2.5);
+  db_->exec("UPDATE pipeline_nodes SET state = 'stopped'");
+  EXPECT_THROW(db_->exec("UPDATE pipeline_nodes SET state = 'halted'"), SQLite::Exception);
+}
+
 TEST_F(MigrationsTest, FailingStepLeavesTheLastGoodVersion) {
   const Migration steps[] = {{1, "table t", &CreateT}, {2, "broken step", &Broken}};
   Status st = Migrate(*db_, "state.db", steps);

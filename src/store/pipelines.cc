@@ -13,7 +13,7 @@ constexpr const char* kRunColumns =
     "id, name, source_path, base_dir, yaml, overrides_json, run_dir, state, outcome, created, finished, user, "
     "uid, gid";
 constexpr const char* kNodeColumns =
-    "run_id, node_id, key, step, state, attempts, job_id, started, ended, reason, gpu_seconds";
+    "run_id, node_id, key, step, state, attempts, job_id, started, ended, reason, gpu_seconds, history_json";
 constexpr const char* kMetricColumns = "job_id, run_id, node_id, attempt, step, time, line_json";
 
 PipelineRunRecord ReadRun(SQLite::Statement& q) {
@@ -48,6 +48,7 @@ PipelineNodeRecord ReadNode(SQLite::Statement& q) {
   n.ended = q.getColumn(8).getInt64();
   n.reason = q.getColumn(9).getString();
   n.gpu_seconds = q.getColumn(10).getDouble();
+  n.history_json = q.getColumn(11).getString();
   return n;
 }
 
@@ -96,10 +97,11 @@ void Store::WritePipelines(const WriteBatch& batch, std::string* doing) {
   if (!batch.pipeline_nodes.empty()) {
     SQLite::Statement q(*db_,
                         "INSERT INTO pipeline_nodes (run_id, node_id, key, step, state, attempts, job_id, started, "
-                        "ended, reason, gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                        "ended, reason, gpu_seconds, history_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                         "ON CONFLICT (run_id, node_id) DO UPDATE SET state = excluded.state, "
                         "attempts = excluded.attempts, job_id = excluded.job_id, started = excluded.started, "
-                        "ended = excluded.ended, reason = excluded.reason, gpu_seconds = excluded.gpu_seconds");
+                        "ended = excluded.ended, reason = excluded.reason, gpu_seconds = excluded.gpu_seconds, "
+                        "history_json = excluded.history_json");
     for (const PipelineNodeRecord& n : batch.pipeline_nodes) {
       *doing = "storing node " + n.node_id + " of pipeline run " + std::to_string(n.run_id);
       q.reset();
@@ -114,6 +116,7 @@ void Store::WritePipelines(const WriteBatch& batch, std::string* doing) {
       q.bind(9, n.ended);
       q.bind(10, n.reason);
       q.bind(11, n.gpu_seconds);
+      q.bind(12, n.history_json);
       q.exec();
     }
   }

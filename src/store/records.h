@@ -179,7 +179,7 @@ struct PipelineNodeRecord {
   std::string node_id;         // "train[lr=0.1,seed=1]"
   std::string key;             // "train/0"
   std::string step;
-  std::string state;           // "waiting", "active", "completed", "failed", "cancelled", "skipped"
+  std::string state;           // "waiting", "active", "completed", "failed", "cancelled", "skipped", "stopped"
   int attempts = 0;            // jobs submitted for it so far
   int64_t job_id = 0;          // its latest job; 0 before the first
   TimeMs started = 0, ended = 0;
@@ -187,6 +187,10 @@ struct PipelineNodeRecord {
   // GPU time of the node's attempts that have ended, every retry and requeue
   // included (a fraction of a GPU counts its share).
   double gpu_seconds = 0;
+  // Why each of its jobs' attempts that did not complete ended, oldest
+  // first: a JSON array of {"job", "attempt", "ended", "state", "reason",
+  // "stderr_tail"} (the last lines of a failed attempt's standard error).
+  std::string history_json = "[]";
 };
 
 // One line of a job's metrics file. A pipeline job's lines carry its run and
@@ -206,6 +210,29 @@ struct MetricRecord {
 
 // Everything that happened in one turn of the daemon's loop, committed in one
 // transaction (one fsync) before anyone is told.
+// A GPU's move between health states (in_service, suspect, quarantined,
+// requalifying, retired) with why and on what evidence; shadow: a decision
+// recorded but not carried out.
+struct HealthTransitionRecord {
+  int64_t id = 0;              // assigned by the store
+  TimeMs time = 0;
+  std::string gpu_uuid;
+  std::string from_state, to_state;
+  std::string reason;
+  std::string evidence_json = "[]";
+  bool shadow = false;
+};
+
+// A card's passport brought from another machine (`gpuherd passport import`),
+// keyed by serial (UUID where the card has none); `source` names where it was
+// exported (host and time), so the same file imported twice is kept once.
+struct PassportImportRecord {
+  std::string card_key;
+  std::string source;
+  TimeMs imported_at = 0;
+  std::string passport_json;
+};
+
 struct WriteBatch {
   std::vector<GpuRecord> gpus;
   std::vector<RollupRecord> rollups;

@@ -106,6 +106,17 @@ class Store {
   // A plain job's metric lines, by step.
   Result<std::vector<MetricRecord>> ListJobMetrics(int64_t job_id);
 
+  // GPU health and passports (store/passports.cc). Appended in one
+  // transaction; ids assigned in order.
+  Status AppendHealthTransitions(std::vector<HealthTransitionRecord>* rows);
+  // One GPU's transitions, oldest first.
+  Result<std::vector<HealthTransitionRecord>> ListHealthTransitions(const std::string& gpu_uuid);
+  // Minutes in which the GPU answered at least once: its hours under watch.
+  Result<int64_t> CountSampledMinutes(const std::string& gpu_uuid);
+  // Upserted by (card_key, source).
+  Status SavePassportImport(const PassportImportRecord& record);
+  Result<std::vector<PassportImportRecord>> ListPassportImports(const std::string& card_key);
+
  private:
   Store(std::string path, bool read_only, int schema_version, std::unique_ptr<SQLite::Database> db);
   Status CheckWritable(const char* what) const;

@@ -76,6 +76,8 @@ SampleRound Sampler::ReadAll(TimeMs now) {
       reading.sample = driver_->Sample(index, now);
     } catch (const std::exception& e) {
       reading.sample = Internal(std::string("driver failed: ") + e.what());
+    } catch (...) {
+      reading.sample = Internal("driver failed with an unknown exception");
     }
     round.readings.push_back(std::move(reading));
   }
@@ -98,6 +100,8 @@ void Sampler::Run(Callback callback) {
       callback(std::move(round));
     } catch (const std::exception& e) {
       spdlog::error("sampler: the round callback failed: {}", e.what());
+    } catch (...) {
+      spdlog::error("sampler: the round callback failed with an unknown exception");
     }
 
     TimeMs end = clock_->Now();

@@ -136,7 +136,7 @@ TEST_F(TelemetryTest, EveryXidIsAnEventFatalOnesCritical) {
   ASSERT_THAT(Kinds(r), ElementsAre("gpu.xid", "gpu.xid"));
   EXPECT_EQ(r.events[0].severity, Severity::kCritical);
   EXPECT_EQ(r.events[0].time, kT0 + 100);
-  EXPECT_THAT(r.events[0].message, HasSubstr("fallen off the bus"));
+  EXPECT_THAT(r.events[0].message, HasSubstr("fell off the PCIe bus"));
   nlohmann::json data = nlohmann::json::parse(r.events[0].data_json);
   EXPECT_EQ(data["xid"], 79);
   EXPECT_EQ(data["fatal"], true);

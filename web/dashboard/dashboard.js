@@ -300,8 +300,16 @@
         try {
           state.job = await api(`/v1/jobs/${route.id}`);
           state.jobError = null;
-          state.jobMetrics = (await api(`/v1/jobs/${route.id}/metrics`)).metrics;
-          await fetchLog(route.id, !['completed', 'failed', 'cancelled'].includes(state.job.state));
+          try {
+            state.jobMetrics = (await api(`/v1/jobs/${route.id}/metrics`)).metrics;
+            await fetchLog(route.id, !['completed', 'failed', 'cancelled'].includes(state.job.state));
+            state.jobPrivate = null;
+          } catch (e) {
+            // A job's output and metric lines are its owner's: over TCP they need the token.
+            if (e.status !== 401 && e.status !== 403) throw e;
+            state.jobMetrics = [];
+            state.jobPrivate = e.message;
+          }
         } catch (e) {
           state.job = null;
           state.jobError = e;
@@ -639,10 +647,17 @@
       const why = state.pipelineError ? state.pipelineError.message : 'loading…';
       return { key: `pipeline-missing-${why}`, nodes: [el('p', { class: 'muted', 'data-testid': 'pipeline-error' }, why)] };
     }
-    const key = JSON.stringify(['pipeline', Boolean(state.token), p.state, p.outcome, p.nodes.map((n) => [n.state, n.attempts, n.job_id, n.best, n.reason])]);
+    const key = JSON.stringify(['pipeline', Boolean(state.token), p.state, p.outcome, p.best_points, p.nodes.map((n) => [n.state, n.attempts, n.job_id, n.best, n.reason, n.objective])]);
+    // With an objective, points are listed best first and the best one is named above the table.
+    const ranked = Object.keys(p.objectives || {}).length > 0;
+    const rankOf = (n) => (n.objective && n.objective.rank) || Infinity;
+    const nodes = ranked ? [...p.nodes].sort((a, b) => rankOf(a) - rankOf(b)) : p.nodes;
+    const bestLines = Object.entries(p.best_points || {}).map(([step, b]) => el('p', { class: 'best-point', 'data-testid': 'best-point' },
+      `Best of ${step} by ${b.metric} (${(p.objectives[step] || {}).mode}): ${b.node} with ${b.metric} = ${Number(b.value).toPrecision(6)} at step ${b.step}`));
     const matrixNames = [...new Set(p.nodes.flatMap((n) => Object.keys(n.matrix || {})))];
     const metricNames = [...new Set(p.nodes.flatMap((n) => Object.keys(n.best || {})))].sort().slice(0, 6);
-    const rows = p.nodes.map((n) => el('tr', { 'data-testid': 'sweep-row' },
+    const rows = nodes.map((n) => el('tr', { 'data-testid': 'sweep-row' },
+      ...(ranked ? [el('td', { class: 'num' }, n.objective && n.objective.rank ? String(n.objective.rank) : '')] : []),
       el('td', {}, n.id), el('td', {}, n.step),
       ...matrixNames.map((m) => el('td', {}, n.matrix && m in n.matrix ? String(n.matrix[m]) : '')),
       el('td', {}, stateBadge(n.state)),
@@ -662,9 +677,10 @@
           const r = await api(`/v1/pipelines/${id}/cancel`, { method: 'POST' });
           return `pipeline ${id}: ${r.state}`;
         })),
+      ...bestLines,
       el('div', { class: 'dag-box' }, dag(p.nodes)),
       el('h3', {}, 'Sweep'),
-      table(['node', 'step', ...matrixNames, 'state', 'attempts', 'job', ...metricNames.map((m) => `best ${m}`), 'reason'], rows, 'sweep-table'),
+      table([...(ranked ? ['rank'] : []), 'node', 'step', ...matrixNames, 'state', 'attempts', 'job', ...metricNames.map((m) => `best ${m}`), 'reason'], rows, 'sweep-table'),
     ] };
   }
 
@@ -708,7 +724,7 @@
         ['submitted', ago(j.submitted, j.now)], ['started', j.started ? ago(j.started, j.now) : '–'],
         ['ended', j.ended ? ago(j.ended, j.now) : '–'], ['attempt', `${j.attempt} (restarts ${j.restarts}/${j.max_restarts})`],
         ['exit', j.exit_code !== undefined ? `code ${j.exit_code}` : j.exit_signal !== undefined ? `signal ${j.exit_signal}` : '–'],
-        ['reason', j.reason || '–'], ['command', (j.command || []).join(' ')],
+        ['reason', j.reason || '–'], ['command', j.command ? j.command.join(' ') : 'its owner\'s: paste the API token to see it'],
       ];
       const streamButton = (name) => el('button', { type: 'button', class: state.log.stream === name ? 'on' : '',
         onclick: () => { state.log = { jobId: 0, stream: name, text: '', offset: -1 }; state.rendered = ''; poll(); } }, name);
@@ -725,7 +741,8 @@
         el('pre', { class: 'log', 'data-testid': 'job-log' }));
       state.jobCharts = { key: '', charts: [] };
     }
-    view.querySelector('.log').textContent = (state.log.cut ? '…\n' : '') + state.log.text;
+    view.querySelector('.log').textContent = state.jobPrivate ? state.jobPrivate
+      : (state.log.cut ? '…\n' : '') + state.log.text;
     renderJobCharts(view, j);
   }
 

@@ -175,6 +175,11 @@ Card::Effects Card::ApplyFaults(TimeMs now) {
       case FaultKind::kClockUnstable:
         fx.clock_swing = std::max(fx.clock_swing, fault.amount * Envelope(f, now));
         break;
+      case FaultKind::kUnderclock:
+        fx.underclock = std::min(fx.underclock, fault.factor);
+        break;
+      case FaultKind::kTransientDrop:
+        break;  // acts on load swings (SetLoad)
       case FaultKind::kStuckBits:
       case FaultKind::kComputeErrors:
       case FaultKind::kNan:
@@ -205,6 +210,19 @@ double Card::ThermalFactor(double temp_c, uint64_t* reasons) const {
     return 1.0 - (1.0 - kSwThermalMinFactor) * depth;
   }
   return 1.0;
+}
+
+void Card::SetLoad(const Load& load) {
+  const bool swing = std::abs(load.util - load_.util) >= 0.5;
+  load_ = load;
+  if (!swing || lost_) return;
+  for (const ScheduledFault& f : faults_) {
+    if (f.fault.kind != FaultKind::kTransientDrop || last_ < f.begin || last_ >= f.end) continue;
+    swings_.push_back(last_);
+    while (!swings_.empty() && swings_.front() < last_ - kSecondMs) swings_.erase(swings_.begin());
+    if (swings_.size() >= f.fault.count) dropped_by_swings_ = true;  // shows at the next reading
+    return;
+  }
 }
 
 Result<GpuSample> Card::Sample(TimeMs now) {
@@ -245,6 +263,10 @@ Result<GpuSample> Card::Sample(TimeMs now) {
     lost_reason_ = "shut down at its shutdown temperature (" +
                    std::to_string(static_cast<int>(model_.temp_shutdown_c)) +
                    " °C) and fell off the bus (XID 79)";
+  } else if (dropped_by_swings_) {
+    Post(now, 79);
+    lost_ = true;
+    lost_reason_ = "fell off the bus (XID 79) under full/idle load swings: a weak power stage";
   } else if (fx.falls_off_bus) {
     lost_ = true;
     lost_reason_ = "has fallen off the bus (XID 79) and no longer answers";
@@ -264,6 +286,11 @@ Result<GpuSample> Card::Sample(TimeMs now) {
   if (fx.clock_swing > 0 && util > 0) {
     clock_dip = fx.clock_swing * 0.5 * (1 + rng_.Symmetric());
     power_w = model_.idle_power_w + dynamic_w * perf * (1 - clock_dip);
+  }
+  if (util > 0 && fx.underclock < 1) {
+    // Behind its peers: a lower clock and the power that goes with it.
+    clock_factor *= fx.underclock;
+    power_w = model_.idle_power_w + (power_w - model_.idle_power_w) * fx.underclock;
   }
   if (util > 0 && power_w >= kPowerCapOnset * limit) {
     reasons |= throttle::kSwPowerCap;

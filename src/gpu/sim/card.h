@@ -9,7 +9,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 #include "gpu/sim/scenario.h"
 #include "gpu/sim/sim_driver.h"
 #include "gpu/types.h"
@@ -49,7 +49,9 @@ class Card {
 
   // Puts the card at rest at `start`: idle, at its idle temperature.
   void Start(TimeMs start);
-  void SetLoad(const Load& load) { load_ = load; }
+  // A swing between idle and full load counts towards a transient_drop fault,
+  // timed by the card's latest reading.
+  void SetLoad(const Load& load);
   // Integrates from the previous call (or the start) to `now` and reads the
   // card. Requires Start().
   Result<GpuSample> Sample(TimeMs now);
@@ -74,6 +76,7 @@ class Card {
     bool falls_off_bus = false;
     double fan_wear = 0;     // 0..1
     double clock_swing = 0;  // share of the clock
+    double underclock = 1;   // share of the clock and power under load
   };
 
   Effects ApplyFaults(TimeMs now);
@@ -99,6 +102,8 @@ class Card {
   uint64_t dbe_ = 0;
   bool memory_repair_pending_ = false;
   std::vector<XidEvent> pending_xids_;  // not yet read by a Sample
+  std::vector<TimeMs> swings_;          // recent full/idle load swings
+  bool dropped_by_swings_ = false;
   bool lost_ = false;
   std::string lost_reason_;
 };

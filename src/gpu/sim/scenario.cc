@@ -11,6 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/yaml.h"
 #include "gpu/types.h"
 
 namespace gpuherd::gpu::sim {
@@ -46,6 +47,8 @@ const std::vector<KindInfo>& Kinds() {
       {FaultKind::kReplayAccelerating, "replay_accelerating",
        {"rate", "doubling", "duration", "fades"}},
       {FaultKind::kClockUnstable, "clock_unstable", {"amount", "duration", "fades"}},
+      {FaultKind::kTransientDrop, "transient_drop", {"count"}},
+      {FaultKind::kUnderclock, "underclock", {"factor", "duration"}},
   };
   return kKinds;
 }
@@ -73,16 +76,12 @@ std::string Join(const std::vector<std::string>& items) {
 // Parses one scenario; every error carries "<source>:<line>: ".
 class Parser {
  public:
-  explicit Parser(std::string source) { scenario_.source = std::move(source); }
+  explicit Parser(std::string source) : reader_(source) { scenario_.source = std::move(source); }
 
   Result<Scenario> Parse(std::string_view text) {
-    YAML::Node root;
-    try {
-      root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-      return InvalidArgument(scenario_.source + ":" + std::to_string(e.mark.line + 1) +
-                             ": not valid YAML: " + e.msg);
-    }
+    auto loaded = LoadYaml(text, scenario_.source);
+    if (!loaded.ok()) return loaded.status();
+    const YAML::Node root = *loaded;
     try {
       GPUHERD_RETURN_IF_ERROR(ParseRoot(root));
     } catch (const YAML::Exception& e) {
@@ -95,35 +94,31 @@ class Parser {
   }
 
  private:
-  static int Line(const YAML::Node& node) { return node.Mark().line + 1; }
-
-  Status Error(const YAML::Node& node, const std::string& what) const {
-    return InvalidArgument(scenario_.source + ":" + std::to_string(Line(node)) + ": " + what);
-  }
+  Status Error(const YAML::Node& node, const std::string& what) const { return reader_.Error(node, what); }
 
   // Rejects keys outside `allowed` and repeated keys.
   Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
                    const std::string& where) const {
     std::set<std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
-      if (!it->first.IsScalar()) return Error(it->first, "a key in " + where + " must be a word");
-      std::string key = it->first.Scalar();
+      const YAML::Node key_node = it->first;
+      if (!key_node.IsScalar()) return Error(key_node, "a key in " + where + " must be a word");
+      std::string key = key_node.Scalar();
       bool known = false;
       for (const auto& a : allowed) known = known || a == key;
       if (!known) {
-        return Error(it->first, "unknown key \"" + key + "\" in " + where +
+        return Error(key_node, "unknown key \"" + key + "\" in " + where +
                                     "; allowed keys: " + Join(allowed));
       }
       if (!seen.insert(key).second) {
-        return Error(it->first, "key \"" + key + "\" appears twice in " + where);
+        return Error(key_node, "key \"" + key + "\" appears twice in " + where);
       }
     }
     return Status::Ok();
   }
 
   Result<std::string> ScalarOf(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsScalar()) return Error(node, what + " must be a single value");
-    return node.Scalar();
+    return reader_.Scalar(node, what);
   }
 
   Result<int64_t> IntOf(const YAML::Node& node, const std::string& what) const {
@@ -246,7 +241,7 @@ class Parser {
       GPUHERD_RETURN_IF_ERROR(
           CheckKeys(entry, {"model", "count", "thermal_scale"}, "a gpus entry"));
       GpuGroup group;
-      group.line = Line(entry);
+      group.line = YamlReader::Line(entry);
       if (!entry["model"]) return Error(entry, "a gpus entry needs model: (one of " +
                                                    KnownModelKeys() + ")");
       auto model = ScalarOf(entry["model"], "model");
@@ -302,7 +297,7 @@ class Parser {
 
   Result<Fault> ParseFault(const YAML::Node& entry, int fleet) const {
     Fault fault;
-    fault.line = Line(entry);
+    fault.line = YamlReader::Line(entry);
     std::vector<std::string> kind_names;
     for (const auto& k : Kinds()) kind_names.push_back(k.name);
     if (!entry["kind"]) return Error(entry, "a fault needs kind: (one of " + Join(kind_names) + ")");
@@ -460,6 +455,17 @@ class Parser {
         }
         break;
       }
+      case FaultKind::kTransientDrop: {
+        fault.count = 6;  // 3 Hz of full/idle swings within a second
+        if (entry["count"]) {
+          auto count = IntOf(entry["count"], "count");
+          if (!count.ok()) return count.status();
+          if (*count < 2 || *count > 1000) return Error(entry["count"], "count must be 2 to 1000 swings");
+          fault.count = static_cast<uint64_t>(*count);
+        }
+        break;
+      }
+      case FaultKind::kUnderclock:
       case FaultKind::kSlow: {
         if (!entry["factor"]) {
           return Error(entry, where + " needs factor: (the share of its normal rates, e.g. 0.8)");
@@ -531,6 +537,7 @@ class Parser {
     return fault;
   }
 
+  YamlReader reader_;
   Scenario scenario_;
 };
 
@@ -548,15 +555,12 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source)
 }
 
 Result<Scenario> LoadScenario(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return NotFound("cannot read scenario file " + path + ": " + std::strerror(errno) +
-                    "; check the path (examples live in examples/scenarios/)");
+  auto text = ReadTextFile(path, YamlLimits().max_bytes);
+  if (!text.ok()) {
+    return Status(text.status().code(), "scenario file: " + text.status().message() +
+                                            "; check the path (examples live in examples/scenarios/)");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return IoError("cannot read scenario file " + path);
-  return ParseScenario(text.str(), path);
+  return ParseScenario(*text, path);
 }
 
 int ScenarioGpuCount(const Scenario& scenario) {

@@ -12,7 +12,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 
 namespace gpuherd::gpu::sim {
 
@@ -39,6 +39,9 @@ enum class FaultKind {
   kSbeAccelerating,     // single-bit ECC errors at a rate that doubles every `doubling`
   kReplayAccelerating,  // PCIe replays at a rate that doubles every `doubling`
   kClockUnstable,       // the SM clock and power swing under load by up to `amount`
+  // Ex-mining cards: a weak power stage or a card that runs behind its peers.
+  kTransientDrop,  // falls off the bus (XID 79) when the load swings full/idle `count` times within 1 s
+  kUnderclock,     // under load, clocks and draws `factor` of what its peers do (e.g. 0.85)
 };
 
 // "overheat", "temp_slope", "ecc_sbe", ... as written in scenario files.
@@ -63,7 +66,7 @@ struct Fault {
   // back with the `mask` bits as in `value`, whatever was written.
   uint64_t address = 0;
   uint32_t mask = 0, value = 0;
-  double factor = 1;                   // kSlow: share of the normal rates, < 1
+  double factor = 1;                   // kSlow, kUnderclock: share of the normal rates, < 1
   // Precursors. kFanWear: the wear (0..1) reached after `duration`; 1 cools
   // like a failed fan. kClockUnstable: `amount` is the largest swing (share
   // of the clock) reached after `duration`. kSbeAccelerating and

@@ -267,3 +267,26 @@ TEST(ScenarioTest, ExampleScenariosParse) {
 
 }  // namespace
 }  // namespace gpuherd::gpu::sim
+
+namespace gpuherd::gpu::sim {
+namespace {
+
+// Scenarios are read with the same bounded reader as pipelines.
+TEST(ScenarioLimitsTest, AliasBombAndDeepNestingAreRefusedWithTheFile) {
+  std::string text = "x0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i <= 9; ++i) {
+    text += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) text += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  auto laughs = ParseScenario(text, "bomb.yaml");
+  ASSERT_FALSE(laughs.ok());
+  EXPECT_THAT(laughs.status().message(), ::testing::HasSubstr("bomb.yaml:"));
+  EXPECT_THAT(laughs.status().message(), ::testing::HasSubstr("alias"));
+  auto deep = ParseScenario("gpus: " + std::string(100, '[') + std::string(100, ']') + "\n", "deep.yaml");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_THAT(deep.status().message(), ::testing::HasSubstr("deep.yaml:1: lists and mappings nest deeper"));
+}
+
+}  // namespace
+}  // namespace gpuherd::gpu::sim

@@ -12,7 +12,7 @@
 
 #include "core/status.h"
 #include "gpu/driver.h"
-#include "gpu/sim/catalog.h"
+#include "gpu/catalog.h"
 #include "gpu/sim/scenario.h"
 
 namespace gpuherd::gpu::sim {

@@ -1,0 +1,88 @@
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "api/decode.h"
+#include "api/events.h"
+#include "api/gpus.h"
+#include "api/jobs.h"
+
+namespace gpuherd::api {
+namespace {
+
+using nlohmann::json;
+
+TEST(ApiGpusTest, FleetRoundTripsWithDrainAndRisk) {
+  Fleet f;
+  f.driver = "sim";
+  f.simulated = true;
+  f.sim_reason = "asked for";
+  f.hostname = "node-a";
+  Gpu g;
+  g.info.index = 3;
+  g.info.uuid = "GPU-3";
+  g.info.name = "NVIDIA H100";
+  g.sample = gpu::GpuSample{};
+  g.sample->temp_c = 61;
+  MarkDrained(g, "fan noisy");
+  g.failure_risk = 0.25;
+  f.gpus.push_back(g);
+  f.topology = {{gpu::Link::kSelf}};
+  json j = f;
+  EXPECT_EQ(j["gpus"][0]["state"], "drained");
+  EXPECT_EQ(j["gpus"][0]["drain_reason"], "fan noisy");
+  EXPECT_EQ(j["topology"][0][0], "self");
+  auto back = Decode<Fleet>(j, "the fleet");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->gpus.size(), 1u);
+  EXPECT_EQ(back->gpus[0].info.uuid, "GPU-3");
+  EXPECT_TRUE(back->gpus[0].drained);
+  EXPECT_EQ(back->gpus[0].failure_risk, 0.25);
+  EXPECT_EQ(back->gpus[0].sample->temp_c, 61);
+  EXPECT_EQ(back->topology[0][0], gpu::Link::kSelf);
+  EXPECT_EQ(json(*back), j);
+}
+
+TEST(ApiGpusTest, WrongTypesAreAStatusNotAnException) {
+  auto bad = Decode<Fleet>(json{{"gpus", {{{"index", "three"}}}}}, "the fleet");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("cannot read the fleet"));
+}
+
+TEST(ApiEventsTest, EventsAndAlertsFromRecordsRoundTrip) {
+  store::EventRecord r = NewEvent(1000, "operator.note", store::Severity::kWarning, "fan", "GPU-1",
+                                  {{"user", "ana"}});
+  Event e = EventOf(r);
+  EXPECT_EQ(e.severity, "warning");
+  EXPECT_EQ(e.data["user"], "ana");
+  json j = e;
+  EXPECT_EQ(j.get<Event>().message, "fan");
+
+  store::AlertRecord a;
+  a.rule = "hot";
+  a.subject = "mlx5_0/1";
+  a.state = "firing";
+  a.fired_at = 7;
+  Alert alert = AlertOf(a);
+  EXPECT_FALSE(alert.gpu.has_value());
+  EXPECT_EQ(alert.Since(), 7);
+  json aj = alert;
+  EXPECT_TRUE(aj["gpu"].is_null());
+  EXPECT_EQ(aj.get<Alert>().rule, "hot");
+}
+
+TEST(ApiJobsTest, JobViewReadsTheDaemonsJob) {
+  json j = {{"id", 7}, {"name", "train"}, {"state", "running"}, {"gpu_tenths", 5},
+            {"assigned_gpus", {2}}, {"started", 1000}, {"exit_code", 3}, {"unknown", true}};
+  auto v = Decode<JobView>(j, "job 7");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(GpusRequested(*v), "0.5");
+  EXPECT_EQ(GpusAssigned(*v), "2");
+  EXPECT_EQ(JobTime(*v, 61000), FormatDuration(60000));
+  EXPECT_EQ(v->exit_code, 3);
+  EXPECT_FALSE(v->exit_signal.has_value());
+}
+
+}  // namespace
+}  // namespace gpuherd::api

@@ -1,0 +1,137 @@
+// gpuherd: keeps a lab's GPUs healthy and busy. See README.md.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#ifndef GPUHERD_CLIENT
+#include "app/daemon_command.h"
+#endif
+#include "core/log.h"
+#include "core/version.h"
+#include "exec/launcher.h"
+
+namespace {
+
+// The command a command line runs: the first word that is not an option (or
+// the value of --home); nullptr when there is none.
+const char* CommandOf(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--home") == 0) {
+      ++i;
+      continue;
+    }
+    if (argv[i][0] != '-') return argv[i];
+  }
+  return nullptr;
+}
+
+#ifdef GPUHERD_CLIENT
+// `daemon` and `predict` continue in gpuherd-daemon, installed beside this
+// binary: only they need the libraries behind webhooks (TLS) and the failure
+// model (XGBoost), whose loading would otherwise double the start-up cost of
+// every short command (`gpuherd submit` runs once per job).
+int RunInDaemonBinary(char** argv) {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::string full = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "gpuherd-daemon";
+  ::execv(full.c_str(), argv);
+  std::fprintf(stderr, "gpuherd: cannot run %s: %s (it is installed beside gpuherd and runs the daemon and the "
+                       "predict commands)\n",
+               full.c_str(), std::strerror(errno));
+  return 1;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef GPUHERD_CLIENT
+  if (const char* command = CommandOf(argc, argv)) {
+    if (std::strcmp(command, "daemon") == 0 || std::strcmp(command, "predict") == 0) return RunInDaemonBinary(argv);
+  }
+#endif
+  // The daemon's job launcher is this same binary started with a hidden
+  // argument; it must not parse the command line or touch logging.
+  if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
+  using namespace gpuherd::cli;
+  // Commands log warnings only; the daemon sets up its own logging.
+  gpuherd::SetUpLogging("warn");
+  CLI::App app{"gpuherd: keeps every GPU of a lab healthy and busy", "gpuherd"};
+  app.set_version_flag("--version", gpuherd::kVersion);
+  app.require_subcommand(1);
+  app.fallthrough();  // global flags (--home) may follow the subcommand
+  CommandContext ctx;
+  app.add_option("--home", ctx.home, "State directory (default: $GPUHERD_HOME, /var/lib/gpuherd for root, "
+                                     "else ~/.local/share/gpuherd)");
+#ifdef GPUHERD_CLIENT
+  // Listed for --help; a command line naming them never gets here.
+  app.add_subcommand("daemon", "Run the gpuherd daemon (in gpuherd-daemon)");
+  app.add_subcommand("predict", "Train and evaluate the failure-risk model (in gpuherd-daemon)");
+#else
+  gpuherd::app::AddDaemonCommand(app, &ctx);
+#endif
+  // Each command file registers its commands. A command line naming one
+  // registers only that file's (CLI11 builds every option of every command it
+  // is given, a few milliseconds that `gpuherd submit`, run once per job,
+  // would pay each time); help and unknown commands get them all.
+  struct Registration {
+    std::initializer_list<const char*> names;
+    void (*add)(CLI::App&, CommandContext*);
+  };
+  const Registration registrations[] = {
+      {{"gpus"}, AddGpusCommand},
+      {{"top"}, AddTopCommand},
+      {{"events"}, AddEventsCommand},
+      {{"note"}, AddNoteCommand},
+      {{"stop"}, AddStopCommand},
+      {{"status"}, AddStatusCommand},
+      {{"submit"}, AddSubmitCommand},
+      {{"ps"}, AddPsCommand},
+      {{"show"}, AddShowCommand},
+      {{"logs"}, AddLogsCommand},
+      {{"cancel", "hold", "release", "requeue"}, AddJobActionCommands},
+      {{"drain", "undrain"}, AddDrainCommands},
+      {{"alerts"}, AddAlertsCommand},
+      {{"burnin"}, AddBurnInCommand},
+      {{"health"}, AddHealthCommand},
+      {{"healthcheck"}, AddHealthcheckCommand},
+      {{"passport"}, AddPassportCommand},
+      {{"doctor"}, AddDoctorCommand},
+      {{"slurm"}, AddSlurmCommands},
+      {{"k8s"}, AddK8sCommands},
+      {{"run"}, AddRunCommand},
+      {{"pipelines", "pipeline"}, AddPipelineCommands},
+      {{"report"}, AddReportCommand},
+#ifndef GPUHERD_CLIENT
+      {{"predict"}, AddPredictCommands},
+#endif
+      {{"dashboard"}, AddDashboardCommand},
+  };
+  const Registration* only = nullptr;
+  if (const char* command = CommandOf(argc, argv)) {
+    for (const Registration& r : registrations) {
+      for (const char* name : r.names) {
+        if (std::strcmp(command, name) == 0) only = &r;
+      }
+    }
+  }
+  for (const Registration& r : registrations) {
+    if (only == nullptr || only == &r) r.add(app, &ctx);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    // Usage errors exit 2, as most tools do; --help and --version exit 0.
+    return code == 0 ? 0 : 2;
+  }
+  return ctx.exit_code;
+}

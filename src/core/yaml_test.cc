@@ -1,0 +1,124 @@
+#include "core/yaml.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gpuherd {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Nine levels of ten aliases each: 10^9 leaves when walked, 600 bytes of text.
+std::string BillionLaughs() {
+  std::string text = "a0: &a0 [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n";
+  for (int i = 1; i <= 9; ++i) {
+    std::string prev = "*a" + std::to_string(i - 1);
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) text += (j ? ", " : "") + prev;
+    text += "]\n";
+  }
+  return text;
+}
+
+TEST(YamlTest, BillionLaughsIsRefusedBeforeAnyoneWalksIt) {
+  const std::string text = BillionLaughs();
+  ASSERT_LT(text.size(), 1000u);
+  auto root = LoadYaml(text, "laughs.yaml");
+  ASSERT_FALSE(root.ok());
+  EXPECT_THAT(root.status().message(), HasSubstr("laughs.yaml:"));
+  EXPECT_THAT(root.status().message(), HasSubstr("more than 100000 values"));
+  EXPECT_THAT(root.status().message(), HasSubstr("alias"));
+}
+
+TEST(YamlTest, ExpandedTextIsBounded) {
+  // 200 uses of a 64 KiB string: 12.8 MB when expanded.
+  std::string text = "big: &b " + std::string(65536, 'x') + "\nuses: [";
+  for (int i = 0; i < 200; ++i) text += (i ? ", *b" : "*b");
+  text += "]\n";
+  auto root = LoadYaml(text, "big.yaml");
+  ASSERT_FALSE(root.ok());
+  EXPECT_THAT(root.status().message(), HasSubstr("more than 8388608 bytes"));
+}
+
+TEST(YamlTest, DepthIsBoundedWithTheLine) {
+  std::string text = "ok: 1\ndeep: " + std::string(40, '[') + std::string(40, ']') + "\n";
+  auto root = LoadYaml(text, "deep.yaml");
+  ASSERT_FALSE(root.ok());
+  EXPECT_THAT(root.status().message(), HasSubstr("deep.yaml:2: lists and mappings nest deeper than 32"));
+}
+
+TEST(YamlTest, VeryDeepNestingIsAnErrorNotACrash) {
+  const std::string text = std::string(100000, '[') + std::string(100000, ']');
+  auto root = LoadYaml(text, "x.yaml");
+  EXPECT_FALSE(root.ok());
+}
+
+TEST(YamlTest, TextSizeIsBounded) {
+  YamlLimits limits;
+  limits.max_bytes = 100;
+  auto root = LoadYaml(std::string(200, 'a'), "long.yaml", limits);
+  ASSERT_FALSE(root.ok());
+  EXPECT_THAT(root.status().message(), HasSubstr("at most 100 are read"));
+}
+
+TEST(YamlTest, SyntaxErrorNamesFileAndLine) {
+  auto root = LoadYaml("a: 1\nb: [1, 2\n", "bad.yaml");
+  ASSERT_FALSE(root.ok());
+  EXPECT_THAT(root.status().message(), HasSubstr("bad.yaml:"));
+  EXPECT_THAT(root.status().message(), HasSubstr("not valid YAML"));
+}
+
+TEST(YamlTest, ToJsonTypesScalars) {
+  auto root = LoadYaml("a: 1\nb: '1'\nc: 2.5\nd: true\ne: ~\nf: [x, False]\ng: 1e-308\nh: 99999999999999999999\n",
+                       "t.yaml");
+  ASSERT_TRUE(root.ok()) << root.status().message();
+  nlohmann::json j = YamlToJson(*root);
+  EXPECT_EQ(j["a"], 1);
+  EXPECT_EQ(j["b"], "1");
+  EXPECT_EQ(j["c"], 2.5);
+  EXPECT_EQ(j["d"], true);
+  EXPECT_TRUE(j["e"].is_null());
+  EXPECT_EQ(j["f"], nlohmann::json::array({"x", false}));
+  EXPECT_TRUE(j["g"].is_number_float());
+  // Too big for an integer: a double, never a wrapped value.
+  EXPECT_TRUE(j["h"].is_number_float());
+}
+
+TEST(YamlTest, ReaderStatesRangesAndLines) {
+  auto root = LoadYaml("a: 5\nb: x\nc: 1e400\n", "r.yaml");
+  ASSERT_TRUE(root.ok());
+  YamlReader reader("r.yaml");
+  auto a = reader.Int((*root)["a"], "a", 0, 3);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message(), "r.yaml:1: a must be a whole number from 0 to 3, not '5'");
+  auto b = reader.Double((*root)["b"], "b", 0, 1);
+  ASSERT_FALSE(b.ok());
+  EXPECT_THAT(b.status().message(), HasSubstr("r.yaml:2: b must be a number from 0 to 1"));
+  EXPECT_FALSE(reader.Double((*root)["c"], "c", 0, 1e300).ok());
+  EXPECT_EQ(*reader.Int((*root)["a"], "a", 0, 10), 5);
+}
+
+TEST(YamlTest, FileLargerThanTheLimitIsRefused) {
+  char path[] = "/tmp/gpuherd-yaml-test-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = "a: " + std::string(300, 'x') + "\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  YamlLimits limits;
+  limits.max_bytes = 100;
+  auto root = LoadYamlFile(path, limits);
+  EXPECT_FALSE(root.ok());
+  EXPECT_THAT(root.status().message(), HasSubstr("larger than 100 bytes"));
+  EXPECT_TRUE(LoadYamlFile(path).ok());
+  unlink(path);
+}
+
+}  // namespace
+}  // namespace gpuherd

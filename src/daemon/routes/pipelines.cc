@@ -1,0 +1,95 @@
+// /v1/pipelines: run a pipeline file, the runs, one run with its nodes, the
+// metric lines collected, its report, and cancel and retry.
+#include "daemon/routes/routes.h"
+#include "pipeline/report.h"
+
+namespace gpuherd::daemon::routes {
+namespace {
+
+using nlohmann::json;
+
+// The run's report, as `gpuherd report` writes it.
+http::Response Report(RouteContext& ctx, int64_t id, const http::Request& request, const Caller& caller) {
+  std::string format = QueryText(request, "format");
+  if (format.empty()) format = "html";
+  if (format != "html" && format != "md" && format != "csv") {
+    return http::ErrorResponse(400, "format must be html, md or csv, got '" + http::Excerpt(format) + "'");
+  }
+  auto run = ctx.pipelines->Show(id, caller);
+  if (!run.ok()) return StatusResponse(run.status());
+  auto metrics = ctx.pipelines->Metrics(id, "", caller);
+  if (!metrics.ok()) return StatusResponse(metrics.status());
+  pipeline::ReportData data;
+  data.pipeline = std::move(*run);
+  // GPU-hours count a node's share of a GPU, which its job knows.
+  if (data.pipeline.contains("nodes") && data.pipeline["nodes"].is_array()) {
+    for (json& node : data.pipeline["nodes"]) {
+      const int64_t job_id = node.value("job_id", int64_t{0});
+      if (job_id <= 0 || node.contains("gpu_tenths")) continue;
+      if (auto job = ctx.jobs->Show(job_id); job.ok() && job->contains("gpu_tenths")) {
+        node["gpu_tenths"] = (*job)["gpu_tenths"];
+      }
+    }
+  }
+  data.metrics = metrics->value("metrics", json::array());
+  data.now = ctx.state->clock->Now();
+  auto report = pipeline::Summarize(data);
+  if (!report.ok()) return StatusResponse(report.status());
+  http::Response response;
+  const std::string file = "pipeline-" + std::to_string(id) + "-report." + format;
+  if (format == "html") {
+    response.content_type = "text/html; charset=utf-8";
+    response.body = pipeline::RenderHtml(*report, pipeline::EmbeddedChartLibrary());
+  } else if (format == "md") {
+    response.content_type = "text/markdown; charset=utf-8";
+    response.body = pipeline::RenderMarkdown(*report);
+  } else {
+    response.content_type = "text/csv; charset=utf-8";
+    response.body = pipeline::RenderCsv(*report);
+  }
+  response.headers = {{"Content-Disposition", "attachment; filename=\"" + file + "\""}};
+  return response;
+}
+
+}  // namespace
+
+http::Response PipelineRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request,
+                              const Caller& caller) {
+  const bool read = IsRead(request);
+  PipelineService& pipelines = *ctx.pipelines;
+  if (parts.size() == 2) {
+    if (read) {
+      auto list = pipelines.List(QueryFlag(request, "all"), caller);
+      return list.ok() ? JsonResponse(*list) : StatusResponse(list.status());
+    }
+    if (request.method != "POST") return MethodNotAllowed("GET or POST", "/v1/pipelines");
+    auto body = BodyJson(request, "a JSON object {\"yaml\": \"<the pipeline file>\", ...}");
+    if (!body.ok()) return StatusResponse(body.status());
+    auto created = pipelines.Create(*body, caller);
+    return created.ok() ? JsonResponse(*created, 201) : StatusResponse(created.status());
+  }
+  if (parts.size() > 4) return http::ErrorResponse(404, "no such endpoint " + http::Excerpt(request.path));
+  auto id = IdFromPath(parts[2], "pipeline run id");
+  if (!id.ok()) return StatusResponse(id.status());
+  if (parts.size() == 3) {
+    if (!read) return MethodNotAllowed("GET", "/v1/pipelines/{id}");
+    auto run = pipelines.Show(*id, caller);
+    return run.ok() ? JsonResponse(*run) : StatusResponse(run.status());
+  }
+  const std::string& what = parts[3];
+  if (what == "metrics") {
+    if (!read) return MethodNotAllowed("GET", "/v1/pipelines/{id}/metrics");
+    auto metrics = pipelines.Metrics(*id, QueryText(request, "node"), caller);
+    return metrics.ok() ? JsonResponse(*metrics) : StatusResponse(metrics.status());
+  }
+  if (what == "report") return read ? Report(ctx, *id, request, caller) : MethodNotAllowed("GET", "/v1/pipelines/{id}/report");
+  if (what == "cancel" || what == "retry") {
+    if (request.method != "POST") return MethodNotAllowed("POST", "/v1/pipelines/{id}/" + what);
+    auto state = what == "cancel" ? pipelines.Cancel(*id, caller) : pipelines.Retry(*id, caller);
+    return state.ok() ? JsonResponse({{"id", *id}, {"state", *state}}) : StatusResponse(state.status());
+  }
+  return http::ErrorResponse(404, "no such endpoint " + http::Excerpt(request.path) +
+                                      "; pipeline runs have /metrics, /report, /cancel and /retry");
+}
+
+}  // namespace gpuherd::daemon::routes

@@ -1,0 +1,48 @@
+// The JSON HTTP API, version 1: one file per resource in this folder, where
+// a request becomes a typed call on a service and its answer becomes JSON.
+// Handle() runs on the event-loop thread and may read and change
+// DaemonState; who is asking (Caller) and the Host check are settled before
+// (daemon.cc, access.h). README.md's "HTTP API" lists every route.
+//
+//   system.cc     /v1/health, /v1/version, /v1/shutdown, /metrics
+//   gpus.cc       /v1/gpus[/{id}[/samples|/rollups|/drain|/undrain]], /v1/gpus/history
+//   events.cc     /v1/events
+//   jobs.cc       /v1/jobs[/{id}[/logs|/metrics|/{action}]]
+//   pipelines.cc  /v1/pipelines[/{id}[/metrics|/report|/cancel|/retry]]
+//   burnin.cc     /v1/burnin, /v1/burnin/runs
+//   alerts.cc     /v1/alerts
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "daemon/routes/common.h"
+#include "http/json_body.h"
+
+namespace gpuherd::daemon::routes {
+
+using Parts = std::vector<std::string>;
+
+http::Response SystemRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
+http::Response MetricsRoute(RouteContext& ctx, const http::Request& request);
+http::Response GpuRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
+http::Response EventRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
+http::Response JobRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
+http::Response PipelineRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request,
+                              const Caller& caller);
+http::Response BurnInRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
+http::Response AlertRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
+
+class Routes {
+ public:
+  explicit Routes(RouteContext context) : ctx_(std::move(context)) {}
+
+  http::Response Handle(const http::Request& request, const Caller& caller);
+
+ private:
+  http::Response Route(const http::Request& request, const Caller& caller);
+
+  RouteContext ctx_;
+};
+
+}  // namespace gpuherd::daemon::routes
