@@ -226,9 +226,15 @@ class RandomQueue {
     }
     std::vector<double> used(kGpus, 0.0);
     std::vector<int> whole(kGpus, 0);
+    // Claims made before this step that still hold: a job that started
+    // during the step may be a victim of a claim made after it started.
     std::map<int, sched::JobId> claimed;
     for (const auto& [job, gpus] : q_.jobs().claims()) {
-      for (int g : gpus) claimed[g] = job;
+      for (int g : gpus) {
+        if (auto before = claimed_before_.find(g); before != claimed_before_.end() && before->second == job) {
+          claimed[g] = job;
+        }
+      }
     }
     for (const auto& [id, attempt] : q_.executor().running()) {
       auto shown = q_.jobs().Show(id);
@@ -258,6 +264,10 @@ class RandomQueue {
       if (whole[g] == 1) EXPECT_EQ(used[g], 0.0) << Where() << "GPU " << g << " whole and shared";
       EXPECT_LE(used[g], 1.0 + 1e-9) << Where() << "GPU " << g << " shared past 1";
     }
+    claimed_before_.clear();
+    for (const auto& [job, gpus] : q_.jobs().claims()) {
+      for (int g : gpus) claimed_before_[g] = job;
+    }
     seen_running_.clear();
     for (const auto& key : q_.executor().running()) seen_running_.insert(key);
 
@@ -285,6 +295,7 @@ class RandomQueue {
   std::set<int> faulted_;
   std::set<exec::FakeExecutor::Key> signalled_;
   std::set<exec::FakeExecutor::Key> seen_running_;
+  std::map<int, sched::JobId> claimed_before_;  // GPU → the job it was claimed for at the last check
   std::set<std::pair<int64_t, std::string>> preempted_for_;
   std::map<sched::JobId, std::string> ended_;
   size_t signals_seen_ = 0;
