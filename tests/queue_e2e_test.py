@@ -81,6 +81,32 @@ class QueueTest(unittest.TestCase):
         self.assertEqual([p["id"] for p in ps], [jid])
         self.assertEqual(json.loads(self.gh("ps", "--json").stdout), [])
 
+    def test_cpus_and_mem_count_against_the_machine(self):
+        # The daemon reads the machine's CPUs and memory; a job that does not
+        # fit waits with a reason, and a finished one is listed from the store.
+        self.home.start("--sim", "2", "--interval", "200ms")
+        cpus = os.cpu_count()
+        too_many = self.submit("--cpus", str(cpus + 1), "--", "true")
+        hog = self.submit("--cpus", str(cpus), "--", "sleep", "30")
+        self.wait_state(hog, ["running"])
+        waiting = self.submit("--cpus", "1", "--", "true")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            j, w = self.job(too_many), self.job(waiting)
+            if "this machine has" in j.get("reason", "") and "CPU" in w.get("reason", ""):
+                break
+            time.sleep(0.2)
+        self.assertEqual(j["state"], "pending", j)
+        self.assertIn(f"asks for {cpus + 1} CPUs but this machine has {cpus}", j["reason"])
+        self.assertEqual(w["state"], "pending", w)
+        self.assertIn(f"waiting for 1 CPU: 0 of {cpus} free", w["reason"])
+        self.gh("cancel", str(hog))
+        self.assertEqual(self.wait_state(waiting, ["completed"])["state"], "completed")
+        shown = self.gh("show", str(hog)).stdout
+        self.assertIn("cancelled", shown)
+        listed = [p["id"] for p in json.loads(self.gh("ps", "--all", "--json").stdout)]
+        self.assertEqual(listed, [too_many, hog, waiting])
+
     def test_ids_are_monotonic_and_failures_are_recorded(self):
         self.home.start("--sim", "1", "--interval", "200ms")
         a = self.submit("--", "false")
