@@ -242,6 +242,22 @@ CREATE TABLE passport_imports (
 )sql";
 }
 
+std::string SchemaVersion9() {
+  return R"sql(
+CREATE TABLE idempotency_keys (
+  uid INTEGER NOT NULL,
+  key TEXT NOT NULL CHECK (length(key) BETWEEN 1 AND 128),
+  request TEXT NOT NULL,
+  created INTEGER NOT NULL,
+  status INTEGER NOT NULL,
+  content_type TEXT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (uid, key)
+) WITHOUT ROWID;
+CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created);
+)sql";
+}
+
 constexpr Migration kMigrations[] = {
     {1, "GPUs, rollups and events", &SchemaVersion1},
     {2, "jobs and drained GPUs", &SchemaVersion2},
@@ -251,6 +267,7 @@ constexpr Migration kMigrations[] = {
     {6, "GPU time of every pipeline node's attempts", &SchemaVersion6},
     {7, "pipeline nodes stopped early, and why each attempt ended", &SchemaVersion7},
     {8, "GPU health transitions and imported card passports", &SchemaVersion8},
+    {9, "the first outcome of requests sent with an idempotency key", &SchemaVersion9},
 };
 
 std::string HintFor(int primary_code) {
