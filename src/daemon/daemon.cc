@@ -26,6 +26,8 @@
 #include "http/token.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_loop.h"
+#include "daemon/id_folders.h"
+#include "daemon/idempotency.h"
 #include "daemon/pipeline_service.h"
 #include "daemon/risk_service.h"
 #include "http/server.h"
@@ -98,6 +100,7 @@ struct Daemon::Impl {
   std::unique_ptr<SlurmBackend> slurm_backend;
   std::unique_ptr<PipelineService> pipelines;  // uses jobs and the backends: declared after, destroyed first
   std::unique_ptr<routes::Routes> routes;
+  std::unique_ptr<IdempotencyKeys> idempotency;  // loop thread only
   std::vector<std::string> allowed_hosts;  // Host names served over TCP (routes/access.h)
   std::unique_ptr<AlertService> alerts;
   std::unique_ptr<MetricsService> metrics;
@@ -198,8 +201,13 @@ struct Daemon::Impl {
                                     "\"Authorization: Bearer <token>\" with the token from " + dir.token_path() +
                                     " (or use the unix socket " + dir.socket_path() + ")");
     }
+    auto key = IdempotencyKeyOf(request);
+    if (!key.ok()) return http::ErrorResponse(400, key.status().message());
     return loop->CallOr<http::Response>(
-        [&] { return routes->Handle(request, caller); },
+        [&] {
+          if (!key->has_value()) return routes->Handle(request, caller);
+          return idempotency->Run(caller.uid, **key, request, [&] { return routes->Handle(request, caller); });
+        },
                                       http::ErrorResponse(503, "the daemon is stopping or cannot write its state "
                                                          "directory; see its log in " + dir.log_dir()));
   }
@@ -293,6 +301,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!store.ok()) return store.status();
   DaemonState& state = impl->state;
   state.store = std::move(store).value();
+  GPUHERD_RETURN_IF_ERROR(KeepIdsAboveFolders(dir, state.store.get(), options.adopt_empty_state));
   state.clock = clock;
   state.host = host::NewHost();
   state.hostname = state.host->Hostname();
@@ -394,6 +403,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
       MakeBurnInLauncher(options.driver, impl->state.sim_reason, impl->state.fleet.gpus.size(), options.home);
   route_context.request_stop = [raw] { raw->loop->Stop(); };
   impl->routes = std::make_unique<routes::Routes>(std::move(route_context));
+  impl->idempotency = std::make_unique<IdempotencyKeys>(&impl->state);
   impl->allowed_hosts = routes::AllowedHosts(impl->state.hostname, options.allow_hosts);
 
   telemetry::SamplerOptions sampler_options;
