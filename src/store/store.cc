@@ -262,6 +262,16 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   return std::unique_ptr<Store>(new Store(path, options.read_only, version, std::move(db)));
 }
 
+Status Store::SimulateFullDiskForTest(bool full) {
+  try {
+    // SQLite never lowers the limit below the current page count.
+    db_->exec(full ? "PRAGMA max_page_count = 1" : "PRAGMA max_page_count = 4294967294");
+    return Status::Ok();
+  } catch (const SQLite::Exception& e) {
+    return StatusFromSqlite(e, "cannot change the page limit of " + path_);
+  }
+}
+
 Status Store::CheckWritable(const char* what) const {
   if (!read_only_) return Status::Ok();
   return FailedPrecondition(std::string("cannot ") + what + ": " + path_ + " was opened read-only");

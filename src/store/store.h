@@ -125,6 +125,11 @@ class Store {
   // (uid, key), if any, whatever its age (the caller decides what expired).
   Result<std::optional<IdempotencyRecord>> GetIdempotency(uint32_t uid, const std::string& key);
 
+  // Tests: makes the file as full as a full disk would (SQLite's
+  // max_page_count at its current size, so every commit that needs a new
+  // page fails with SQLITE_FULL), or lifts that again with `full` false.
+  Status SimulateFullDiskForTest(bool full);
+
  private:
   Store(std::string path, bool read_only, int schema_version, std::unique_ptr<SQLite::Database> db);
   Status CheckWritable(const char* what) const;
