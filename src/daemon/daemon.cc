@@ -7,14 +7,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
-#include <fstream>
+#include <string_view>
 #include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/safe_file.h"
 #include "core/state_dir.h"
 #include "core/version.h"
 #include "alerts/rules.h"
@@ -91,9 +93,18 @@ void SimulateJobLoad(gpu::sim::SimDriver& sim, const StateDir& dir, size_t gpu_c
   std::map<int, gpu::sim::Load> loads;
   for (const JobLoad& j : jobs) {
     uint64_t per_gpu_mem = j.gpu_mem_bytes / 2;
-    std::ifstream reported(fmt::format("{}/{}/sim_gpu_mem_mb", dir.jobs_dir(), j.id));
+    // The job's user writes this file: read beneath jobs/ without following
+    // a link or blocking on a FIFO, at most a few bytes, as a bounded number.
+    auto reported = ReadSmallFileBeneath(dir.jobs_dir(), fmt::format("{}/sim_gpu_mem_mb", j.id), 32);
     uint64_t mb = 0;
-    if (reported >> mb) per_gpu_mem = mb << 20;
+    if (reported.ok()) {
+      std::string_view text = *reported;
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), mb);
+      if (ec == std::errc() && end == text.data() + text.size() && !text.empty() && mb <= (uint64_t{1} << 30)) {
+        per_gpu_mem = mb << 20;
+      }
+    }
     for (int g : j.gpus) {
       auto& load = loads[g];
       load.util = std::min(1.0, load.util + std::max(0.1, j.gpu_tenths / 10.0 / j.gpus.size()));
@@ -384,6 +395,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   // Pipelines' end of turn runs before the queue's; the service exists later.
   impl->AddParticipant([raw] { if (raw->pipelines) raw->pipelines->EndOfTurn(); }, nullptr);
   impl->participants.Add(impl->jobs.get());
+  // After the queue has read itself back from a failed commit, the runs do.
+  impl->AddParticipant(nullptr, [raw](bool ok) { if (raw->pipelines) raw->pipelines->AfterCommit(ok); });
   impl->AddParticipant(nullptr, [raw](bool ok) { if (raw->slurm_backend) raw->slurm_backend->AfterCommit(ok); });
   impl->AddParticipant(nullptr, [raw](bool ok) {
     if (!raw->alerts) return;
