@@ -19,6 +19,7 @@
 #include "exec/job_files.h"
 #include "fence/fence_report.h"
 #include "gpu/xid.h"
+#include "host/cpulist.h"
 #include "sched/job_spec.h"
 
 namespace gpuherd::daemon {
@@ -29,32 +30,16 @@ using sched::JobState;
 namespace fs = std::filesystem;
 
 constexpr int64_t kLogChunkBytes = 256 * 1024;
-// How many finished jobs `ps --all` lists: the most recent.
-constexpr size_t kMaxListedFinished = 100000;
-// The most pending jobs one scheduling pass ranks (see Schedule).
-constexpr size_t kMaxPassJobs = 2000;
+// How many finished jobs `ps --all` lists: the most recent, read from the
+// store at each listing (finished jobs are not kept in memory).
+constexpr int kMaxListedFinished = 10000;
+// The most pending jobs one scheduling pass ranks (see Schedule): the
+// claimants, then by urgency and age. Slurm's main scheduler looks at 100 jobs
+// a pass by default (default_queue_depth) and its backfill at 500
+// (bf_max_job_test); 1,000 keeps a pass near 5 ms however deep the queue.
+constexpr size_t kMaxPassJobs = 1000;
 // A pass at least this often while jobs wait: aging and fair share move.
 constexpr DurationMs kAgingPass = 30 * kSecondMs;
-
-std::vector<int> ParseCpuList(const std::string& list) {
-  std::vector<int> cpus;
-  size_t pos = 0;
-  while (pos < list.size()) {
-    size_t comma = list.find(',', pos);
-    std::string part = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    size_t dash = part.find('-');
-    try {
-      int lo = std::stoi(part.substr(0, dash));
-      int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
-      for (int c = lo; c <= hi; ++c) cpus.push_back(c);
-    } catch (...) {
-      return {};
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return cpus;
-}
 
 // CPUs of the GPUs' NUMA node that this process may actually use: a simulated
 // fleet's affinity names CPUs this machine may not have.
@@ -65,7 +50,9 @@ std::vector<int> AffinityFor(const gpu::Fleet& fleet, const std::vector<int>& gp
   std::set<int> cpus;
   for (int g : gpus) {
     if (g < 0 || g >= static_cast<int>(fleet.gpus.size())) continue;
-    for (int c : ParseCpuList(fleet.gpus[g].cpu_affinity)) {
+    auto affinity = host::ParseCpuList(fleet.gpus[g].cpu_affinity);
+    if (!affinity.ok()) continue;
+    for (int c : *affinity) {
       if (c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed)) cpus.insert(c);
     }
   }
@@ -79,6 +66,13 @@ bool IsGpuFault(const store::EventRecord& e, const json& data) {
   return false;
 }
 
+sched::FleetState StaticFleet(const gpu::Fleet& fleet, const QueueConfig& config) {
+  sched::FleetState f = sched::FleetStateFromFleet(fleet);
+  f.host_cpus = config.host_cpus;
+  f.host_mem_bytes = config.host_mem_bytes;
+  return f;
+}
+
 }  // namespace
 
 JobService::JobService(DaemonState* state, exec::JobExecutor* executor, StateDir dir, QueueConfig config,
@@ -87,7 +81,7 @@ JobService::JobService(DaemonState* state, exec::JobExecutor* executor, StateDir
       executor_(executor),
       dir_(std::move(dir)),
       config_(std::move(config)),
-      static_fleet_(sched::FleetStateFromFleet(state->fleet)),
+      static_fleet_(StaticFleet(state->fleet, config_)),
       pool_(state),
       post_(std::move(post)),
       run_off_loop_(std::move(run_off_loop)) {
@@ -204,7 +198,8 @@ Status JobService::Load() {
 void JobService::Insert(Entry e) {
   ++unfinished_by_uid_[e.job.spec.uid];
   sched::JobId id = e.job.id;
-  jobs_.emplace(id, std::move(e));
+  auto [it, inserted] = jobs_.emplace(id, std::move(e));
+  if (inserted) Index(it->second);
 }
 
 void JobService::Erase(sched::JobId id) {
@@ -212,7 +207,28 @@ void JobService::Erase(sched::JobId id) {
   if (it == jobs_.end()) return;
   auto count = unfinished_by_uid_.find(it->second.job.spec.uid);
   if (count != unfinished_by_uid_.end() && --count->second <= 0) unfinished_by_uid_.erase(count);
+  Unindex(it->second);
   jobs_.erase(it);
+}
+
+void JobService::SetState(Entry& e, JobState state) {
+  Unindex(e);
+  e.job.state = state;
+  Index(e);
+}
+
+void JobService::Index(const Entry& e) {
+  const sched::Job& job = e.job;
+  if (job.state == JobState::kRunning || job.state == JobState::kStopping) active_.insert(job.id);
+  if (job.state == JobState::kPending) {
+    pending_order_.emplace(-job.spec.priority, job.submitted, job.id);
+    unranked_.push_back(job.id);
+  }
+}
+
+void JobService::Unindex(const Entry& e) {
+  active_.erase(e.job.id);
+  pending_order_.erase({-e.job.spec.priority, e.job.submitted, e.job.id});
 }
 
 void JobService::Touch(Entry& e) {
@@ -342,7 +358,7 @@ Result<std::string> JobService::Act(sched::JobId id, const std::string& action, 
   }
   if (action == "hold") {
     if (job.state != JobState::kPending) return refuse();
-    job.state = JobState::kHeld;
+    SetState(e, JobState::kHeld);
     job.reason = "held by " + caller.user;
     claims_.erase(id);
     Touch(e);
@@ -351,7 +367,7 @@ Result<std::string> JobService::Act(sched::JobId id, const std::string& action, 
   }
   if (action == "release") {
     if (job.state != JobState::kHeld) return refuse();
-    job.state = JobState::kPending;
+    SetState(e, JobState::kPending);
     job.reason.clear();
     Touch(e);
     Event(job, "job.released", store::Severity::kInfo, "released by " + caller.user);
@@ -411,8 +427,8 @@ Status JobService::LiftAfterBurnIn(int pos, const std::string& by) {
 
 std::vector<sched::RunningJob> JobService::RunningJobs() const {
   std::vector<sched::RunningJob> running;
-  for (const auto& [id, e] : jobs_) {
-    if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
     running.push_back({id, e.job.spec, e.job.started, e.job.gpus, e.job.state == JobState::kStopping, e.stop_deadline,
                        e.job.state == JobState::kStopping ? e.stopping_for : 0});
   }
@@ -431,7 +447,8 @@ double JobService::RecentGpuHours(const std::string& user, TimeMs now) const {
   for (auto it = lo; it != hi; ++it) {
     if (it->second.first >= now - config_.scheduler.weights.fair_window) hours += it->second.second;
   }
-  for (const auto& [id, e] : jobs_) {
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
     if (e.job.spec.user == user && e.job.state == JobState::kRunning) {
       hours += e.job.spec.gpu_tenths / 10.0 * (now - e.job.started) / 3.6e6;
     }
@@ -450,24 +467,30 @@ void JobService::Schedule() {
   // The work of one pass is bounded: at most kMaxPassJobs pending jobs are
   // ranked, the first by (priority, submission, id) and every claimant; the
   // others wait their turn with the reason they had.
+  // The claimants, then the first of pending_order_: a pass touches only
+  // the jobs it ranks, however deep the queue.
   std::vector<Entry*> candidates;
-  for (auto& [id, e] : jobs_) {
-    if (e.job.state == JobState::kPending) candidates.push_back(&e);
-  }
-  if (candidates.size() > kMaxPassJobs) {
-    auto before = [&](const Entry* a, const Entry* b) {
-      const bool ca = claims_.count(a->job.id) > 0, cb = claims_.count(b->job.id) > 0;
-      if (ca != cb) return ca;
-      if (a->job.spec.priority != b->job.spec.priority) return a->job.spec.priority > b->job.spec.priority;
-      if (a->job.submitted != b->job.submitted) return a->job.submitted < b->job.submitted;
-      return a->job.id < b->job.id;
-    };
-    std::nth_element(candidates.begin(), candidates.begin() + kMaxPassJobs, candidates.end(), before);
-    for (auto it = candidates.begin() + kMaxPassJobs; it != candidates.end(); ++it) {
-      if ((*it)->job.reason.empty()) SetReason(**it, fmt::format("waiting: more than {} jobs in line", kMaxPassJobs));
+  std::set<sched::JobId> taken;
+  for (const auto& [id, gpus] : claims_) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.job.state == JobState::kPending && taken.insert(id).second) {
+      candidates.push_back(&it->second);
     }
-    candidates.resize(kMaxPassJobs);
   }
+  for (auto k = pending_order_.begin(); k != pending_order_.end() && candidates.size() < kMaxPassJobs; ++k) {
+    const sched::JobId id = std::get<2>(*k);
+    if (!taken.insert(id).second) continue;
+    candidates.push_back(&jobs_.at(id));
+  }
+  // Jobs queued since the last pass and left out of this one say why.
+  for (sched::JobId id : unranked_) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || taken.count(id) || it->second.job.state != JobState::kPending) continue;
+    if (it->second.job.reason.empty()) {
+      SetReason(it->second, fmt::format("waiting: more than {} jobs in line", kMaxPassJobs));
+    }
+  }
+  unranked_.clear();
   for (Entry* entry : candidates) {
     Entry& e = *entry;
     const sched::JobId id = e.job.id;
@@ -540,7 +563,8 @@ TimeMs JobService::NextDue(TimeMs now) const {
   // When a running job's GPUs are expected back (its time limit or its stop
   // deadline): a reservation may come due then, and backfill changes.
   TimeMs due = now + kAgingPass;
-  for (const auto& [id, e] : jobs_) {
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
     if (e.job.state == JobState::kStopping && e.stop_deadline > now) due = std::min(due, e.stop_deadline);
     if (e.job.state == JobState::kRunning && e.job.spec.time_limit > 0) {
       TimeMs end = e.job.started + e.job.spec.time_limit;
@@ -634,7 +658,8 @@ void JobService::ApplyDecisions(const sched::Decisions& decisions) {
 
 int JobService::StoppingFor(sched::JobId preemptor) const {
   int n = 0;
-  for (const auto& [id, e] : jobs_) {
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
     if (e.job.state == JobState::kStopping && e.stopping_for == preemptor) ++n;
   }
   return n;
@@ -642,7 +667,8 @@ int JobService::StoppingFor(sched::JobId preemptor) const {
 
 bool JobService::ClaimStillFreeing(const std::vector<int>& gpus) const {
   // Whether a GPU of the claim is still held by a job that is stopping.
-  for (const auto& [id, e] : jobs_) {
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
     if (e.job.state != JobState::kStopping) continue;
     for (int g : e.job.gpus) {
       if (std::find(gpus.begin(), gpus.end(), g) != gpus.end()) return true;
@@ -715,7 +741,7 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
 
 void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   sched::Job& job = e.job;
-  job.state = JobState::kRunning;
+  SetState(e, JobState::kRunning);
   job.attempt += 1;
   job.started = state_->clock->Now();
   job.gpus = gpus;
@@ -780,7 +806,7 @@ void JobService::Stop(Entry& e, StopIntent intent, const std::string& reason) {
     return;
   }
   bool already = job.state == JobState::kStopping;
-  job.state = JobState::kStopping;
+  SetState(e, JobState::kStopping);
   e.intent = intent;
   e.stop_deadline = SaturatingAdd(state_->clock->Now(), job.spec.checkpoint_grace);
   job.reason = reason;
@@ -804,7 +830,7 @@ void JobService::Stop(Entry& e, StopIntent intent, const std::string& reason) {
 void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   sched::Job& job = e.job;
   AccountGpuTime(job, state_->clock->Now());
-  job.state = state;
+  SetState(e, state);
   job.reason = reason;
   job.ended = state_->clock->Now();
   if (job.started > 0 && job.spec.gpu_tenths > 0) {
@@ -816,7 +842,6 @@ void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   Event(job, "job." + std::string(sched::JobStateName(state)),
         state == JobState::kFailed ? store::Severity::kWarning : store::Severity::kInfo, reason);
   if (listener_) listener_(job);
-  AddFinishedListing(job, e.extras.prior_attempts);
   claims_.erase(job.id);
   Erase(job.id);
   dirty_ = true;
@@ -834,7 +859,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
     job.restarts += 1;
   }
   AccountGpuTime(job, state_->clock->Now());
-  job.state = JobState::kPending;
+  SetState(e, JobState::kPending);
   job.gpus.clear();
   job.reason = reason + "; will resume from its checkpoint";
   e.intent = StopIntent::kNone;
@@ -902,8 +927,11 @@ int JobService::MoveJobsOff(int pos, const std::string& why, queue::DrainOrigin 
   const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
   pool_.Drain(pos, origin, why);
   int moved = 0;
-  for (auto& [id, e] : jobs_) {
-    if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
+  const std::vector<sched::JobId> active(active_.begin(), active_.end());  // Stop changes active_
+  for (sched::JobId id : active) {
+    auto found = jobs_.find(id);
+    if (found == jobs_.end()) continue;
+    Entry& e = found->second;
     if (std::find(e.job.gpus.begin(), e.job.gpus.end(), g.index) == e.job.gpus.end()) continue;
     // A job already stopping is not signalled again; a fault only turns a
     // requeue under way into a move.
@@ -916,8 +944,8 @@ int JobService::MoveJobsOff(int pos, const std::string& why, queue::DrainOrigin 
 
 std::vector<int> JobService::JobsPerGpu() const {
   std::vector<int> jobs(state_->fleet.gpus.size(), 0);
-  for (const auto& [id, e] : jobs_) {
-    if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
     for (int g : e.job.gpus) {
       if (g >= 0 && g < static_cast<int>(jobs.size())) ++jobs[g];
     }
@@ -957,7 +985,8 @@ void JobService::OnRound() {
   std::erase_if(usage_, [&](const auto& u) { return u.second.first < now - config_.scheduler.weights.fair_window; });
   if (load_listener_) {
     std::vector<JobLoad> loads;
-    for (const auto& [id, e] : jobs_) {
+    for (sched::JobId id : active_) {
+      const Entry& e = jobs_.at(id);
       if (e.job.state != JobState::kRunning || e.job.gpus.empty()) continue;
       loads.push_back({id, e.job.spec.name, e.job.gpus, e.job.spec.gpu_tenths,
                        e.job.spec.fractional() ? e.job.spec.gpu_mem_bytes : 0, e.shim_pid});
@@ -966,7 +995,11 @@ void JobService::OnRound() {
   }
   // The memory watchdog: a fractional job above its share is warned once,
   // then stopped after the grace; its neighbours are never touched.
-  for (auto& [id, e] : jobs_) {
+  const std::vector<sched::JobId> active(active_.begin(), active_.end());  // Stop changes active_
+  for (sched::JobId id : active) {
+    auto found = jobs_.find(id);
+    if (found == jobs_.end()) continue;
+    Entry& e = found->second;
     if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.gpus.empty() || e.shim_pid == 0) {
       continue;
     }
@@ -1104,6 +1137,9 @@ void JobService::RestoreFromStore() {
   }
   std::map<sched::JobId, Entry> old;
   old.swap(jobs_);
+  active_.clear();
+  pending_order_.clear();
+  unranked_.clear();
   unfinished_by_uid_.clear();
   touched_.clear();
   for (const auto& r : *unfinished) {
@@ -1198,33 +1234,26 @@ JobService::ListedJob JobService::Listed(const sched::Job& job, int prior_attemp
   return listed;
 }
 
-void JobService::AddFinishedListing(const sched::Job& job, int prior_attempts) {
-  // Kept even before the first load, which cannot see what this turn has
-  // not committed yet.
-  finished_listing_[job.id] = Listed(job, prior_attempts);
-  while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
-}
-
-void JobService::LoadFinishedListing() {
-  if (finished_listing_loaded_) return;
-  auto finished = state_->store->ListFinishedJobs(0, static_cast<int>(kMaxListedFinished));
-  if (!finished.ok()) {
-    spdlog::warn("cannot list finished jobs: {}", finished.status().ToString());
-    return;  // tried again at the next listing
-  }
-  for (const auto& r : *finished) {
-    Entry e;
-    (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
-    finished_listing_.emplace(r.id, Listed(e.job, e.extras.prior_attempts));
-  }
-  while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
-  finished_listing_loaded_ = true;
-}
-
 std::string JobService::ListBody(bool all, const std::string& user, const std::string& state) {
   const TimeMs now = state_->clock->Now();
   const std::string now_text = std::to_string(now);
-  if (all) LoadFinishedListing();
+  // Finished jobs live in the store only: read at each listing, oldest first.
+  std::vector<std::pair<sched::JobId, ListedJob>> finished_listing;
+  if (all) {
+    auto finished = state_->store->ListFinishedJobs(0, kMaxListedFinished);
+    if (!finished.ok()) {
+      spdlog::warn("cannot list finished jobs: {}", finished.status().ToString());
+    } else {
+      finished_listing.reserve(finished->size());
+      for (const auto& r : *finished) {
+        Entry e;
+        (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
+        finished_listing.emplace_back(r.id, Listed(e.job, e.extras.prior_attempts));
+      }
+      std::sort(finished_listing.begin(), finished_listing.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+  }
   std::string out = "{\"jobs\":[";
   bool first = true;
   auto add_unfinished = [&](const Entry& e) {
@@ -1250,9 +1279,9 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
   // Both maps are ordered by id, and a job is in one of them only: merged,
   // the listing is ordered by id too.
   auto unfinished = jobs_.begin();
-  auto finished = all ? finished_listing_.begin() : finished_listing_.end();
-  while (unfinished != jobs_.end() || finished != finished_listing_.end()) {
-    if (unfinished != jobs_.end() && (finished == finished_listing_.end() || unfinished->first < finished->first)) {
+  auto finished = finished_listing.begin();
+  while (unfinished != jobs_.end() || finished != finished_listing.end()) {
+    if (unfinished != jobs_.end() && (finished == finished_listing.end() || unfinished->first < finished->first)) {
       add_unfinished((unfinished++)->second);
     } else {
       add_finished((finished++)->second);
@@ -1263,7 +1292,8 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
 }
 
 bool JobService::OneUserOn(int gpu, uint32_t uid) const {
-  for (const auto& [id, e] : jobs_) {
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
     if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.spec.uid == uid) continue;
     if (std::find(e.job.gpus.begin(), e.job.gpus.end(), gpu) != e.job.gpus.end()) return false;
   }
