@@ -36,6 +36,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     std::vector<std::string> slurm_args;
     int slurm_shards = 10;
     std::string cgroup_root = "/sys/fs/cgroup";
+    bool adopt_empty_state = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("daemon", "Run the gpuherd daemon in the foreground");
@@ -89,6 +90,9 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
                   "Where control groups are mounted: each job runs in its own group under gpuherd/ there "
                   "(\"none\": no control groups, the job's shim alone finds its processes)")
       ->capture_default_str();
+  cmd->add_flag("--adopt-empty-state", flags->adopt_empty_state,
+                "Start although state.db has no jobs or pipelines while the home holds their folders from an "
+                "earlier database: new ids continue above every folder, which is never reused");
   cmd->callback([ctx, flags] {
     daemon::DaemonOptions options;
     options.cgroup_root = flags->cgroup_root == "none" ? "" : flags->cgroup_root;
@@ -105,6 +109,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     if (!ParseDuration(flags->memory_grace, &options.queue.memory_watchdog_grace)) {
       return ctx->Fail(InvalidArgument("--memory-grace takes a duration like 30s; got '" + flags->memory_grace + "'"));
     }
+    options.adopt_empty_state = flags->adopt_empty_state;
     options.admin_group = flags->admin_group;
     options.allow_hosts = flags->allow_hosts;
     options.queue.scheduler.max_running_gpus_per_user = flags->user_max_gpus;

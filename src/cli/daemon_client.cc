@@ -1,5 +1,11 @@
 #include "cli/daemon_client.h"
 
+#include <cstdlib>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/time.h"
 #include "http/token.h"
 #include "http/json_body.h"
 
@@ -8,6 +14,21 @@ namespace {
 
 // As large as the client reads (a queue of many thousand jobs).
 constexpr http::JsonLimits kReplyLimits{.max_bytes = size_t{256} << 20, .max_depth = 64};
+
+DurationMs TimeoutFor(DurationMs asked) {
+  const char* env = std::getenv("GPUHERD_CLIENT_TIMEOUT");
+  DurationMs from_env = 0;
+  if (asked == DaemonClient::kDefaultTimeoutMs && env && *env && ParseDuration(env, &from_env) && from_env > 0) {
+    return from_env;
+  }
+  return asked;
+}
+
+// 128 random bits: a key no other request of this user will send.
+std::string NewIdempotencyKey() {
+  std::random_device random;
+  return fmt::format("cli-{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+}
 
 }  // namespace
 
@@ -23,7 +44,7 @@ Result<std::unique_ptr<store::Store>> OpenStoreWithoutDaemon(const StateDir& dir
 }
 
 DaemonClient::DaemonClient(StateDir dir, DurationMs timeout)
-    : dir_(std::move(dir)), http_(http::Endpoint{dir_.socket_path()}, timeout) {}
+    : dir_(std::move(dir)), http_(http::Endpoint{dir_.socket_path()}, TimeoutFor(timeout)) {}
 
 bool DaemonClient::Reachable() { return Get("/v1/health").ok(); }
 
@@ -48,7 +69,20 @@ Result<nlohmann::json> DaemonClient::Post(const std::string& target, const nlohm
   // On the unix socket the daemon knows the caller from its peer credentials;
   // the token, where this user can read it, adds the operator's rights.
   if (auto token = http::ReadToken(dir_); token.ok()) headers["Authorization"] = "Bearer " + *token;
-  return Decode(http_.Request("POST", target, body.dump(), headers), target);
+  headers["Idempotency-Key"] = NewIdempotencyKey();
+  const std::string text = body.dump();
+  Result<http::ClientResponse> response = http_.Request("POST", target, text, headers);
+  // No answer is not "not done": the daemon may have acted. The same key
+  // makes the second try return the first outcome instead of acting again.
+  if (!response.ok() && response.status().code() == Code::kUnavailable) {
+    response = http_.Request("POST", target, text, headers);
+    if (!response.ok()) {
+      return Status(response.status().code(),
+                    response.status().message() + " (tried twice; if the daemon got it, it acted once: check " +
+                        "before you send it again)");
+    }
+  }
+  return Decode(response, target);
 }
 
 }  // namespace gpuherd::cli

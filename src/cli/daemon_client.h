@@ -20,13 +20,19 @@ Result<std::unique_ptr<store::Store>> OpenStoreWithoutDaemon(const StateDir& dir
 
 class DaemonClient {
  public:
-  explicit DaemonClient(StateDir dir, DurationMs timeout = 10000);
+  // $GPUHERD_CLIENT_TIMEOUT (a duration such as 30s) replaces the default
+  // timeout of 10 s.
+  explicit DaemonClient(StateDir dir, DurationMs timeout = kDefaultTimeoutMs);
+  static constexpr DurationMs kDefaultTimeoutMs = 10000;
 
   // True when a daemon answers /v1/health on this state directory.
   bool Reachable();
   Result<nlohmann::json> Get(const std::string& target);
   // Sends the API token from the state directory where this user can read it;
   // otherwise the daemon acts on the caller's own rights (peer credentials).
+  // Every POST carries a fresh Idempotency-Key; when no answer comes (a
+  // timeout, a dropped connection) it is sent once more with the same key,
+  // so the daemon acts on it at most once.
   Result<nlohmann::json> Post(const std::string& target, const nlohmann::json& body);
 
  private:

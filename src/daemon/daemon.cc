@@ -7,14 +7,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
-#include <fstream>
+#include <string_view>
 #include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/safe_file.h"
 #include "core/state_dir.h"
 #include "core/version.h"
 #include "alerts/rules.h"
@@ -28,6 +30,8 @@
 #include "http/token.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_loop.h"
+#include "daemon/id_folders.h"
+#include "daemon/idempotency.h"
 #include "daemon/turn_participant.h"
 #include "daemon/pipeline_service.h"
 #include "daemon/risk_service.h"
@@ -90,9 +94,18 @@ void SimulateJobLoad(gpu::sim::SimDriver& sim, const StateDir& dir, size_t gpu_c
   std::map<int, gpu::sim::Load> loads;
   for (const JobLoad& j : jobs) {
     uint64_t per_gpu_mem = j.gpu_mem_bytes / 2;
-    std::ifstream reported(fmt::format("{}/{}/sim_gpu_mem_mb", dir.jobs_dir(), j.id));
+    // The job's user writes this file: read beneath jobs/ without following
+    // a link or blocking on a FIFO, at most a few bytes, as a bounded number.
+    auto reported = ReadSmallFileBeneath(dir.jobs_dir(), fmt::format("{}/sim_gpu_mem_mb", j.id), 32);
     uint64_t mb = 0;
-    if (reported >> mb) per_gpu_mem = mb << 20;
+    if (reported.ok()) {
+      std::string_view text = *reported;
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), mb);
+      if (ec == std::errc() && end == text.data() + text.size() && !text.empty() && mb <= (uint64_t{1} << 30)) {
+        per_gpu_mem = mb << 20;
+      }
+    }
     for (int g : j.gpus) {
       auto& load = loads[g];
       load.util = std::min(1.0, load.util + std::max(0.1, j.gpu_tenths / 10.0 / j.gpus.size()));
@@ -122,6 +135,7 @@ struct Daemon::Impl {
   std::unique_ptr<SlurmBackend> slurm_backend;
   std::unique_ptr<PipelineService> pipelines;  // uses jobs and the backends: declared after, destroyed first
   std::unique_ptr<routes::Routes> routes;
+  std::unique_ptr<IdempotencyKeys> idempotency;  // loop thread only
   std::vector<std::string> allowed_hosts;  // Host names served over TCP (routes/access.h)
   std::unique_ptr<AlertService> alerts;
   std::unique_ptr<MetricsService> metrics;
@@ -220,8 +234,13 @@ struct Daemon::Impl {
                                     "\"Authorization: Bearer <token>\" with the token from " + dir.token_path() +
                                     " (or use the unix socket " + dir.socket_path() + ")");
     }
+    auto key = IdempotencyKeyOf(request);
+    if (!key.ok()) return http::ErrorResponse(400, key.status().message());
     return loop->CallOr<http::Response>(
-        [&] { return routes->Handle(request, caller); },
+        [&] {
+          if (!key->has_value()) return routes->Handle(request, caller);
+          return idempotency->Run(caller.uid, **key, request, [&] { return routes->Handle(request, caller); });
+        },
                                       http::ErrorResponse(503, "the daemon is stopping or cannot write its state "
                                                          "directory; see its log in " + dir.log_dir()));
   }
@@ -315,6 +334,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   if (!store.ok()) return store.status();
   DaemonState& state = impl->state;
   state.store = std::move(store).value();
+  GPUHERD_RETURN_IF_ERROR(KeepIdsAboveFolders(dir, state.store.get(), options.adopt_empty_state));
   state.clock = clock;
   state.host = host::NewHost();
   state.hostname = state.host->Hostname();
@@ -383,6 +403,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   // Pipelines' end of turn runs before the queue's; the service exists later.
   impl->AddParticipant([raw] { if (raw->pipelines) raw->pipelines->EndOfTurn(); }, nullptr);
   impl->participants.Add(impl->jobs.get());
+  // After the queue has read itself back from a failed commit, the runs do.
+  impl->AddParticipant(nullptr, [raw](bool ok) { if (raw->pipelines) raw->pipelines->AfterCommit(ok); });
   impl->AddParticipant(nullptr, [raw](bool ok) { if (raw->slurm_backend) raw->slurm_backend->AfterCommit(ok); });
   impl->AddParticipant(nullptr, [raw](bool ok) {
     if (!raw->alerts) return;
@@ -436,6 +458,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
       MakeBurnInLauncher(options.driver, impl->state.sim_reason, impl->state.fleet.gpus.size(), options.home);
   route_context.request_stop = [raw] { raw->loop->Stop(); };
   impl->routes = std::make_unique<routes::Routes>(std::move(route_context));
+  impl->idempotency = std::make_unique<IdempotencyKeys>(&impl->state);
   impl->allowed_hosts = routes::AllowedHosts(impl->state.hostname, options.allow_hosts);
 
   telemetry::SamplerOptions sampler_options;

@@ -45,6 +45,9 @@ struct DaemonOptions {
   // Containment: where control groups are mounted; empty: none, the job
   // shims' subreaper only (README "Containment").
   std::string cgroup_root = "/sys/fs/cgroup";
+  // Start on a database that has never assigned an id although the home
+  // holds job or pipeline folders, with ids above them (id_folders.h).
+  bool adopt_empty_state = false;
 };
 
 class Daemon {

@@ -1007,10 +1007,15 @@ void JobService::OnRound() {
     const gpu::GpuSample* s = state_->telemetry->Latest(e.job.gpus[0]);
     if (!s) continue;
     uint64_t used = 0;
-    // A job's processes live in the session its shim created (the session id
-    // is the shim's pid), however many processes the job forked.
+    // A job's processes are those of its control group where it has one
+    // (also any that left the session with setsid), and those in the session
+    // its shim created (the session id is the shim's pid).
+    const std::optional<std::vector<int>> group = executor_->GroupProcesses(id, e.job.attempt);
     for (const auto& p : s->processes) {
-      if (p.pid == e.shim_pid || host::ProcessSession(*state_->host, p.pid).value_or(0) == e.shim_pid) used += p.used_memory_bytes;
+      const bool in_group = group && std::binary_search(group->begin(), group->end(), static_cast<int>(p.pid));
+      if (in_group || p.pid == e.shim_pid || host::ProcessSession(*state_->host, p.pid).value_or(0) == e.shim_pid) {
+        used += p.used_memory_bytes;
+      }
     }
     if (used <= e.job.spec.gpu_mem_bytes) {
       e.over_memory_since = 0;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "daemon/queue/queue_harness.h"
+#include "telemetry/sampler.h"
+#include "telemetry/telemetry.h"
 
 namespace gpuherd::daemon {
 namespace {
@@ -213,6 +215,57 @@ TEST(QueueTest, PreemptionStopsEachVictimOnceAndKeepsTheClaim) {
   std::map<int64_t, int> starts;
   for (const auto& l : q.executor().launches()) ++starts[l.job_id];
   for (auto [id, n] : starts) EXPECT_LE(n, 2) << "job " << id;
+}
+
+// The memory watchdog counts a fractional job's processes by its control
+// group where it has one: a process that left the job's session (setsid) and
+// holds GPU memory over the job's share still gets the job stopped.
+void SampleGpu0(QueueHarness& q, int pid, uint64_t bytes) {
+  telemetry::SampleRound round;
+  round.time = q.clock().Now();
+  for (int i = 0; i < static_cast<int>(q.state().fleet.gpus.size()); ++i) {
+    gpu::GpuSample s;
+    s.time = round.time;
+    if (i == 0) s.processes.push_back({pid, bytes, "escaped"});
+    round.readings.push_back({i, s});
+  }
+  q.state().telemetry->Ingest(round);
+}
+
+void WatchdogSetUp(QueueHarness& q) {
+  q.state().host = host::NewHost();
+  q.state().telemetry = std::make_unique<telemetry::Telemetry>(telemetry::TelemetryOptions{});
+  q.state().telemetry->SetFleet(q.state().fleet);
+}
+
+bool Terminated(QueueHarness& q, sched::JobId id) {
+  for (const auto& s : q.executor().signals()) {
+    if (s.job_id == id && s.signal == SIGTERM) return true;
+  }
+  return false;
+}
+
+TEST(QueueTest, MemoryWatchdogFindsAnEscapedProcessInTheJobsGroup) {
+  QueueConfig config;
+  config.memory_watchdog_grace = 5 * kSecondMs;
+  for (bool in_group : {true, false}) {
+    QueueHarness q(1, config, in_group ? "wd_group" : "wd_nogroup");
+    WatchdogSetUp(q);
+    auto id = q.jobs().Submit(Spec(0.5, {{"gpu_mem", "1GiB"}}), q.User());
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    q.Settle();
+    ASSERT_EQ(q.StateOf(*id), "running");
+    // A pid in no session of the job: pid 1 (init) is never the job's.
+    if (in_group) q.executor().SetGroupProcesses(*id, 1, {1});
+    SampleGpu0(q, 1, uint64_t{3} << 30);
+    q.jobs().OnRound();
+    q.Settle();
+    q.clock().Advance(6 * kSecondMs);
+    SampleGpu0(q, 1, uint64_t{3} << 30);
+    q.jobs().OnRound();
+    q.Settle();
+    EXPECT_EQ(Terminated(q, *id), in_group) << (in_group ? "with" : "without") << " a control group";
+  }
 }
 
 }  // namespace

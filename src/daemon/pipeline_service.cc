@@ -203,6 +203,17 @@ Result<PipelineService::Run> PipelineService::Rebuild(const store::PipelineRunRe
   return run;
 }
 
+void PipelineService::AfterCommit(bool committed) {
+  if (committed) return;
+  // The failed turn may have made a run's folders: its id stays taken.
+  const int64_t next = next_id_;
+  runs_.clear();
+  job_nodes_.clear();
+  if (Status s = Load(); !s.ok()) spdlog::error("cannot read the pipeline runs back after a failed commit: {}", s.ToString());
+  next_id_ = std::max(next_id_, next);
+  dirty_ = true;
+}
+
 Status PipelineService::Load() {
   auto last = state_->store->LastPipelineRunId();
   if (!last.ok()) return last.status();

@@ -73,6 +73,10 @@ class PipelineService {
   // End of turn, before the queue's: submits the jobs of nodes that became
   // ready and records finished runs.
   void EndOfTurn();
+  // After the queue's own: when the turn's commit failed, the runs are read
+  // back from the store, so that a run created (or a node moved) in that turn
+  // is not shown or driven on (a full disk); ids are still never reused.
+  void AfterCommit(bool committed);
 
  private:
   struct Run {

@@ -47,6 +47,12 @@ void RemoveLeftoverGroup(const host::Cgroups& cgroups, int64_t job_id, int attem
 
 }  // namespace
 
+std::optional<std::vector<int>> Executor::GroupProcesses(int64_t job_id, int attempt) const {
+  if (cgroups_->version() == host::CgroupVersion::kNone) return std::nullopt;
+  std::vector<pid_t> pids = host::CgroupPids(cgroups_->Child(host::JobCgroupName(job_id, attempt)));
+  return std::vector<int>(pids.begin(), pids.end());
+}
+
 Result<std::unique_ptr<Executor>> Executor::Start(ExecutorOptions options, ExitCallback on_exit) {
   auto cgroups = std::make_shared<const host::Cgroups>(host::Cgroups::Open(options.cgroup_mount, options.cgroup_parent));
   auto watcher = ExitWatcher::Start([cgroups, on_exit = std::move(on_exit)](ExitRecord record) {

@@ -79,6 +79,7 @@ class Executor : public JobExecutor {
   // "cgroup v1 (memory, cpu, pids, freezer) at ..." or "none (why), subreaper only".
   std::string containment() const override { return cgroups_->Describe(); }
   const host::Cgroups& cgroups() const { return *cgroups_; }
+  std::optional<std::vector<int>> GroupProcesses(int64_t job_id, int attempt) const override;
   // At daemon start, after every running attempt was adopted: ends and
   // removes the control groups of attempts not watched here (their jobs
   // finished, or their shims died while no daemon ran). Returns how many.

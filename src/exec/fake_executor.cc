@@ -1,5 +1,7 @@
 #include "exec/fake_executor.h"
 
+#include <algorithm>
+
 #include <filesystem>
 
 namespace gpuherd::exec {
@@ -32,6 +34,19 @@ Status FakeExecutor::Adopt(int64_t job_id, int attempt, const std::string& /*dir
   adopted_.push_back({job_id, attempt});
   running_.insert({job_id, attempt});
   return Status::Ok();
+}
+
+void FakeExecutor::SetGroupProcesses(int64_t job_id, int attempt, std::vector<int> pids) {
+  std::lock_guard lock(mu_);
+  std::sort(pids.begin(), pids.end());
+  groups_[{job_id, attempt}] = std::move(pids);
+}
+
+std::optional<std::vector<int>> FakeExecutor::GroupProcesses(int64_t job_id, int attempt) const {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find({job_id, attempt});
+  if (it == groups_.end()) return std::nullopt;
+  return it->second;
 }
 
 bool FakeExecutor::Exit(int64_t job_id, int attempt, ExitRecord::How how, int code, int signal) {

@@ -3,6 +3,7 @@
 // delivered through the callback like a real exit. Thread-safe.
 #pragma once
 
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -33,6 +34,10 @@ class FakeExecutor : public JobExecutor {
   bool Exit(int64_t job_id, int attempt, ExitRecord::How how, int code = 0, int signal = 0);
   // The next Launch fails with this status (once).
   void FailNextLaunch(Status status);
+  // What GroupProcesses answers for an attempt (nullopt by default: no
+  // control groups).
+  void SetGroupProcesses(int64_t job_id, int attempt, std::vector<int> pids);
+  std::optional<std::vector<int>> GroupProcesses(int64_t job_id, int attempt) const override;
 
   std::vector<LaunchSpec> launches() const;
   std::vector<SignalCall> signals() const;
@@ -47,6 +52,7 @@ class FakeExecutor : public JobExecutor {
   std::set<Key> running_;
   std::vector<Key> adopted_;
   std::optional<Status> fail_next_;
+  std::map<Key, std::vector<int>> groups_;
   int next_pid_ = 1000;
 };
 

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "exec/launch_spec.h"
@@ -35,6 +37,12 @@ class JobExecutor {
   // How jobs are contained (control groups, or the supervisor alone), for
   // `show`; empty where the executor has nothing to say.
   virtual std::string containment() const { return ""; }
+  // The processes now in the attempt's control group, sorted: every one the
+  // job started, also those that left its session (setsid). nullopt where
+  // jobs run in no group; the caller then knows them by the shim's session.
+  virtual std::optional<std::vector<int>> GroupProcesses(int64_t job_id, int attempt) const {
+    return std::nullopt;
+  }
 };
 
 }  // namespace gpuherd::exec

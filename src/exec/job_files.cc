@@ -131,8 +131,57 @@ std::string ExitRecordToJson(const ExitRecord& r) {
   return j.dump() + "\n";
 }
 
+namespace {
+
+std::string ReservePath(const std::string& dir) { return dir + "/exit.reserved"; }
+
+// Writes all of `data` at offset 0 of `fd`.
+bool WriteAllAt(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::pwrite(fd, data.data() + off, data.size() - off, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ReserveExitRecord(const std::string& dir) {
+  // JSON allows any amount of trailing whitespace: the record written over
+  // the blanks parses as it is.
+  return WriteFileAtomically(ReservePath(dir), std::string(kExitReserveBytes - 1, ' ') + "\n", 0644,
+                             /*sync=*/false);
+}
+
 Status WriteExitRecord(const std::string& dir, const ExitRecord& record) {
-  return WriteFileAtomically(ExitFilePath(dir), ExitRecordToJson(record), 0644, /*sync=*/false);
+  Status written = WriteFileAtomically(ExitFilePath(dir), ExitRecordToJson(record), 0644, /*sync=*/false);
+  const std::string reserve = ReservePath(dir);
+  if (written.ok()) {
+    ::unlink(reserve.c_str());
+    return written;
+  }
+  int fd = ::open(reserve.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return written;  // nothing reserved: the first error stands
+  ExitRecord cut = record;
+  std::string json_text = ExitRecordToJson(cut);
+  while (json_text.size() > kExitReserveBytes && !cut.message.empty()) {
+    cut.message.resize(cut.message.size() / 2);
+    json_text = ExitRecordToJson(cut);
+  }
+  struct stat st {};
+  // Only the file this process reserved: a job's user who swapped in a hard
+  // link to another file gets nothing written there.
+  const bool fits = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+                    st.st_uid == ::geteuid() && static_cast<size_t>(st.st_size) >= json_text.size();
+  const bool ok = fits && WriteAllAt(fd, json_text);
+  ::close(fd);
+  if (!ok || ::rename(reserve.c_str(), ExitFilePath(dir).c_str()) != 0) {
+    return IoError(written.message() + "; writing it into the reserved space failed too");
+  }
+  return Status::Ok();
 }
 
 Result<std::optional<ExitRecord>> ReadExitRecord(const std::string& dir) {

@@ -42,6 +42,15 @@ Status WriteShimFile(const std::string& dir, const ShimIdentity& shim);
 Result<std::optional<ShimIdentity>> ReadShimFile(const std::string& dir);
 
 std::string ExitRecordToJson(const ExitRecord& record);
+// A disk that fills up while a job runs must not turn its exit into "the
+// supervisor was lost": the shim reserves the exit record's space when it
+// starts (<dir>/exit.reserved, kExitReserveBytes of blanks), and
+// WriteExitRecord, when the usual write-and-rename fails, writes the record
+// over the reserved blanks in place (no new blocks) and renames that file to
+// <dir>/exit (a message too long for it is cut). After a normal write the
+// reservation is removed. Failing to reserve is not an error of the launch.
+constexpr size_t kExitReserveBytes = 8192;
+Status ReserveExitRecord(const std::string& dir);
 Status WriteExitRecord(const std::string& dir, const ExitRecord& record);
 // nullopt when the file does not exist; DataLoss when it cannot be parsed.
 Result<std::optional<ExitRecord>> ReadExitRecord(const std::string& dir);

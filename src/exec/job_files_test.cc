@@ -49,6 +49,50 @@ TEST_F(JobFilesTest, ExitRecordRoundTrips) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
 }
 
+// The usual write fails as on a full disk when its temporary file cannot be
+// made: a directory stands where it would go.
+void BlockAtomicWrites(const std::string& dir) {
+  std::filesystem::create_directory(ExitFilePath(dir) + ".tmp." + std::to_string(getpid()));
+}
+
+TEST_F(JobFilesTest, ExitRecordGoesIntoTheReservedSpaceWhenItCannotBeWritten) {
+  ASSERT_TRUE(ReserveExitRecord(dir_).ok());
+  EXPECT_EQ(std::filesystem::file_size(dir_ + "/exit.reserved"), kExitReserveBytes);
+  BlockAtomicWrites(dir_);
+  ExitRecord r;
+  r.job_id = 7;
+  r.attempt = 1;
+  r.how = ExitRecord::How::kExited;
+  r.code = 3;
+  r.message = std::string(3 * kExitReserveBytes, 'm');  // cut to fit
+  ASSERT_TRUE(WriteExitRecord(dir_, r).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/exit.reserved"));
+  auto back = ReadExitRecord(dir_);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back->has_value());
+  EXPECT_EQ((*back)->code, 3);
+  EXPECT_EQ((*back)->how, ExitRecord::How::kExited);
+  EXPECT_FALSE((*back)->message.empty());
+  EXPECT_LT((*back)->message.size(), kExitReserveBytes);
+}
+
+TEST_F(JobFilesTest, WithoutAReservationAFailedWriteIsAnError) {
+  BlockAtomicWrites(dir_);
+  ExitRecord r;
+  r.job_id = 7;
+  EXPECT_FALSE(WriteExitRecord(dir_, r).ok());
+  EXPECT_FALSE(ReadExitRecord(dir_)->has_value());
+}
+
+TEST_F(JobFilesTest, ANormalWriteDropsTheReservation) {
+  ASSERT_TRUE(ReserveExitRecord(dir_).ok());
+  ExitRecord r;
+  r.job_id = 7;
+  ASSERT_TRUE(WriteExitRecord(dir_, r).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/exit.reserved"));
+  EXPECT_EQ((*ReadExitRecord(dir_))->job_id, 7);
+}
+
 TEST_F(JobFilesTest, MissingFilesAreAbsentNotErrors) {
   auto exit = ReadExitRecord(dir_);
   ASSERT_TRUE(exit.ok());

@@ -182,6 +182,8 @@ class Shim {
     if (out_fd < 0 || err_fd < 0) {
       return Finish(LaunchFailed("cannot open the log files in " + spec_.dir + ": " + Errno(errno)));
     }
+    // Room for the exit record, should the disk fill up while the job runs.
+    (void)ReserveExitRecord(spec_.dir);
     JobStart start;
     start.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     start.out_fd = out_fd;

@@ -23,6 +23,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "http/request_parser.h"
+
 namespace gpuherd::http {
 namespace {
 
@@ -34,7 +36,6 @@ using UnixStream = net::local::stream_protocol;
 using ErrorCode = boost::system::error_code;
 
 constexpr char kServerName[] = "gpuherd";
-constexpr size_t kMaxHeaderBytes = 64 * 1024;
 // How long a connection that got an error response keeps reading (and
 // discarding) what the client still sends, so that the client sees the
 // response instead of a connection reset.
@@ -43,69 +44,6 @@ constexpr DurationMs kLingerMs = 1000;
 constexpr std::chrono::seconds kStopGrace(10);
 constexpr std::chrono::milliseconds kAcceptRetryDelay(100);
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Decodes %XX escapes, and '+' as a space when `plus_is_space` (query
-// strings). Fails on a malformed escape or an encoded NUL.
-bool PercentDecode(std::string_view in, bool plus_is_space, std::string* out) {
-  out->clear();
-  out->reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (c == '%') {
-      if (i + 2 >= in.size()) return false;
-      int hi = HexValue(in[i + 1]);
-      int lo = HexValue(in[i + 2]);
-      if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) return false;
-      out->push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out->push_back(' ');
-    } else {
-      out->push_back(c);
-    }
-  }
-  return true;
-}
-
-// Fills path and query from the raw target. Returns what is wrong with it, or
-// an empty string.
-std::string ParseTarget(const std::string& target, Request* request) {
-  if (target.empty() || target[0] != '/') {
-    return "the request target must be a path starting with '/', got '" + target + "'";
-  }
-  std::string_view view(target);
-  size_t question = view.find('?');
-  std::string_view path = view.substr(0, question);
-  if (!PercentDecode(path, /*plus_is_space=*/false, &request->path)) {
-    return "malformed percent-encoding in the path '" + std::string(path) +
-           "'; write '%' as %25";
-  }
-  if (question == std::string_view::npos) return "";
-  std::string_view query = view.substr(question + 1);
-  while (!query.empty()) {
-    size_t amp = query.find('&');
-    std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (pair.empty()) continue;
-    size_t eq = pair.find('=');
-    std::string key;
-    std::string value;
-    if (!PercentDecode(pair.substr(0, eq), true, &key) ||
-        (eq != std::string_view::npos && !PercentDecode(pair.substr(eq + 1), true, &value))) {
-      return "malformed percent-encoding in the query parameter '" + std::string(pair) +
-             "'; write '%' as %25";
-    }
-    request->query[key] = std::move(value);
-  }
-  return "";
-}
 
 bool HasLineBreak(std::string_view text) {
   return text.find_first_of("\r\n") != std::string_view::npos;
@@ -279,8 +217,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     if (stopping_) return Close();
     phase_ = Phase::kReading;
     parser_.emplace();
-    parser_->body_limit(core_.options().max_body_bytes);
-    parser_->header_limit(kMaxHeaderBytes);
+    SetLimits(Limits(), &*parser_);
     ArmDeadline(core_.options().read_timeout);
     bhttp::async_read_header(socket_, buffer_, *parser_,
                             [self = this->shared_from_this()](ErrorCode ec, size_t) {
@@ -315,23 +252,16 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
   }
 
   void OnReadError(ErrorCode ec) {
-    static const auto& parse_category = bhttp::make_error_code(bhttp::error::bad_method).category();
-    if (ec == bhttp::error::body_limit) {
-      return SendErrorAndClose(413, "the request body is larger than the limit of " +
-                                        std::to_string(core_.options().max_body_bytes) +
-                                        " bytes; send less data per request");
-    }
-    if (ec == bhttp::error::header_limit) {
-      return SendErrorAndClose(431, "the request headers are larger than " +
-                                        std::to_string(kMaxHeaderBytes) + " bytes");
-    }
-    if (ec.category() == parse_category && ec != bhttp::error::end_of_stream &&
-        ec != bhttp::error::partial_message) {
-      return SendErrorAndClose(400, "malformed HTTP request (" + ec.message() +
-                                        "); send an HTTP/1.1 request");
-    }
-    // The peer closed, reset or timed out: nobody to answer.
-    Close();
+    RequestFailure failure = FailureOf(ec, Limits());
+    // 0: the peer closed, reset or timed out: nobody to answer.
+    if (failure.status == 0) return Close();
+    SendErrorAndClose(failure.status, failure.message);
+  }
+
+  RequestLimits Limits() const {
+    RequestLimits limits;
+    limits.max_body_bytes = core_.options().max_body_bytes;
+    return limits;
   }
 
   void Dispatch() {
@@ -342,17 +272,8 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     head_only_ = message.method() == bhttp::verb::head;
 
     Request request;
-    request.method = std::string(message.method_string());
-    request.target = std::string(message.target());
-    std::string problem = ParseTarget(request.target, &request);
+    std::string problem = FillRequest(std::move(message), &request);
     if (!problem.empty()) return SendErrorAndClose(400, problem);
-    for (const auto& field : message) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      auto [it, inserted] = request.headers.emplace(name, std::string(field.value()));
-      if (!inserted) it->second.append(", ").append(field.value().data(), field.value().size());
-    }
-    request.body = std::move(message.body());
     request.via_unix_socket = kIsUnix;
     request.peer_uid = peer_uid_;
     request.peer_gid = peer_gid_;

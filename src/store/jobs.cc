@@ -1,7 +1,10 @@
 // The Store's job and drain tables (schema version 2). Same class as
 // store.cc; kept apart so that each file holds one family of tables.
+#include <utility>
+
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
 
 #include "store/migrations.h"
 #include "store/store.h"
@@ -132,6 +135,32 @@ Result<int64_t> Store::LastJobId() {
     return q.getColumn(0).getInt64();
   } catch (const SQLite::Exception& e) {
     return StatusFromSqlite(e, "cannot read the last job id from " + path_);
+  }
+}
+
+Status Store::ReserveIdsThrough(int64_t last_job_id, int64_t last_pipeline_run_id) {
+  GPUHERD_RETURN_IF_ERROR(CheckWritable("reserve ids"));
+  try {
+    // sqlite_sequence has no unique constraint on name: update the row, and
+    // insert one only where the table has never had an id.
+    SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    for (const auto& [table, last] : {std::pair<const char*, int64_t>{"jobs", last_job_id},
+                                      std::pair<const char*, int64_t>{"pipeline_runs", last_pipeline_run_id}}) {
+      if (last <= 0) continue;
+      SQLite::Statement update(*db_, "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?");
+      update.bind(1, last);
+      update.bind(2, table);
+      if (update.exec() == 0) {
+        SQLite::Statement insert(*db_, "INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)");
+        insert.bind(1, table);
+        insert.bind(2, last);
+        insert.exec();
+      }
+    }
+    txn.commit();
+    return Status::Ok();
+  } catch (const SQLite::Exception& e) {
+    return StatusFromSqlite(e, "cannot reserve job and pipeline ids in " + path_);
   }
 }
 

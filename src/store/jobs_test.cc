@@ -128,5 +128,35 @@ TEST_F(JobsTest, DrainsPersistUntilLifted) {
   EXPECT_EQ((*drains)[0].uuid, "GPU-b");
 }
 
+TEST_F(JobsTest, ReservedIdsOnlyRiseAndOutliveTheStore) {
+  {
+    auto store = Open();
+    EXPECT_EQ(*store->LastJobId(), 0);
+    EXPECT_EQ(*store->LastPipelineRunId(), 0);
+    ASSERT_TRUE(store->ReserveIdsThrough(40, 7).ok());
+    EXPECT_EQ(*store->LastJobId(), 40);
+    EXPECT_EQ(*store->LastPipelineRunId(), 7);
+    // Lower values never take ids back.
+    ASSERT_TRUE(store->ReserveIdsThrough(10, 0).ok());
+    EXPECT_EQ(*store->LastJobId(), 40);
+    EXPECT_EQ(*store->LastPipelineRunId(), 7);
+  }
+  auto store = Open();
+  EXPECT_EQ(*store->LastJobId(), 40);
+  WriteBatch batch;
+  batch.jobs = {Job(41, "pending")};
+  ASSERT_TRUE(store->Commit(&batch).ok());
+  EXPECT_EQ(*store->LastJobId(), 41);
+  ASSERT_TRUE(store->ReserveIdsThrough(45, 9).ok());
+  EXPECT_EQ(*store->LastJobId(), 45);
+  EXPECT_EQ(*store->LastPipelineRunId(), 9);
+
+  StoreOptions read_only;
+  read_only.read_only = true;
+  auto reader = Store::Open(path_, read_only);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_FALSE((*reader)->ReserveIdsThrough(50, 0).ok());
+}
+
 }  // namespace
 }  // namespace gpuherd::store

@@ -254,6 +254,22 @@ UPDATE gpu_drains SET origin = 'alert' WHERE reason LIKE 'alert %';
 )sql";
 }
 
+std::string SchemaVersion10() {
+  return R"sql(
+CREATE TABLE idempotency_keys (
+  uid INTEGER NOT NULL,
+  key TEXT NOT NULL CHECK (length(key) BETWEEN 1 AND 128),
+  request TEXT NOT NULL,
+  created INTEGER NOT NULL,
+  status INTEGER NOT NULL,
+  content_type TEXT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (uid, key)
+) WITHOUT ROWID;
+CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created);
+)sql";
+}
+
 constexpr Migration kMigrations[] = {
     {1, "GPUs, rollups and events", &SchemaVersion1},
     {2, "jobs and drained GPUs", &SchemaVersion2},
@@ -264,6 +280,7 @@ constexpr Migration kMigrations[] = {
     {7, "pipeline nodes stopped early, and why each attempt ended", &SchemaVersion7},
     {8, "GPU health transitions and imported card passports", &SchemaVersion8},
     {9, "who drained each GPU (typed origin)", &SchemaVersion9},
+    {10, "the first outcome of requests sent with an idempotency key", &SchemaVersion10},
 };
 
 std::string HintFor(int primary_code) {

@@ -233,6 +233,19 @@ struct PassportImportRecord {
   std::string passport_json;
 };
 
+// The first outcome of a mutating API request sent with an Idempotency-Key,
+// kept per caller so that a retry with the same key gets it again instead of
+// acting twice (daemon/idempotency.h).
+struct IdempotencyRecord {
+  uint32_t uid = 0;          // the caller's uid: keys of different users never meet
+  std::string key;           // as sent, bounded and checked by the daemon
+  std::string request;       // method, target and body digest: a key names one request
+  TimeMs created = 0;
+  int status = 0;            // the HTTP status of the first outcome
+  std::string content_type;
+  std::string body;
+};
+
 struct WriteBatch {
   std::vector<GpuRecord> gpus;
   std::vector<RollupRecord> rollups;
@@ -244,10 +257,12 @@ struct WriteBatch {
   std::vector<PipelineRunRecord> pipeline_runs;    // upserted by id
   std::vector<PipelineNodeRecord> pipeline_nodes;  // upserted by (run_id, node_id)
   std::vector<MetricRecord> metrics;               // inserted, replacing a repeated step
+  std::vector<IdempotencyRecord> idempotency;      // upserted by (uid, key)
+  TimeMs idempotency_expire_before = 0;            // > 0: deletes keys created before it
   bool empty() const {
     return gpus.empty() && rollups.empty() && events.empty() && jobs.empty() && drains.empty() &&
            burnin_runs.empty() && alerts.empty() && pipeline_runs.empty() && pipeline_nodes.empty() &&
-           metrics.empty();
+           metrics.empty() && idempotency.empty() && idempotency_expire_before == 0;
   }
 };
 

@@ -262,6 +262,16 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   return std::unique_ptr<Store>(new Store(path, options.read_only, version, std::move(db)));
 }
 
+Status Store::SimulateFullDiskForTest(bool full) {
+  try {
+    // SQLite never lowers the limit below the current page count.
+    db_->exec(full ? "PRAGMA max_page_count = 1" : "PRAGMA max_page_count = 4294967294");
+    return Status::Ok();
+  } catch (const SQLite::Exception& e) {
+    return StatusFromSqlite(e, "cannot change the page limit of " + path_);
+  }
+}
+
 Status Store::CheckWritable(const char* what) const {
   if (!read_only_) return Status::Ok();
   return FailedPrecondition(std::string("cannot ") + what + ": " + path_ + " was opened read-only");
@@ -338,7 +348,7 @@ Status Store::Commit(WriteBatch* batch) {
   if (batch->empty()) return Status::Ok();
 
   // Which row is being written, for the error message only.
-  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kBurnIn, kAlert, kPipeline, kCommit } stage = Stage::kBegin;
+  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kBurnIn, kAlert, kPipeline, kIdempotency, kCommit } stage = Stage::kBegin;
   size_t row = 0;
   std::vector<int64_t> ids;
   ids.reserve(batch->events.size());
@@ -365,6 +375,8 @@ Status Store::Commit(WriteBatch* batch) {
     for (row = 0; row < batch->alerts.size(); ++row) WriteAlert(batch->alerts[row]);
     stage = Stage::kPipeline;
     WritePipelines(*batch, &doing_pipeline);
+    stage = Stage::kIdempotency;
+    WriteIdempotency(*batch);
     stage = Stage::kCommit;
     txn.commit();
   } catch (const SQLite::Exception& e) {
@@ -388,6 +400,7 @@ Status Store::Commit(WriteBatch* batch) {
         doing = "storing alert " + batch->alerts[row].rule + " of " + batch->alerts[row].subject;
         break;
       case Stage::kPipeline: doing = doing_pipeline; break;
+      case Stage::kIdempotency: doing = "storing the outcome of a request's idempotency key"; break;
       case Stage::kCommit: doing = "committing"; break;
     }
     Status st = StatusFromSqlite(e, "cannot commit to " + path_ + " while " + doing);

@@ -98,6 +98,10 @@ class Store {
   Result<std::optional<PipelineRunRecord>> GetPipelineRun(int64_t id);
   // The highest run id ever assigned (0 when none): ids are never reused.
   Result<int64_t> LastPipelineRunId();
+  // Raises the highest job and pipeline run ids ever assigned to at least
+  // these values (never lowers them), so that the next ids come above
+  // folders an earlier database left in the home (store/jobs.cc).
+  Status ReserveIdsThrough(int64_t last_job_id, int64_t last_pipeline_run_id);
   // The nodes of one run, in no particular order (the plan gives the order).
   Result<std::vector<PipelineNodeRecord>> ListPipelineNodes(int64_t run_id);
   // A run's metric lines (of one node, or all when `node_id` is empty),
@@ -117,6 +121,15 @@ class Store {
   Status SavePassportImport(const PassportImportRecord& record);
   Result<std::vector<PassportImportRecord>> ListPassportImports(const std::string& card_key);
 
+  // Idempotency keys (store/idempotency.cc): the stored first outcome of
+  // (uid, key), if any, whatever its age (the caller decides what expired).
+  Result<std::optional<IdempotencyRecord>> GetIdempotency(uint32_t uid, const std::string& key);
+
+  // Tests: makes the file as full as a full disk would (SQLite's
+  // max_page_count at its current size, so every commit that needs a new
+  // page fails with SQLITE_FULL), or lifts that again with `full` false.
+  Status SimulateFullDiskForTest(bool full);
+
  private:
   Store(std::string path, bool read_only, int schema_version, std::unique_ptr<SQLite::Database> db);
   Status CheckWritable(const char* what) const;
@@ -131,6 +144,7 @@ class Store {
   // The batch's pipeline runs, nodes and metric lines; `doing` names the row
   // being written when SQLite throws.
   void WritePipelines(const WriteBatch& batch, std::string* doing);
+  void WriteIdempotency(const WriteBatch& batch);
 
   std::string path_;
   bool read_only_;

@@ -648,5 +648,30 @@ TEST_F(StoreTest, CrashMidWriteKeepsEveryAcknowledgedBatch) {
   }
 }
 
+TEST(StoreFullDiskTest, ACommitOnAFullDiskKeepsNothingAndSaysSo) {
+  const std::string dir = ::testing::TempDir() + "/gpuherd_store_full_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  auto store = Store::Open(dir + "/state.db");
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->SimulateFullDiskForTest(true).ok());
+  WriteBatch batch;
+  for (int i = 0; i < 2000; ++i) {
+    EventRecord e;
+    e.time = 1000 + i;
+    e.kind = "test.fill";
+    e.message = std::string(200, 'x');
+    batch.events.push_back(e);
+  }
+  Status full = (*store)->Commit(&batch);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.code(), Code::kIoError);
+  EXPECT_NE(full.message().find("disk is full"), std::string::npos) << full.message();
+  EXPECT_EQ(*(*store)->LastEventId(), 0);
+  ASSERT_TRUE((*store)->SimulateFullDiskForTest(false).ok());
+  ASSERT_TRUE((*store)->Commit(&batch).ok());
+  EXPECT_EQ(*(*store)->LastEventId(), 2000);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpuherd::store
