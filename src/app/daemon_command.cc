@@ -52,9 +52,9 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
                   "Also answer TCP requests whose Host is this name (besides localhost, IP addresses and the "
                   "hostname); repeatable");
   cmd->add_option("--user-max-gpus", flags->user_max_gpus, "Running GPUs per user (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::NonNegativeWhole());
   cmd->add_option("--user-max-queued", flags->user_max_queued, "Unfinished jobs per user (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::NonNegativeWhole());
   cmd->add_flag("--no-preemption", flags->no_preemption, "Never preempt running jobs");
   cmd->add_flag("--no-backfill", flags->no_backfill, "Start jobs strictly in priority order");
   cmd->add_flag("--mps", flags->mps,

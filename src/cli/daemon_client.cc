@@ -11,17 +11,6 @@ constexpr http::JsonLimits kReplyLimits{.max_bytes = size_t{256} << 20, .max_dep
 
 }  // namespace
 
-Result<std::unique_ptr<store::Store>> OpenStoreWithoutDaemon(const StateDir& dir) {
-  store::StoreOptions options;
-  options.read_only = true;
-  auto db = store::Store::Open(dir.db_path(), options);
-  if (!db.ok()) {
-    return Unavailable("no daemon answers on " + dir.socket_path() + " and its database cannot be read (" +
-                       db.status().message() + "); start one with `gpuherd daemon`");
-  }
-  return db;
-}
-
 DaemonClient::DaemonClient(StateDir dir, DurationMs timeout)
     : dir_(std::move(dir)), http_(http::Endpoint{dir_.socket_path()}, timeout) {}
 

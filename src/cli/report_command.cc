@@ -57,7 +57,7 @@ void AddReportCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("ids", f->ids, "Pipeline id; a second id compares the two runs side by side")
       ->required()
       ->expected(1, 2)
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveWhole());
   cmd->add_option("--format", f->format, "html (a self-contained page), md or csv (one run only)")
       ->check(CLI::IsMember({"html", "md", "csv"}));
   cmd->add_option("-o,--output", f->output, "Write here (default: html to <run folder>/report.html, others to stdout)");

@@ -20,6 +20,7 @@
 #include "fence/fence_report.h"
 #include "gpu/sim/sim_driver.h"
 #include "gpu/xid.h"
+#include "sched/dependencies.h"
 #include "sched/job_spec.h"
 
 namespace gpuherd::daemon {
@@ -237,8 +238,12 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
   if (spec.name.empty()) spec.name = DefaultJobName(spec);
   // Whether the job could ever fit depends only on the fleet's fixed facts.
   GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, static_fleet_));
-  for (sched::JobId dep : spec.depends_on) {
-    if (dep <= 0 || dep >= next_id_) return InvalidArgument("depends_on names job " + std::to_string(dep) + ", which does not exist");
+  for (const auto* deps : {&spec.depends_on, &spec.after_any, &spec.after_not_ok}) {
+    for (sched::JobId dep : *deps) {
+      if (dep <= 0 || dep >= next_id_) {
+        return InvalidArgument("the job depends on job " + std::to_string(dep) + ", which does not exist");
+      }
+    }
   }
   auto queued = unfinished_by_uid_.find(caller.uid);
   GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(
@@ -467,36 +472,34 @@ void JobService::Schedule() {
     if (h == hours.end()) h = hours.emplace(job.spec.user, RecentGpuHours(job.spec.user, now)).first;
     p.user_gpu_hours = h->second;
     p.deps = sched::Dependencies::kSatisfied;
-    bool unreadable = false;
-    for (sched::JobId dep : job.spec.depends_on) {
-      auto d = jobs_.find(dep);
-      if (d != jobs_.end()) {
-        if (p.deps == sched::Dependencies::kSatisfied) {
-          p.deps = sched::Dependencies::kWaiting;
-          p.blocking_dep = dep;
-          p.blocking_dep_state = d->second.job.state;
-        }
-        continue;
-      }
-      auto known = finished_dep_completed_.find(dep);
-      if (known == finished_dep_completed_.end()) {
+    // Rule 2 (sched/dependencies.h) on each dependency's state: unfinished
+    // ones from jobs_, finished ones from the store once (a final state
+    // never changes).
+    auto check = sched::CheckDependencies(job.spec, [&](sched::JobId dep) -> std::optional<JobState> {
+      if (auto d = jobs_.find(dep); d != jobs_.end()) return d->second.job.state;
+      auto known = finished_dep_state_.find(dep);
+      if (known == finished_dep_state_.end()) {
         auto stored = state_->store->GetJob(dep);
         // A store error is not an answer: the job waits for the next pass.
         if (!stored.ok()) {
           spdlog::warn("job {}: cannot read job {} it depends on: {}", id, dep, stored.status().message());
-          unreadable = true;
-          break;
+          return std::nullopt;
         }
-        known = finished_dep_completed_
-                    .emplace(dep, stored->has_value() && (*stored)->state == "completed")
-                    .first;
+        auto final_state = stored->has_value() ? sched::ParseJobState((*stored)->state) : std::nullopt;
+        if (final_state && !sched::IsFinal(*final_state)) {
+          // It ended in this turn, which is not committed yet: ask again next turn.
+          dirty_ = true;
+          return std::nullopt;
+        }
+        known = finished_dep_state_.emplace(dep, final_state.value_or(JobState::kCancelled)).first;
       }
-      if (!known->second) {
-        p.deps = sched::Dependencies::kFailed;
-        break;
-      }
-    }
-    if (unreadable) continue;
+      return known->second;
+    });
+    if (!check) continue;
+    p.deps = check->deps;
+    p.blocking_dep = check->blocking;
+    p.blocking_dep_state = check->blocking_state;
+    if (p.deps == sched::Dependencies::kFailed) dependency_failure_[id] = sched::DependencyFailureReason(*check);
     if (p.deps == sched::Dependencies::kFailed) {
       dependency_failed.push_back(id);
       continue;
@@ -504,7 +507,8 @@ void JobService::Schedule() {
     pending.push_back(std::move(p));
   }
   for (sched::JobId id : dependency_failed) {
-    Finish(jobs_.at(id), JobState::kCancelled, "a job it depends on did not complete");
+    Finish(jobs_.at(id), JobState::kCancelled, dependency_failure_[id]);
+    dependency_failure_.erase(id);
   }
   if (pending.empty()) return;
   sched::Decisions decisions = sched::Schedule(fleet, pending, running, now, config_.scheduler);
@@ -947,6 +951,9 @@ json JobService::ToJson(const sched::Job& job, TimeMs now) const {
   if (job.exit_code) j["exit_code"] = *job.exit_code;
   if (job.exit_signal) j["exit_signal"] = *job.exit_signal;
   if (job.attempt > 0) j["logs"] = AttemptDir(job.id, job.attempt);
+  if (!job.spec.depends_on.empty()) j["after"] = job.spec.depends_on;
+  if (!job.spec.after_any.empty()) j["after_any"] = job.spec.after_any;
+  if (!job.spec.after_not_ok.empty()) j["after_not_ok"] = job.spec.after_not_ok;
   return j;
 }
 
@@ -1095,6 +1102,73 @@ Result<json> JobService::Logs(sched::JobId id, const std::string& stream, int64_
   out["next_offset"] = offset + n;
   out["truncated"] = offset + n < size;
   return out;
+}
+
+Result<json> JobService::CancelMany(const CancelRequest& request, const Caller& caller) {
+  if (!caller.authenticated) return Unauthenticated("cancelling needs the unix socket or the API token");
+  if (request.ids.empty() && !request.filtered()) {
+    return InvalidArgument("name the jobs to cancel: ids, or filters (user, state, name, all)");
+  }
+  std::optional<JobState> state;
+  if (!request.state.empty()) {
+    state = sched::ParseJobState(request.state);
+    if (!state || sched::IsFinal(*state)) {
+      return InvalidArgument("state must be pending, held, running or stopping; got '" + request.state + "'");
+    }
+  }
+  if (request.all && !caller.admin) return PermissionDenied("cancelling every user's jobs (all) is for admins");
+  if (!request.user.empty() && request.user != caller.user && !caller.admin) {
+    return PermissionDenied("only an admin may cancel the jobs of " + request.user);
+  }
+  auto matches = [&](const sched::Job& job) {
+    if (state && job.state != *state) return false;
+    if (!request.name.empty() && job.spec.name != request.name) return false;
+    if (!request.user.empty()) return job.spec.user == request.user;
+    return request.all || job.spec.uid == caller.uid;
+  };
+  // Every check before the first cancel: all or nothing.
+  std::vector<sched::JobId> chosen;
+  json skipped = json::array();
+  if (!request.ids.empty()) {
+    std::vector<sched::JobId> ids = request.ids;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (sched::JobId id : ids) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) {
+        auto stored = id > 0 && id < next_id_ ? state_->store->GetJob(id) : Result<std::optional<store::JobRecord>>(std::nullopt);
+        if (!stored.ok()) return stored.status();
+        if (!stored->has_value()) {
+          return NotFound("no job " + std::to_string(id) + " (nothing was cancelled); `gpuherd ps --all` lists them");
+        }
+        skipped.push_back({{"id", id}, {"reason", "already " + (*stored)->state}});
+        continue;
+      }
+      const sched::Job& job = it->second.job;
+      if (!caller.MayActOn(job.spec.uid)) {
+        return PermissionDenied(fmt::format("job {} belongs to {}; only its owner or an admin may cancel it "
+                                            "(nothing was cancelled)",
+                                            id, job.spec.user));
+      }
+      if (!request.filtered() || matches(job)) chosen.push_back(id);
+    }
+  } else {
+    for (const auto& [id, e] : jobs_) {
+      if (matches(e.job)) chosen.push_back(id);
+    }
+  }
+  json cancelled = json::array(), stopping = json::array();
+  for (sched::JobId id : chosen) {
+    auto done = Act(id, "cancel", caller);
+    if (!done.ok()) {
+      skipped.push_back({{"id", id}, {"reason", done.status().message()}});
+    } else if (*done == "cancelled") {
+      cancelled.push_back(id);
+    } else {
+      stopping.push_back(id);
+    }
+  }
+  return json{{"cancelled", std::move(cancelled)}, {"stopping", std::move(stopping)}, {"skipped", std::move(skipped)}};
 }
 
 }  // namespace gpuherd::daemon

@@ -49,7 +49,12 @@ struct JobSpec {
   // all its GPUs are of one model (the same name).
   bool mixed_models = false;
   int max_restarts = 0;                   // restarts after GPU faults or preemption
-  std::vector<JobId> depends_on;          // start only after these completed
+  // Dependencies, as Slurm has them (dependencies.h): start only after
+  // these completed (--after, Slurm's afterok), ended however (--afterany),
+  // failed or were cancelled (--afternotok).
+  std::vector<JobId> depends_on;
+  std::vector<JobId> after_any;
+  std::vector<JobId> after_not_ok;
   std::string name;
   std::map<std::string, std::string> labels;
   // Maintenance work (a burn-in) on exactly these GPUs (UUIDs), alone: set by

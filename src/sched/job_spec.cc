@@ -14,9 +14,11 @@ namespace {
 constexpr const char* kAllowedFields[] = {
     "command", "cwd",  "env",        "gpus",       "gpu_mem",     "model",
     "min_cc",  "cpus", "mem",        "priority",   "time_limit",  "checkpoint",
-    "preemptible", "max_restarts", "depends_on", "name", "labels", "mixed_models"};
+    "preemptible", "max_restarts", "depends_on", "after", "after_any", "after_not_ok", "name", "labels",
+    "mixed_models"};
 constexpr int kMaxGpus = 4096;
 constexpr int kMaxRestarts = 1000;
+constexpr size_t kMaxDependencies = 10000;
 constexpr uint64_t kMiB = 1ull << 20;
 // The longest time_limit or checkpoint grace: far beyond any real job, far
 // below where adding it to a clock could overflow.
@@ -174,9 +176,15 @@ Status ParseCheckpoint(const nlohmann::json& v, JobSpec* spec) {
 
 Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec) {
   if (key == "command") {
+    // A string is a shell command line, run with /bin/sh -c: pipes,
+    // redirections and variables work as they do in a terminal.
+    if (v.is_string() && !v.get<std::string>().empty()) {
+      spec->argv = {"/bin/sh", "-c", v.get<std::string>()};
+      return Status::Ok();
+    }
     if (!v.is_array() || v.empty()) {
-      return FieldError(key, "must be a non-empty array of strings, e.g. [\"python\", "
-                             "\"train.py\"], got " + Shown(v));
+      return FieldError(key, "must be a shell command line (a string) or a non-empty array of strings, e.g. "
+                             "[\"python\", \"train.py\"], got " + Shown(v));
     }
     for (const auto& arg : v) {
       if (!arg.is_string()) return FieldError(key, "every argument must be a string, got " + Shown(arg));
@@ -263,12 +271,19 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
     Result<int64_t> n = GetInteger(v, key, 0, kMaxRestarts);
     if (!n.ok()) return n.status();
     spec->max_restarts = static_cast<int>(*n);
-  } else if (key == "depends_on") {
+  } else if (key == "depends_on" || key == "after" || key == "after_any" || key == "after_not_ok") {
+    // depends_on is after's older name; both mean "completed".
+    std::vector<JobId>* ids = key == "after_any" ? &spec->after_any
+                              : key == "after_not_ok" ? &spec->after_not_ok
+                                                      : &spec->depends_on;
     if (!v.is_array()) return FieldError(key, "must be an array of job ids, got " + Shown(v));
+    if (v.size() > kMaxDependencies) {
+      return FieldError(key, fmt::format("names {} jobs; at most {} dependencies", v.size(), kMaxDependencies));
+    }
     for (const auto& id : v) {
       Result<int64_t> n = GetInteger(id, key, 1, std::numeric_limits<int64_t>::max());
       if (!n.ok()) return n.status();
-      spec->depends_on.push_back(*n);
+      ids->push_back(*n);
     }
   } else if (key == "name") {
     Result<std::string> s = GetString(v, key);
@@ -288,6 +303,14 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
 }
 
 }  // namespace
+
+Status ParseJobSpecField(const std::string& key, const nlohmann::json& value, JobSpec* spec) {
+  try {
+    return ParseField(key, value, spec);
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument(std::string("job spec: ") + e.what());
+  }
+}
 
 Result<int> ParseGpuTenths(double gpus) {
   const std::string kRule = "gpus must be 0, a fraction from 0.1 to 0.9 in steps of 0.1, or a "

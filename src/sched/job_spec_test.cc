@@ -141,9 +141,27 @@ TEST(ParseJobSpecTest, CommandIsRequiredAndMustBeStrings) {
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("'command': is required"));
   EXPECT_FALSE(ParseJobSpec(Json{{"command", Json::array()}}).ok());
-  EXPECT_FALSE(ParseJobSpec(Json{{"command", "python train.py"}}).ok());
+  EXPECT_FALSE(ParseJobSpec(Json{{"command", ""}}).ok());
   EXPECT_FALSE(ParseJobSpec(Json{{"command", {"python", 3}}}).ok());
   EXPECT_FALSE(ParseJobSpec(Json::array()).ok());
+}
+
+TEST(ParseJobSpecTest, AStringCommandRunsThroughTheShell) {
+  Result<JobSpec> r = ParseJobSpec(Json{{"command", "python train.py | tee out.log"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->argv, (std::vector<std::string>{"/bin/sh", "-c", "python train.py | tee out.log"}));
+}
+
+TEST(ParseJobSpecTest, DependencyKinds) {
+  Result<JobSpec> r = ParseJobSpec(Json{{"command", {"true"}}, {"after", {1, 2}}, {"after_any", {3}},
+                                        {"after_not_ok", {4}}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->depends_on, (std::vector<JobId>{1, 2}));
+  EXPECT_EQ(r->after_any, (std::vector<JobId>{3}));
+  EXPECT_EQ(r->after_not_ok, (std::vector<JobId>{4}));
+  Result<JobSpec> bad = ParseJobSpec(Json{{"command", {"true"}}, {"after_any", {0}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("'after_any'"));
 }
 
 TEST(ParseJobSpecTest, FractionNeedsGpuMem) {
