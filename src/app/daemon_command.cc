@@ -82,7 +82,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--slurm-poll", flags->slurm_poll, "How often squeue is asked about the jobs")
       ->capture_default_str();
   cmd->add_option("--slurm-shards-per-gpu", flags->slurm_shards,
-                  "Shards per GPU in gres.conf: a job's tenth of a GPU asks for a tenth of them")
+                  "Shards per GPU in gres.conf: a job's twentieth of a GPU asks for a twentieth of them")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--cgroup-root", flags->cgroup_root,

@@ -30,7 +30,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("submit", "Queue a job: gpuherd submit --gpus 1 -- python train.py");
-  cmd->add_option("--gpus", f->gpus, "GPUs: 0, a fraction 0.1-0.9, or a whole number (default 0)");
+  cmd->add_option("--gpus", f->gpus, "GPUs: 0, a fraction 0.05-0.95 in steps of 0.05, or a whole number (default 0)");
   cmd->add_option("--gpu-mem", f->gpu_mem, "GPU memory, e.g. 8GiB (required for fractions)");
   cmd->add_option("--model", f->model, "Only GPUs whose name contains this, e.g. A100");
   cmd->add_option("--min-cc", f->min_cc, "Minimum compute capability, e.g. 8.0");

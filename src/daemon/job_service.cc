@@ -145,7 +145,10 @@ Status JobService::Load() {
   if (!finished.ok()) return finished.status();
   for (const auto& r : *finished) {
     json spec = json::parse(r.spec_json, nullptr, false);
-    double gpus = spec.is_object() ? spec.value("gpu_tenths", 0) / 10.0 : 0;
+    // Stored before twentieths, a spec holds gpu_tenths.
+    double gpus = !spec.is_object() ? 0
+                  : spec.contains("gpu_twentieths") ? spec.value("gpu_twentieths", 0) / 20.0
+                                                    : spec.value("gpu_tenths", 0) / 10.0;
     if (r.started > 0 && r.ended > r.started) usage_.emplace(r.user, std::make_pair(r.ended, gpus * (r.ended - r.started) / 3.6e6));
   }
   auto unfinished = state_->store->ListUnfinishedJobs();
@@ -250,7 +253,7 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
       caller.user, queued == unfinished_by_uid_.end() ? 0 : queued->second, config_.scheduler));
   Entry e;
   e.spec_body = body;
-  json stored_spec = {{"spec", e.spec_body}, {"gid", spec.gid}, {"gpu_tenths", spec.gpu_tenths}};
+  json stored_spec = {{"spec", e.spec_body}, {"gid", spec.gid}, {"gpu_twentieths", spec.gpu_twentieths}};
   if (!extras.checkpoint_dir.empty()) stored_spec["checkpoint_dir"] = extras.checkpoint_dir;
   if (extras.prior_attempts > 0) stored_spec["prior_attempts"] = extras.prior_attempts;
   if (!extras.pinned_gpus.empty()) stored_spec["pinned_gpus"] = extras.pinned_gpus;
@@ -447,7 +450,7 @@ double JobService::RecentGpuHours(const std::string& user, TimeMs now) const {
   }
   for (const auto& [id, e] : jobs_) {
     if (e.job.spec.user == user && e.job.state == JobState::kRunning) {
-      hours += e.job.spec.gpu_tenths / 10.0 * (now - e.job.started) / 3.6e6;
+      hours += e.job.spec.gpu_twentieths / 20.0 * (now - e.job.started) / 3.6e6;
     }
   }
   return hours;
@@ -554,7 +557,7 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   // The job protocol (README "Job protocol").
   std::string visible;
   for (const auto& u : job.gpu_uuids) visible += (visible.empty() ? "" : ",") + u;
-  l.env["CUDA_VISIBLE_DEVICES"] = job.spec.gpu_tenths > 0 ? visible : "";
+  l.env["CUDA_VISIBLE_DEVICES"] = job.spec.gpu_twentieths > 0 ? visible : "";
   l.env["GPUHERD_JOB_ID"] = std::to_string(job.id);
   l.env["GPUHERD_JOB_NAME"] = job.spec.name;
   l.env["GPUHERD_ATTEMPT"] = std::to_string(job.attempt);
@@ -565,7 +568,7 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   l.env["GPUHERD_RESTART_COUNT"] = std::to_string(e.extras.prior_attempts + job.attempt - 1);
   if (job.attempt > 1) l.env["GPUHERD_RESUME"] = "1";
   if (job.spec.fractional()) {
-    l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_tenths * 10);
+    l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_twentieths * 5);
     l.env["GPUHERD_GPU_MEM_LIMIT_MB"] = std::to_string(job.spec.gpu_mem_bytes >> 20);
     // Exactly the share the scheduler counts: what the memory fence enforces.
     l.env["GPUHERD_GPU_MEM_LIMIT_BYTES"] = std::to_string(job.spec.gpu_mem_bytes);
@@ -684,9 +687,9 @@ void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   job.state = state;
   job.reason = reason;
   job.ended = state_->clock->Now();
-  if (job.started > 0 && job.spec.gpu_tenths > 0) {
+  if (job.started > 0 && job.spec.gpu_twentieths > 0) {
     usage_.emplace(job.spec.user,
-                   std::make_pair(job.ended, job.spec.gpu_tenths / 10.0 * (job.ended - job.started) / 3.6e6));
+                   std::make_pair(job.ended, job.spec.gpu_twentieths / 20.0 * (job.ended - job.started) / 3.6e6));
   }
   state_->batch.jobs.push_back(ToRecord(e));
   touched_.erase(job.id);
@@ -820,7 +823,7 @@ std::map<std::string, double> JobService::GpuSecondsByUser(TimeMs now) const {
     const sched::Job& job = e.job;
     if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;
     if (job.started <= 0 || now <= job.started) continue;
-    seconds[job.spec.user] += job.spec.gpu_tenths / 10.0 * static_cast<double>(now - job.started) / 1000.0;
+    seconds[job.spec.user] += job.spec.gpu_twentieths / 20.0 * static_cast<double>(now - job.started) / 1000.0;
   }
   return seconds;
 }
@@ -828,7 +831,7 @@ std::map<std::string, double> JobService::GpuSecondsByUser(TimeMs now) const {
 void JobService::AccountGpuTime(const sched::Job& job, TimeMs end) {
   if (job.state != JobState::kRunning && job.state != JobState::kStopping) return;
   if (job.started <= 0 || end <= job.started) return;
-  gpu_seconds_done_[job.spec.user] += job.spec.gpu_tenths / 10.0 * static_cast<double>(end - job.started) / 1000.0;
+  gpu_seconds_done_[job.spec.user] += job.spec.gpu_twentieths / 20.0 * static_cast<double>(end - job.started) / 1000.0;
 }
 
 void JobService::OnRound() {
@@ -847,7 +850,7 @@ void JobService::OnRound() {
     if (reported >> mb) per_gpu_mem = mb << 20;
     for (int g : e.job.gpus) {
       auto& load = loads[g];
-      load.util = std::min(1.0, load.util + std::max(0.1, e.job.spec.gpu_tenths / 10.0 / e.job.gpus.size()));
+      load.util = std::min(1.0, load.util + std::max(0.05, e.job.spec.gpu_twentieths / 20.0 / e.job.gpus.size()));
       load.processes.push_back({e.shim_pid, per_gpu_mem, e.job.spec.name});
     }
   }
@@ -933,7 +936,7 @@ json JobService::ToJson(const sched::Job& job, TimeMs now) const {
             {"user", job.spec.user},
             {"state", sched::JobStateName(job.state)},
             {"priority", job.spec.priority},
-            {"gpu_tenths", job.spec.gpu_tenths},
+            {"gpu_twentieths", job.spec.gpu_twentieths},
             {"gpu_mem_bytes", job.spec.gpu_mem_bytes},
             {"assigned_gpus", job.gpus},
             {"gpu_uuids", job.gpu_uuids},

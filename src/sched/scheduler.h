@@ -78,7 +78,7 @@ struct SchedulerConfig {
   PriorityWeights weights;
   std::map<std::string, int> user_levels;  // user → level (default 0)
   PlacementOptions placement;
-  int max_running_gpus_per_user = 0;   // 0 = no limit; fractions count as tenths
+  int max_running_gpus_per_user = 0;   // 0 = no limit; fractions count as twentieths
   int max_queued_jobs_per_user = 0;    // 0 = no limit; later jobs wait their turn
   bool backfill = true;
   bool preemption = true;
