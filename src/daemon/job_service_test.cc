@@ -229,7 +229,7 @@ TEST_F(JobServiceTest, ArrayQueuesEveryTaskWithItsIndexOrNoneAtAll) {
   spec["array"] = "4";
   EXPECT_EQ(Call("POST", "/v1/jobs", spec.dump()).status, 400);
   spec["array"] = 2;
-  spec["gpus"] = 0.35;  // a bad spec refuses the whole array
+  spec["gpus"] = 0.33;  // a bad spec refuses the whole array
   EXPECT_EQ(Call("POST", "/v1/jobs", spec.dump()).status, 400);
   EXPECT_EQ(List()["jobs"].size(), before);
 }
