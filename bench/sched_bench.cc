@@ -73,18 +73,20 @@ FleetState MakeFleet(int gpus, std::mt19937_64& rng) {
   return fleet;
 }
 
-int DrawTenths(std::mt19937_64& rng) {
+// In twentieths: 60 % one GPU, 15 % two, 10 % four or eight, 15 % a
+// fraction from 0.05 to 0.5.
+int DrawTwentieths(std::mt19937_64& rng) {
   int roll = std::uniform_int_distribution<int>(0, 99)(rng);
-  if (roll < 60) return 10;
-  if (roll < 75) return 20;
-  if (roll < 85) return roll < 80 ? 40 : 80;
-  return std::uniform_int_distribution<int>(1, 5)(rng);
+  if (roll < 60) return 20;
+  if (roll < 75) return 40;
+  if (roll < 85) return roll < 80 ? 80 : 160;
+  return std::uniform_int_distribution<int>(1, 10)(rng);
 }
 
 JobSpec DrawSpec(std::mt19937_64& rng, int users) {
   JobSpec spec;
   spec.argv = {"train"};
-  spec.gpu_tenths = DrawTenths(rng);
+  spec.gpu_twentieths = DrawTwentieths(rng);
   if (spec.fractional()) spec.gpu_mem_bytes = std::uniform_int_distribution<int>(4, 16)(rng) * kGiB;
   std::uniform_int_distribution<int> percent(0, 99);
   spec.priority = percent(rng) < 20 ? std::uniform_int_distribution<int>(-20, 40)(rng) : 0;
@@ -205,7 +207,7 @@ DeepRow MeasureDeep(const char* what, bool array, int reps) {
     RunningJob job;
     job.id = next_id++;
     job.spec.argv = {"serve"};
-    job.spec.gpu_tenths = 10;
+    job.spec.gpu_twentieths = kTwentiethsPerGpu;
     job.spec.user = "ops";
     job.spec.priority = 100;
     job.started = kNow - kHourMs;
@@ -217,7 +219,7 @@ DeepRow MeasureDeep(const char* what, bool array, int reps) {
   if (array) {
     JobSpec spec;
     spec.argv = {"sweep"};
-    spec.gpu_tenths = 10;
+    spec.gpu_twentieths = kTwentiethsPerGpu;
     spec.user = "alice";
     for (int i = 0; i < 20000; ++i) {
       pending.push_back({.id = next_id++, .spec = spec, .submitted = kNow - kMinuteMs});

@@ -64,16 +64,16 @@ Trace MakeTrace(uint64_t seed) {
     double kind = unit(rng);
     double median_min;
     if (kind < 0.45) {
-      job.spec.gpu_tenths = 10;
+      job.spec.gpu_twentieths = kTwentiethsPerGpu;
       median_min = 25;
     } else if (kind < 0.65) {
-      job.spec.gpu_tenths = 20;
+      job.spec.gpu_twentieths = 20;
       median_min = 40;
     } else if (kind < 0.75) {
-      job.spec.gpu_tenths = 40;
+      job.spec.gpu_twentieths = 40;
       median_min = 60;
     } else {
-      job.spec.gpu_tenths = 2 + static_cast<int>(unit(rng) * 4);  // 0.2-0.5
+      job.spec.gpu_twentieths = 2 + static_cast<int>(unit(rng) * 4);  // 0.2-0.5
       job.spec.gpu_mem_bytes = (8 + static_cast<int>(unit(rng) * 12)) * kGiB;
       median_min = 20;
     }
@@ -132,10 +132,10 @@ enum class Policy { kGpuherd, kFifo };
 // FIFO: the oldest job first; it takes the lowest-numbered free GPUs; when it
 // does not fit, nobody behind it starts.
 std::vector<StartDecision> Fifo(const FleetState& fleet, const std::vector<PendingJob>& pending) {
-  std::vector<int> tenths(kGpus);
+  std::vector<int> twentieths(kGpus);
   std::vector<uint64_t> mem(kGpus);
   for (int i = 0; i < kGpus; ++i) {
-    tenths[i] = fleet.gpus[i].lost ? kTenthsPerGpu : fleet.gpus[i].tenths_in_use;
+    twentieths[i] = fleet.gpus[i].lost ? kTwentiethsPerGpu : fleet.gpus[i].twentieths_in_use;
     mem[i] = fleet.gpus[i].fraction_mem_reserved_bytes;
   }
   std::vector<StartDecision> starts;
@@ -143,21 +143,21 @@ std::vector<StartDecision> Fifo(const FleetState& fleet, const std::vector<Pendi
     StartDecision start{job.id, {}};
     if (job.spec.fractional()) {
       for (int i = 0; i < kGpus && start.gpus.empty(); ++i) {
-        if (tenths[i] + job.spec.gpu_tenths <= kTenthsPerGpu &&
+        if (twentieths[i] + job.spec.gpu_twentieths <= kTwentiethsPerGpu &&
             mem[i] + job.spec.gpu_mem_bytes <= fleet.gpus[i].memory_total_bytes) {
           start.gpus.push_back(i);
-          tenths[i] += job.spec.gpu_tenths;
+          twentieths[i] += job.spec.gpu_twentieths;
           mem[i] += job.spec.gpu_mem_bytes;
         }
       }
     } else {
       std::vector<int> free;
       for (int i = 0; i < kGpus; ++i) {
-        if (tenths[i] == 0) free.push_back(i);
+        if (twentieths[i] == 0) free.push_back(i);
       }
       if (static_cast<int>(free.size()) >= job.spec.whole_gpus()) {
         free.resize(job.spec.whole_gpus());
-        for (int i : free) tenths[i] = kTenthsPerGpu;
+        for (int i : free) twentieths[i] = kTwentiethsPerGpu;
         start.gpus = free;
       }
     }
@@ -176,14 +176,14 @@ Result Replay(const Trace& trace, Policy policy) {
   std::map<JobId, TimeMs> first_start;
   std::vector<TimeMs> lost_until(kGpus, 0);
   Result result;
-  double busy_tenth_ms = 0;
+  double busy_twentieth_ms = 0;
   size_t next_arrival = 0;
   SchedulerConfig config;
   TimeMs now = 0;
   auto busy_until = [&](TimeMs from, TimeMs to, const RunningJob& job) {
     TimeMs a = std::max<TimeMs>(from, 0), b = std::min(to, kDay);
-    // gpu_tenths covers all of a job's GPUs: 10 per whole GPU.
-    if (b > a) busy_tenth_ms += static_cast<double>(b - a) * job.spec.gpu_tenths;
+    // gpu_twentieths covers all of a job's GPUs: 20 per whole GPU.
+    if (b > a) busy_twentieth_ms += static_cast<double>(b - a) * job.spec.gpu_twentieths;
   };
   while (now < kHorizon) {
     // Next event: an arrival, a completion, a fault, a GPU coming back.
@@ -217,7 +217,7 @@ Result Replay(const Trace& trace, Policy policy) {
         if (std::find(it->gpus.begin(), it->gpus.end(), f.gpu) != it->gpus.end()) {
           busy_until(it->started, now, *it);
           result.lost_gpu_hours +=
-              static_cast<double>(now - it->started) / kHourMs * it->spec.gpu_tenths / 10.0;
+              static_cast<double>(now - it->started) / kHourMs * it->spec.gpu_twentieths / 20.0;
           const TraceJob& tj = *by_id[it->id];
           pending.push_back(PendingJob{.id = tj.id, .spec = tj.spec, .submitted = tj.submitted});
           it = running.erase(it);
@@ -250,7 +250,7 @@ Result Replay(const Trace& trace, Policy policy) {
   }
   for (const RunningJob& r : running) busy_until(r.started, now, r);
   result.unfinished = static_cast<int>(pending.size() + running.size());
-  result.utilization = busy_tenth_ms / (static_cast<double>(kDay) * kGpus * kTenthsPerGpu);
+  result.utilization = busy_twentieth_ms / (static_cast<double>(kDay) * kGpus * kTwentiethsPerGpu);
   std::vector<double> waits;
   for (const TraceJob& j : trace.jobs) {
     auto it = first_start.find(j.id);
@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
   double offered = 0;
   int counts[4] = {0, 0, 0, 0};
   for (const TraceJob& j : trace.jobs) {
-    offered += static_cast<double>(j.duration) / gpuherd::kHourMs * j.spec.gpu_tenths / 10.0;
+    offered += static_cast<double>(j.duration) / gpuherd::kHourMs * j.spec.gpu_twentieths / 20.0;
     counts[j.spec.fractional() ? 3 : j.spec.whole_gpus() == 1 ? 0 : j.spec.whole_gpus() == 2 ? 1 : 2]++;
   }
   Result g = Replay(trace, Policy::kGpuherd);

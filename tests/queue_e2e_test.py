@@ -208,7 +208,7 @@ class QueueTest(unittest.TestCase):
     def test_bad_input_is_refused_and_nothing_is_stored(self):
         self.home.start("--sim", "2", "--interval", "200ms")
         cases = [
-            (["--gpus", "0.35", "--gpu-mem", "1GiB", "--", "true"], "0.35"),
+            (["--gpus", "0.33", "--gpu-mem", "1GiB", "--", "true"], "0.33"),
             (["--gpus", "0.5", "--", "true"], "gpu_mem"),
             (["--gpus", "3", "--", "true"], "3"),
             (["--gpus", "1", "--gpu-mem", "900GiB", "--", "true"], "900"),

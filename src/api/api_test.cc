@@ -73,11 +73,16 @@ TEST(ApiEventsTest, EventsAndAlertsFromRecordsRoundTrip) {
 }
 
 TEST(ApiJobsTest, JobViewReadsTheDaemonsJob) {
-  json j = {{"id", 7}, {"name", "train"}, {"state", "running"}, {"gpu_tenths", 5},
+  json j = {{"id", 7}, {"name", "train"}, {"state", "running"}, {"gpu_twentieths", 10},
             {"assigned_gpus", {2}}, {"started", 1000}, {"exit_code", 3}, {"unknown", true}};
   auto v = Decode<JobView>(j, "job 7");
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(GpusRequested(*v), "0.5");
+  for (const auto& [twentieths, shown] : {std::pair{1, "0.05"}, {5, "0.25"}, {15, "0.75"}, {40, "2"}, {0, "-"}}) {
+    JobView quarter = *v;
+    quarter.gpu_twentieths = twentieths;
+    EXPECT_EQ(GpusRequested(quarter), shown);
+  }
   EXPECT_EQ(GpusAssigned(*v), "2");
   EXPECT_EQ(JobTime(*v, 61000), FormatDuration(60000));
   EXPECT_EQ(v->exit_code, 3);

@@ -13,7 +13,7 @@ void from_json(const json& j, JobView& v) {
   v.state = j.value("state", std::string());
   v.reason = j.value("reason", std::string());
   v.priority = j.value("priority", 0);
-  v.gpu_tenths = j.value("gpu_tenths", 0);
+  v.gpu_twentieths = j.value("gpu_twentieths", 0);
   v.assigned_gpus = j.value("assigned_gpus", std::vector<int>());
   v.command = j.value("command", std::vector<std::string>());
   v.submitted = j.value("submitted", TimeMs{0});
@@ -33,9 +33,10 @@ void from_json(const json& j, JobView& v) {
 }
 
 std::string GpusRequested(const JobView& job) {
-  if (job.gpu_tenths == 0) return "-";
-  if (job.gpu_tenths % 10 == 0) return std::to_string(job.gpu_tenths / 10);
-  return fmt::format("0.{}", job.gpu_tenths);
+  if (job.gpu_twentieths == 0) return "-";
+  // 20 → "1", 10 → "0.5", 5 → "0.25", 1 → "0.05".
+  if (job.gpu_twentieths % 20 == 0) return std::to_string(job.gpu_twentieths / 20);
+  return fmt::format("{:g}", job.gpu_twentieths / 20.0);
 }
 
 std::string GpusAssigned(const JobView& job) {

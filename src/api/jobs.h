@@ -21,7 +21,7 @@ struct JobView {
   std::string state;
   std::string reason;                 // why it waits or how it ended
   int priority = 0;
-  int gpu_tenths = 0;                 // requested: 10 per whole GPU
+  int gpu_twentieths = 0;             // requested: 20 per whole GPU
   std::vector<int> assigned_gpus;
   std::vector<std::string> command;   // empty where the caller may not see it
   TimeMs submitted = 0, started = 0, ended = 0;

@@ -53,9 +53,9 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
                   "Also answer TCP requests whose Host is this name (besides localhost, IP addresses and the "
                   "hostname); repeatable");
   cmd->add_option("--user-max-gpus", flags->user_max_gpus, "Running GPUs per user (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::NonNegativeWhole());
   cmd->add_option("--user-max-queued", flags->user_max_queued, "Unfinished jobs per user (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::NonNegativeWhole());
   cmd->add_flag("--no-preemption", flags->no_preemption, "Never preempt running jobs");
   cmd->add_flag("--no-backfill", flags->no_backfill, "Start jobs strictly in priority order");
   cmd->add_flag("--mps", flags->mps,
@@ -83,7 +83,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--slurm-poll", flags->slurm_poll, "How often squeue is asked about the jobs")
       ->capture_default_str();
   cmd->add_option("--slurm-shards-per-gpu", flags->slurm_shards,
-                  "Shards per GPU in gres.conf: a job's tenth of a GPU asks for a tenth of them")
+                  "Shards per GPU in gres.conf: a job's twentieth of a GPU asks for a twentieth of them")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--cgroup-root", flags->cgroup_root,

@@ -1,16 +1,14 @@
 // gpuherd: keeps a lab's GPUs healthy and busy. See README.md.
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <initializer_list>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "app/command_line.h"
 #include "cli/command.h"
+#include "cli/table.h"
 #ifndef GPUHERD_CLIENT
 #include "app/daemon_command.h"
 #endif
@@ -20,33 +18,15 @@
 
 namespace {
 
-// The command a command line runs: the first word that is not an option (or
-// the value of --home); nullptr when there is none.
-const char* CommandOf(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--home") == 0) {
-      ++i;
-      continue;
-    }
-    if (argv[i][0] != '-') return argv[i];
-  }
-  return nullptr;
-}
+using gpuherd::app::CommandOf;
 
 #ifdef GPUHERD_CLIENT
 // `daemon` and `predict` continue in gpuherd-daemon, installed beside this
 // binary: only they need the libraries behind webhooks (TLS) and the failure
 // model (XGBoost), whose loading would otherwise double the start-up cost of
-// every short command (`gpuherd submit` runs once per job).
+// every short command.
 int RunInDaemonBinary(char** argv) {
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  std::string full = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "gpuherd-daemon";
-  ::execv(full.c_str(), argv);
-  std::fprintf(stderr, "gpuherd: cannot run %s: %s (it is installed beside gpuherd and runs the daemon and the "
-                       "predict commands)\n",
-               full.c_str(), std::strerror(errno));
-  return 1;
+  return gpuherd::app::ExecSibling("gpuherd-daemon", argv, "the daemon and the predict commands");
 }
 #endif
 
@@ -97,6 +77,7 @@ int main(int argc, char** argv) {
       {{"ps"}, AddPsCommand},
       {{"show"}, AddShowCommand},
       {{"logs"}, AddLogsCommand},
+      {{"wait"}, AddWaitCommand},
       {{"cancel", "hold", "release", "requeue"}, AddJobActionCommands},
       {{"drain", "undrain"}, AddDrainCommands},
       {{"alerts"}, AddAlertsCommand},
@@ -116,11 +97,17 @@ int main(int argc, char** argv) {
       {{"dashboard"}, AddDashboardCommand},
   };
   const Registration* only = nullptr;
-  if (const char* command = CommandOf(argc, argv)) {
+  const char* command = CommandOf(argc, argv);
+  if (command != nullptr) {
     for (const Registration& r : registrations) {
       for (const char* name : r.names) {
         if (std::strcmp(command, name) == 0) only = &r;
       }
+    }
+    if (only == nullptr && std::strcmp(command, "daemon") != 0 && std::strcmp(command, "predict") != 0) {
+      std::fprintf(stderr, "gpuherd: unknown command '%s'; `gpuherd --help` lists the commands\n",
+                   gpuherd::cli::PrintableLines(command).c_str());
+      return 2;
     }
   }
   for (const Registration& r : registrations) {

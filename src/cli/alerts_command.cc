@@ -9,6 +9,7 @@
 #include "api/events.h"
 #include "cli/command.h"
 #include "cli/daemon_client.h"
+#include "cli/store_without_daemon.h"
 #include "cli/table.h"
 #include "core/time.h"
 #include "host/clock.h"

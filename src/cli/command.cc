@@ -3,7 +3,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <charconv>
+#include <climits>
 #include <cstdlib>
+
+#include <fmt/format.h>
 
 #include "cli/table.h"
 
@@ -14,8 +18,25 @@ bool CommandContext::color() const { return ::isatty(STDOUT_FILENO) && std::gete
 void CommandContext::Fail(const Status& status) {
   // Messages quote what users and jobs wrote: printed escaped.
   std::fprintf(stderr, "gpuherd: %s\n", PrintableLines(status.message()).c_str());
-  exit_code = 1;
+  exit_code = status.code() == Code::kInvalidArgument ? 2 : 1;
 }
+
+CLI::Validator WholeNumber(int64_t lo, int64_t hi) {
+  std::string range = hi == INT64_MAX ? fmt::format("{} or more", lo) : fmt::format("from {} to {}", lo, hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& input) -> std::string {
+        int64_t value = 0;
+        auto [end, ec] = std::from_chars(input.data(), input.data() + input.size(), value);
+        if (ec != std::errc() || end != input.data() + input.size() || value < lo || value > hi) {
+          return fmt::format("must be a whole number {}, got '{}'", range, input);
+        }
+        return std::string();
+      },
+      range == "0 or more" ? "NUMBER>=0" : "NUMBER");
+}
+
+CLI::Validator NonNegativeWhole() { return WholeNumber(0, INT64_MAX); }
+CLI::Validator PositiveWhole() { return WholeNumber(1, INT64_MAX); }
 
 gpu::DriverChoice DriverFlags::choice() const {
   gpu::DriverChoice choice;

@@ -19,9 +19,21 @@ struct CommandContext {
   StateDir dir() const { return ResolveStateDir(home); }
   // Colours only on a terminal, and never when NO_COLOR is set.
   bool color() const;
-  // Prints "gpuherd: <message>" to stderr and sets the exit code (1).
+  // Prints "gpuherd: <message>" to stderr and sets the exit code: 2 for
+  // kInvalidArgument (a usage error: a flag, a value or a file given that
+  // cannot be used, wherever it was found), 1 for any other failure.
   void Fail(const Status& status);
+  // A usage error found by the command itself: exit 2.
+  void Usage(const std::string& message) { Fail(InvalidArgument(message)); }
 };
+
+// Validators whose messages a person can read ("--cpus: must be a whole
+// number from 0 to 4096, got -1"), in place of CLI11's NonNegativeNumber and
+// PositiveNumber ("not in range 0.000000 to 1797693..."). CLI11 reports them
+// as parse errors: exit 2.
+CLI::Validator WholeNumber(int64_t lo, int64_t hi);
+CLI::Validator NonNegativeWhole();  // 0 and up
+CLI::Validator PositiveWhole();     // 1 and up
 
 // --sim N, --scenario FILE, --seed S: the flags that choose the GPU driver.
 struct DriverFlags {
@@ -44,6 +56,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx);
 void AddPsCommand(CLI::App& app, CommandContext* ctx);
 void AddShowCommand(CLI::App& app, CommandContext* ctx);
 void AddLogsCommand(CLI::App& app, CommandContext* ctx);
+void AddWaitCommand(CLI::App& app, CommandContext* ctx);  // wait [--any] ID...
 void AddJobActionCommands(CLI::App& app, CommandContext* ctx);  // cancel, hold, release, requeue
 void AddDrainCommands(CLI::App& app, CommandContext* ctx);      // drain, undrain
 void AddBurnInCommand(CLI::App& app, CommandContext* ctx);

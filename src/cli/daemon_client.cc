@@ -32,17 +32,6 @@ std::string NewIdempotencyKey() {
 
 }  // namespace
 
-Result<std::unique_ptr<store::Store>> OpenStoreWithoutDaemon(const StateDir& dir) {
-  store::StoreOptions options;
-  options.read_only = true;
-  auto db = store::Store::Open(dir.db_path(), options);
-  if (!db.ok()) {
-    return Unavailable("no daemon answers on " + dir.socket_path() + " and its database cannot be read (" +
-                       db.status().message() + "); start one with `gpuherd daemon`");
-  }
-  return db;
-}
-
 DaemonClient::DaemonClient(StateDir dir, DurationMs timeout)
     : dir_(std::move(dir)), http_(http::Endpoint{dir_.socket_path()}, TimeoutFor(timeout)) {}
 

@@ -10,13 +10,8 @@
 #include "http/client.h"
 #include "core/state_dir.h"
 #include "core/status.h"
-#include "store/store.h"
 
 namespace gpuherd::cli {
-
-// The state database opened read-only, for commands that read it when no
-// daemon answers; kUnavailable that says to start one when it cannot be read.
-Result<std::unique_ptr<store::Store>> OpenStoreWithoutDaemon(const StateDir& dir);
 
 class DaemonClient {
  public:

@@ -9,6 +9,7 @@
 #include "api/events.h"
 #include "cli/command.h"
 #include "cli/daemon_client.h"
+#include "cli/store_without_daemon.h"
 #include "cli/table.h"
 #include "core/time.h"
 #include "host/clock.h"
@@ -33,7 +34,17 @@ std::string Query(const EventsFlags& f, TimeMs since, int64_t after) {
   return q;
 }
 
-void Print(const std::vector<api::Event>& events, bool json, bool color, bool header) {
+// --json: one array; --json with --follow: one line per event (JSON lines),
+// flushed at once, so a pipe (`| jq`, a script's read loop) gets each event
+// as it comes instead of a block buffer that fills after hours.
+void Print(const std::vector<api::Event>& events, bool json, bool follow, bool color, bool header) {
+  if (json && follow) {
+    std::string out;
+    for (const api::Event& e : events) out += nlohmann::json(e).dump() + "\n";
+    std::fputs(out.c_str(), stdout);
+    std::fflush(stdout);
+    return;
+  }
   if (json) {
     std::printf("%s\n", nlohmann::json(events).dump(2).c_str());
     return;
@@ -85,7 +96,7 @@ void AddEventsCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--kind", flags->kind, "Only kinds starting with this, e.g. gpu. or gpu.xid");
   cmd->add_option("--since", flags->since, "Only events in this past period, e.g. 10m, 24h");
   cmd->add_option("--limit", flags->limit, "At most this many (the newest)")->check(CLI::Range(1, 100000));
-  cmd->add_flag("--json", flags->json, "Print JSON");
+  cmd->add_flag("--json", flags->json, "Print JSON (an array; with --follow one object per line)");
   cmd->add_flag("-f,--follow", flags->follow, "Keep printing new events (needs the daemon)");
   cmd->callback([ctx, flags] {
     TimeMs since = 0;
@@ -101,7 +112,7 @@ void AddEventsCommand(CLI::App& app, CommandContext* ctx) {
       if (flags->follow) return ctx->Fail(Unavailable("--follow needs a running daemon; start `gpuherd daemon`"));
       auto events = ReadFromStore(ctx->dir(), *flags, since);
       if (!events.ok()) return ctx->Fail(events.status());
-      return Print(*events, flags->json, ctx->color(), true);
+      return Print(*events, flags->json, false, ctx->color(), true);
     }
     auto fetch = [&](int64_t after) -> Result<std::vector<api::Event>> {
       auto reply = client.Get(Query(*flags, since, after));
@@ -111,14 +122,14 @@ void AddEventsCommand(CLI::App& app, CommandContext* ctx) {
     };
     auto events = fetch(0);
     if (!events.ok()) return ctx->Fail(events.status());
-    Print(*events, flags->json, ctx->color(), true);
+    Print(*events, flags->json, flags->follow, ctx->color(), true);
     int64_t last = events->empty() ? 0 : events->back().id;
     while (flags->follow) {
       ::usleep(500'000);
       auto more = fetch(last);
       if (!more.ok()) return ctx->Fail(more.status());
       if (more->empty()) continue;
-      Print(*more, flags->json, ctx->color(), false);
+      Print(*more, flags->json, true, ctx->color(), false);
       last = more->back().id;
     }
   });

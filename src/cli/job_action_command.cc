@@ -1,18 +1,71 @@
-// gpuherd cancel|hold|release|requeue ID...: the job actions, each one POST.
+// gpuherd cancel|hold|release|requeue ID...: the job actions. cancel is one
+// request however many jobs it names (POST /v1/jobs/cancel, one commit, with
+// scancel's filters); the others are one POST per job.
 #include <cstdio>
 
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 
 namespace gpuherd::cli {
+namespace {
+
+void AddCancelCommand(CLI::App& app, CommandContext* ctx) {
+  struct Flags {
+    std::vector<int64_t> ids;
+    std::string user, state, name;
+    bool all = false, quiet = false;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "cancel", "Cancel jobs, all in one request (running ones get SIGTERM, then SIGKILL after their grace period)");
+  cmd->add_option("ids", f->ids, "Job ids (with filters: only those that match them)")->check(PositiveWhole());
+  cmd->add_option("--user", f->user, "Only this user's jobs (another user's: admins only)");
+  cmd->add_option("--state", f->state, "Only jobs in this state: pending, held, running or stopping");
+  cmd->add_option("--name", f->name, "Only jobs of this name");
+  cmd->add_flag("--all", f->all, "Every user's unfinished jobs that match the filters (admins only)");
+  cmd->add_flag("-q,--quiet", f->quiet, "Print nothing but errors");
+  cmd->callback([ctx, f] {
+    const bool filtered = f->all || !f->user.empty() || !f->state.empty() || !f->name.empty();
+    if (f->ids.empty() && !filtered) {
+      return ctx->Usage("name the jobs to cancel: ids, or --user, --state, --name or --all");
+    }
+    nlohmann::json body = nlohmann::json::object();
+    if (!f->ids.empty()) body["ids"] = f->ids;
+    if (!f->user.empty()) body["user"] = f->user;
+    if (!f->state.empty()) body["state"] = f->state;
+    if (!f->name.empty()) body["name"] = f->name;
+    if (f->all) body["all"] = true;
+    // 20,000 ids and their records commit in one turn: give it time.
+    auto reply = DaemonClient(ctx->dir(), 120'000).Post("/v1/jobs/cancel", body);
+    if (!reply.ok()) return ctx->Fail(reply.status());
+    std::string out;
+    for (const char* state : {"cancelled", "stopping"}) {
+      for (const auto& id : reply->value(state, nlohmann::json::array())) {
+        out += "job " + id.dump() + ": " + state + "\n";
+      }
+    }
+    if (!f->quiet) std::fputs(out.c_str(), stdout);
+    for (const auto& s : reply->value("skipped", nlohmann::json::array())) {
+      std::fprintf(stderr, "gpuherd: job %s: %s\n", s.value("id", nlohmann::json()).dump().c_str(),
+                   s.value("reason", std::string()).c_str());
+      ctx->exit_code = 1;  // as scancel: the others are cancelled, the status says not all were
+    }
+    if (filtered && f->ids.empty() && reply->value("cancelled", nlohmann::json::array()).empty() &&
+        reply->value("stopping", nlohmann::json::array()).empty() && !f->quiet) {
+      std::fprintf(stderr, "gpuherd: no unfinished job matches\n");
+    }
+  });
+}
+
+}  // namespace
 
 void AddJobActionCommands(CLI::App& app, CommandContext* ctx) {
+  AddCancelCommand(app, ctx);
   struct Action {
     const char* name;
     const char* help;
   };
   static constexpr Action kActions[] = {
-      {"cancel", "Cancel jobs (running ones get SIGTERM, then SIGKILL after their grace period)"},
       {"hold", "Keep pending jobs from starting"},
       {"release", "Let held jobs start again"},
       {"requeue", "Stop running jobs and queue them again (they resume from their checkpoint)"},
@@ -20,7 +73,7 @@ void AddJobActionCommands(CLI::App& app, CommandContext* ctx) {
   for (const Action& action : kActions) {
     auto ids = std::make_shared<std::vector<int64_t>>();
     CLI::App* cmd = app.add_subcommand(action.name, action.help);
-    cmd->add_option("ids", *ids, "Job ids")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("ids", *ids, "Job ids")->required()->check(PositiveWhole());
     std::string name = action.name;
     cmd->callback([ctx, ids, name] {
       DaemonClient client(ctx->dir());

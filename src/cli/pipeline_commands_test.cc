@@ -76,7 +76,7 @@ class PipelineCommandsTest : public ::testing::Test {
       }
       response.body = json{{"metrics", lines}}.dump();
     } else if (r.path == "/v1/jobs/11" || r.path == "/v1/jobs/12") {
-      response.body = json{{"id", 11}, {"gpu_tenths", 5}}.dump();
+      response.body = json{{"id", 11}, {"gpu_twentieths", 10}}.dump();
     } else if (r.method == "POST" && r.path == "/v1/pipelines/7/cancel") {
       response.body = json{{"state", "cancelled"}}.dump();
     } else {

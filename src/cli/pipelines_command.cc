@@ -25,7 +25,7 @@ void AddShow(CLI::App* group, CommandContext* ctx) {
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = group->add_subcommand("show", "Show a run: every step and sweep point");
-  cmd->add_option("id", f->id, "Pipeline id")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("id", f->id, "Pipeline id")->required()->check(PositiveWhole());
   cmd->add_flag("--json", f->json, "Print JSON");
   cmd->callback([ctx, f] {
     auto reply = DaemonClient(ctx->dir()).Get("/v1/pipelines/" + std::to_string(f->id));
@@ -50,7 +50,7 @@ void AddAction(CLI::App* group, CommandContext* ctx, const std::string& name, co
                const std::string& done) {
   auto id = std::make_shared<int64_t>(0);
   CLI::App* cmd = group->add_subcommand(name, help);
-  cmd->add_option("id", *id, "Pipeline id")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("id", *id, "Pipeline id")->required()->check(PositiveWhole());
   cmd->callback([ctx, id, name, done] {
     auto reply = DaemonClient(ctx->dir()).Post("/v1/pipelines/" + std::to_string(*id) + "/" + name, json::object());
     if (!reply.ok()) return ctx->Fail(reply.status());

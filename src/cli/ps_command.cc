@@ -47,10 +47,12 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
   CLI::App* cmd = app.add_subcommand("ps", "List jobs: running and pending (--all: finished too)");
   cmd->add_flag("-a,--all", f->all, "Include finished jobs (completed, failed, cancelled)");
   cmd->add_option("--user", f->user, "Only this user's jobs");
-  cmd->add_option("--state", f->state, "Only jobs in this state");
+  cmd->add_option("--state", f->state, "Only jobs in this state (completed, failed or cancelled need no --all)");
   cmd->add_flag("--json", f->json, "Print JSON (an array of jobs)");
   cmd->callback([ctx, f] {
-    std::string target = std::string("/v1/jobs?all=") + (f->all ? "1" : "0");
+    // Asking for a final state asks for finished jobs: no --all needed.
+    const bool finished_state = f->state == "completed" || f->state == "failed" || f->state == "cancelled";
+    std::string target = std::string("/v1/jobs?all=") + (f->all || finished_state ? "1" : "0");
     if (!f->user.empty()) target += "&user=" + f->user;
     if (!f->state.empty()) target += "&state=" + f->state;
     auto response = http::Client(http::Endpoint{ctx->dir().socket_path()}).Request("GET", target);

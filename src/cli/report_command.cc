@@ -13,15 +13,15 @@
 namespace gpuherd::cli {
 namespace {
 
-// GPU-hours count a node's share of a GPU (0.1 for a tenth), which the
+// GPU-hours count a node's share of a GPU (0.25 for a quarter), which the
 // node's job knows; a job that cannot be read counts its assigned GPUs.
 void AddGpuShares(DaemonClient& client, nlohmann::json* pipeline) {
   if (!pipeline->contains("nodes") || !(*pipeline)["nodes"].is_array()) return;
   for (nlohmann::json& node : (*pipeline)["nodes"]) {
     int64_t job_id = node.value("job_id", int64_t{0});
-    if (job_id <= 0 || node.contains("gpu_tenths")) continue;
-    if (auto job = client.Get("/v1/jobs/" + std::to_string(job_id)); job.ok() && job->contains("gpu_tenths")) {
-      node["gpu_tenths"] = (*job)["gpu_tenths"];
+    if (job_id <= 0 || node.contains("gpu_twentieths")) continue;
+    if (auto job = client.Get("/v1/jobs/" + std::to_string(job_id)); job.ok() && job->contains("gpu_twentieths")) {
+      node["gpu_twentieths"] = (*job)["gpu_twentieths"];
     }
   }
 }
@@ -57,7 +57,7 @@ void AddReportCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("ids", f->ids, "Pipeline id; a second id compares the two runs side by side")
       ->required()
       ->expected(1, 2)
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveWhole());
   cmd->add_option("--format", f->format, "html (a self-contained page), md or csv (one run only)")
       ->check(CLI::IsMember({"html", "md", "csv"}));
   cmd->add_option("-o,--output", f->output, "Write here (default: html to <run folder>/report.html, others to stdout)");

@@ -36,7 +36,7 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("show", "Show one job, and why it is pending");
-  cmd->add_option("id", f->id, "Job id")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("id", f->id, "Job id")->required()->check(PositiveWhole());
   cmd->add_flag("--json", f->json, "Print JSON");
   cmd->callback([ctx, f] {
     auto reply = DaemonClient(ctx->dir()).Get("/v1/jobs/" + std::to_string(f->id));

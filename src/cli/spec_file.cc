@@ -1,6 +1,7 @@
 #include "cli/spec_file.h"
 
 #include "core/yaml.h"
+#include "sched/job_spec.h"
 
 namespace gpuherd::cli {
 
@@ -8,17 +9,44 @@ Result<nlohmann::json> LoadSpecFile(const std::string& path) {
   const YamlLimits limits;  // a job spec is far smaller than any of these
   auto text = ReadTextFile(path, limits.max_bytes);
   if (!text.ok()) return text.status().Annotate("job spec");
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_discarded()) {
+  // JSON is read as YAML too (YAML's flow style is a superset of it), so
+  // both kinds of file get the line of a wrong field.
+  auto root = LoadYaml(*text, path, limits);
+  if (!root.ok()) {
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      return Status(root.status().code(), root.status().message() + " (the file is neither valid JSON nor valid YAML)");
+    }
     if (!j.is_object()) return InvalidArgument(path + ": a job spec must be an object with a \"command\"");
     return j;
   }
-  auto root = LoadYaml(*text, path, limits);
-  if (!root.ok()) {
-    return Status(root.status().code(), root.status().message() + " (the file is neither valid JSON nor valid YAML)");
+  YamlReader reader(path);
+  if (!root->IsMap()) return reader.Error(*root, "a job spec must be a mapping with a command, e.g. command: python3 train.py");
+  // Each field is checked here, where its line is known, by the parser the
+  // daemon uses; flags may still override it, and the daemon checks the
+  // whole spec again.
+  nlohmann::json spec = nlohmann::json::object();
+  sched::JobSpec scratch;
+  for (auto it = root->begin(); it != root->end(); ++it) {
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    auto name = reader.Scalar(key, "a field name");
+    if (!name.ok()) return name.status();
+    if (spec.contains(*name)) return reader.Error(key, "field '" + *name + "' is given twice");
+    nlohmann::json field = YamlToJson(value);
+    // A command's arguments are text as written: [sleep, 5] is "sleep" "5",
+    // and [true] runs true, not a boolean.
+    if (*name == "command" && value.IsSequence()) {
+      for (size_t i = 0; i < value.size(); ++i) {
+        if (value[i].IsScalar()) field[i] = value[i].Scalar();
+      }
+    }
+    if (Status s = sched::ParseJobSpecField(*name, field, &scratch); !s.ok()) {
+      return reader.Error(value.IsNull() ? key : value, s.message());
+    }
+    spec[*name] = std::move(field);
   }
-  if (!root->IsMap()) return InvalidArgument(path + ": a job spec must be a mapping with a command");
-  return YamlToJson(*root);
+  return spec;
 }
 
 }  // namespace gpuherd::cli

@@ -26,15 +26,15 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
     int cpus = 0, priority = 0, max_restarts = 0, array = 0;
     bool preemptible = false, mixed_models = false, json = false;
     std::vector<std::string> env, labels, command;
-    std::vector<int64_t> after;
+    std::vector<int64_t> after, after_any, after_not_ok;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("submit", "Queue a job: gpuherd submit --gpus 1 -- python train.py");
-  cmd->add_option("--gpus", f->gpus, "GPUs: 0, a fraction 0.1-0.9, or a whole number (default 0)");
+  cmd->add_option("--gpus", f->gpus, "GPUs: 0, a fraction 0.05-0.95 in steps of 0.05, or a whole number (default 0)");
   cmd->add_option("--gpu-mem", f->gpu_mem, "GPU memory, e.g. 8GiB (required for fractions)");
   cmd->add_option("--model", f->model, "Only GPUs whose name contains this, e.g. A100");
   cmd->add_option("--min-cc", f->min_cc, "Minimum compute capability, e.g. 8.0");
-  cmd->add_option("--cpus", f->cpus, "CPUs the job needs")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cpus", f->cpus, "CPUs the job needs")->check(NonNegativeWhole());
   cmd->add_option("--mem", f->mem, "Host memory, e.g. 32GiB");
   cmd->add_option("--priority", f->priority, "Urgency, -100 to 100 (default 0)")->check(CLI::Range(-100, 100));
   cmd->add_option("--time-limit", f->time_limit, "Stop the job after this long, e.g. 12h");
@@ -43,7 +43,16 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_flag("--mixed-models", f->mixed_models, "A multi-GPU job may get GPUs of different models");
   cmd->add_option("--max-restarts", f->max_restarts, "Restarts after GPU faults or preemption")
       ->check(CLI::Range(0, 1000));
-  cmd->add_option("--after", f->after, "Start only after these job ids completed");
+  // Slurm's dependency kinds (afterok, afterany, afternotok); ids by comma or repeated.
+  cmd->add_option("--after", f->after, "Start only after these jobs completed (ids, e.g. 4,5)")
+      ->delimiter(',')
+      ->check(PositiveWhole());
+  cmd->add_option("--afterany", f->after_any, "Start only after these jobs ended, however they ended")
+      ->delimiter(',')
+      ->check(PositiveWhole());
+  cmd->add_option("--afternotok", f->after_not_ok, "Start only after these jobs failed or were cancelled")
+      ->delimiter(',')
+      ->check(PositiveWhole());
   cmd->add_option("--name", f->name, "A name for the job");
   cmd->add_option("--env", f->env, "KEY=VALUE added to the job's environment (repeatable)");
   cmd->add_option("--label", f->labels, "KEY=VALUE label (repeatable)");
@@ -62,7 +71,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
     }
     if (!f->command.empty()) spec["command"] = f->command;
     if (!spec.contains("command")) {
-      return ctx->Fail(InvalidArgument("no command given; put it after --, e.g. gpuherd submit --gpus 1 -- python train.py"));
+      return ctx->Usage("no command given; put it after --, e.g. gpuherd submit --gpus 1 -- python train.py");
     }
     auto set_if = [&](const char* key, const std::string& value) {
       if (!value.empty()) spec[key] = value;
@@ -71,7 +80,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
       char* end = nullptr;
       double g = std::strtod(f->gpus.c_str(), &end);
       if (end == f->gpus.c_str() || *end != '\0') {
-        return ctx->Fail(InvalidArgument("--gpus takes a number such as 1, 2 or 0.5; got '" + f->gpus + "'"));
+        return ctx->Usage("--gpus takes a number such as 1, 2 or 0.5; got '" + f->gpus + "'");
       }
       spec["gpus"] = g;
     }
@@ -87,7 +96,12 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
     if (f->preemptible) spec["preemptible"] = true;
     if (f->mixed_models) spec["mixed_models"] = true;
     if (f->max_restarts) spec["max_restarts"] = f->max_restarts;
-    if (!f->after.empty()) spec["depends_on"] = f->after;
+    if (!f->after.empty()) {
+      spec.erase("depends_on");  // the flag replaces the file's, under either name
+      spec["after"] = f->after;
+    }
+    if (!f->after_any.empty()) spec["after_any"] = f->after_any;
+    if (!f->after_not_ok.empty()) spec["after_not_ok"] = f->after_not_ok;
     if (!spec.contains("cwd")) {
       char cwd[PATH_MAX];
       if (::getcwd(cwd, sizeof(cwd))) spec["cwd"] = cwd;
@@ -99,7 +113,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
     for (const std::string& kv : f->env) {
       auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) {
-        return ctx->Fail(InvalidArgument("--env takes KEY=VALUE; got '" + kv + "'"));
+        return ctx->Usage("--env takes KEY=VALUE; got '" + kv + "'");
       }
       env[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
@@ -107,7 +121,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
     for (const std::string& kv : f->labels) {
       auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) {
-        return ctx->Fail(InvalidArgument("--label takes KEY=VALUE; got '" + kv + "'"));
+        return ctx->Usage("--label takes KEY=VALUE; got '" + kv + "'");
       }
       spec["labels"][kv.substr(0, eq)] = kv.substr(eq + 1);
     }

@@ -44,7 +44,7 @@ void AddTopCommand(CLI::App& app, CommandContext* ctx) {
   flags->driver.AddTo(cmd);
   cmd->add_option("--interval", flags->interval, "Refresh period, e.g. 500ms, 2s");
   cmd->add_option("--iterations", flags->iterations, "Stop after N refreshes (0: until Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeWhole());
   cmd->callback([ctx, flags] {
     DurationMs interval = 0;
     if (!ParseDuration(flags->interval, &interval) || interval < 100) {

@@ -108,7 +108,7 @@ void SimulateJobLoad(gpu::sim::SimDriver& sim, const StateDir& dir, size_t gpu_c
     }
     for (int g : j.gpus) {
       auto& load = loads[g];
-      load.util = std::min(1.0, load.util + std::max(0.1, j.gpu_tenths / 10.0 / j.gpus.size()));
+      load.util = std::min(1.0, load.util + std::max(0.05, j.gpu_twentieths / 20.0 / j.gpus.size()));
       load.processes.push_back({j.shim_pid, per_gpu_mem, j.name});
     }
   }

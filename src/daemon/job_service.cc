@@ -20,6 +20,7 @@
 #include "fence/fence_report.h"
 #include "gpu/xid.h"
 #include "host/cpulist.h"
+#include "sched/dependencies.h"
 #include "sched/job_spec.h"
 
 namespace gpuherd::daemon {
@@ -153,7 +154,10 @@ Status JobService::Load() {
   if (!finished.ok()) return finished.status();
   for (const auto& r : *finished) {
     json spec = json::parse(r.spec_json, nullptr, false);
-    double gpus = spec.is_object() ? spec.value("gpu_tenths", 0) / 10.0 : 0;
+    // Stored before twentieths, a spec holds gpu_tenths.
+    double gpus = !spec.is_object() ? 0
+                  : spec.contains("gpu_twentieths") ? spec.value("gpu_twentieths", 0) / 20.0
+                                                    : spec.value("gpu_tenths", 0) / 10.0;
     if (r.started > 0 && r.ended > r.started) usage_.emplace(r.user, std::make_pair(r.ended, gpus * (r.ended - r.started) / 3.6e6));
   }
   auto unfinished = state_->store->ListUnfinishedJobs();
@@ -270,15 +274,19 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
   if (spec.name.empty()) spec.name = DefaultJobName(spec);
   // Whether the job could ever fit depends only on the fleet's fixed facts.
   GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, static_fleet_));
-  for (sched::JobId dep : spec.depends_on) {
-    if (dep <= 0 || dep >= next_id_) return InvalidArgument("depends_on names job " + std::to_string(dep) + ", which does not exist");
+  for (const auto* deps : {&spec.depends_on, &spec.after_any, &spec.after_not_ok}) {
+    for (sched::JobId dep : *deps) {
+      if (dep <= 0 || dep >= next_id_) {
+        return InvalidArgument("the job depends on job " + std::to_string(dep) + ", which does not exist");
+      }
+    }
   }
   auto queued = unfinished_by_uid_.find(caller.uid);
   GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(
       caller.user, queued == unfinished_by_uid_.end() ? 0 : queued->second, config_.scheduler));
   Entry e;
   e.spec_body = body;
-  json stored_spec = {{"spec", e.spec_body}, {"gid", spec.gid}, {"gpu_tenths", spec.gpu_tenths}};
+  json stored_spec = {{"spec", e.spec_body}, {"gid", spec.gid}, {"gpu_twentieths", spec.gpu_twentieths}};
   if (!extras.checkpoint_dir.empty()) stored_spec["checkpoint_dir"] = extras.checkpoint_dir;
   if (extras.prior_attempts > 0) stored_spec["prior_attempts"] = extras.prior_attempts;
   if (!extras.pinned_gpus.empty()) stored_spec["pinned_gpus"] = extras.pinned_gpus;
@@ -450,7 +458,7 @@ double JobService::RecentGpuHours(const std::string& user, TimeMs now) const {
   for (sched::JobId id : active_) {
     const Entry& e = jobs_.at(id);
     if (e.job.spec.user == user && e.job.state == JobState::kRunning) {
-      hours += e.job.spec.gpu_tenths / 10.0 * (now - e.job.started) / 3.6e6;
+      hours += e.job.spec.gpu_twentieths / 20.0 * (now - e.job.started) / 3.6e6;
     }
   }
   return hours;
@@ -504,36 +512,34 @@ void JobService::Schedule() {
     p.user_gpu_hours = h->second;
     p.deps = sched::Dependencies::kSatisfied;
     if (auto c = claims_.find(id); c != claims_.end()) p.claimed_gpus = c->second;
-    bool unreadable = false;
-    for (sched::JobId dep : job.spec.depends_on) {
-      auto d = jobs_.find(dep);
-      if (d != jobs_.end()) {
-        if (p.deps == sched::Dependencies::kSatisfied) {
-          p.deps = sched::Dependencies::kWaiting;
-          p.blocking_dep = dep;
-          p.blocking_dep_state = d->second.job.state;
-        }
-        continue;
-      }
-      auto known = finished_dep_completed_.find(dep);
-      if (known == finished_dep_completed_.end()) {
+    // Rule 2 (sched/dependencies.h) on each dependency's state: unfinished
+    // ones from jobs_, finished ones from the store once (a final state
+    // never changes).
+    auto check = sched::CheckDependencies(job.spec, [&](sched::JobId dep) -> std::optional<JobState> {
+      if (auto d = jobs_.find(dep); d != jobs_.end()) return d->second.job.state;
+      auto known = finished_dep_state_.find(dep);
+      if (known == finished_dep_state_.end()) {
         auto stored = state_->store->GetJob(dep);
         // A store error is not an answer: the job waits for the next pass.
         if (!stored.ok()) {
           spdlog::warn("job {}: cannot read job {} it depends on: {}", id, dep, stored.status().message());
-          unreadable = true;
-          break;
+          return std::nullopt;
         }
-        known = finished_dep_completed_
-                    .emplace(dep, stored->has_value() && (*stored)->state == "completed")
-                    .first;
+        auto final_state = stored->has_value() ? sched::ParseJobState((*stored)->state) : std::nullopt;
+        if (final_state && !sched::IsFinal(*final_state)) {
+          // It ended in this turn, which is not committed yet: ask again next turn.
+          dirty_ = true;
+          return std::nullopt;
+        }
+        known = finished_dep_state_.emplace(dep, final_state.value_or(JobState::kCancelled)).first;
       }
-      if (!known->second) {
-        p.deps = sched::Dependencies::kFailed;
-        break;
-      }
-    }
-    if (unreadable) continue;
+      return known->second;
+    });
+    if (!check) continue;
+    p.deps = check->deps;
+    p.blocking_dep = check->blocking;
+    p.blocking_dep_state = check->blocking_state;
+    if (p.deps == sched::Dependencies::kFailed) dependency_failure_[id] = sched::DependencyFailureReason(*check);
     if (p.deps == sched::Dependencies::kFailed) {
       dependency_failed.push_back(id);
       continue;
@@ -541,7 +547,8 @@ void JobService::Schedule() {
     pending.push_back(std::move(p));
   }
   for (sched::JobId id : dependency_failed) {
-    Finish(jobs_.at(id), JobState::kCancelled, "a job it depends on did not complete");
+    Finish(jobs_.at(id), JobState::kCancelled, dependency_failure_[id]);
+    dependency_failure_.erase(id);
   }
   if (pending.empty()) return;
   sched::Decisions decisions = sched::Schedule(fleet, pending, running, now, config_.scheduler);
@@ -700,7 +707,7 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   // The job protocol (README "Job protocol").
   std::string visible;
   for (const auto& u : job.gpu_uuids) visible += (visible.empty() ? "" : ",") + u;
-  l.env["CUDA_VISIBLE_DEVICES"] = job.spec.gpu_tenths > 0 ? visible : "";
+  l.env["CUDA_VISIBLE_DEVICES"] = job.spec.gpu_twentieths > 0 ? visible : "";
   l.env["GPUHERD_JOB_ID"] = std::to_string(job.id);
   l.env["GPUHERD_JOB_NAME"] = job.spec.name;
   l.env["GPUHERD_ATTEMPT"] = std::to_string(job.attempt);
@@ -711,7 +718,7 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
   l.env["GPUHERD_RESTART_COUNT"] = std::to_string(RestartCount(job, e.extras.prior_attempts));
   if (job.attempt > 1) l.env["GPUHERD_RESUME"] = "1";
   if (job.spec.fractional()) {
-    l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_tenths * 10);
+    l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_twentieths * 5);
     l.env["GPUHERD_GPU_MEM_LIMIT_MB"] = std::to_string(job.spec.gpu_mem_bytes >> 20);
     // Exactly the share the scheduler counts: what the memory fence enforces.
     l.env["GPUHERD_GPU_MEM_LIMIT_BYTES"] = std::to_string(job.spec.gpu_mem_bytes);
@@ -833,9 +840,9 @@ void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   SetState(e, state);
   job.reason = reason;
   job.ended = state_->clock->Now();
-  if (job.started > 0 && job.spec.gpu_tenths > 0) {
+  if (job.started > 0 && job.spec.gpu_twentieths > 0) {
     usage_.emplace(job.spec.user,
-                   std::make_pair(job.ended, job.spec.gpu_tenths / 10.0 * (job.ended - job.started) / 3.6e6));
+                   std::make_pair(job.ended, job.spec.gpu_twentieths / 20.0 * (job.ended - job.started) / 3.6e6));
   }
   state_->batch.jobs.push_back(ToRecord(e));
   touched_.erase(job.id);
@@ -968,7 +975,7 @@ std::map<std::string, double> JobService::GpuSecondsByUser(TimeMs now) const {
     const sched::Job& job = e.job;
     if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;
     if (job.started <= 0 || now <= job.started) continue;
-    seconds[job.spec.user] += job.spec.gpu_tenths / 10.0 * static_cast<double>(now - job.started) / 1000.0;
+    seconds[job.spec.user] += job.spec.gpu_twentieths / 20.0 * static_cast<double>(now - job.started) / 1000.0;
   }
   return seconds;
 }
@@ -976,7 +983,7 @@ std::map<std::string, double> JobService::GpuSecondsByUser(TimeMs now) const {
 void JobService::AccountGpuTime(const sched::Job& job, TimeMs end) {
   if (job.state != JobState::kRunning && job.state != JobState::kStopping) return;
   if (job.started <= 0 || end <= job.started) return;
-  gpu_seconds_done_[job.spec.user] += job.spec.gpu_tenths / 10.0 * static_cast<double>(end - job.started) / 1000.0;
+  gpu_seconds_done_[job.spec.user] += job.spec.gpu_twentieths / 20.0 * static_cast<double>(end - job.started) / 1000.0;
 }
 
 void JobService::OnRound() {
@@ -988,7 +995,7 @@ void JobService::OnRound() {
     for (sched::JobId id : active_) {
       const Entry& e = jobs_.at(id);
       if (e.job.state != JobState::kRunning || e.job.gpus.empty()) continue;
-      loads.push_back({id, e.job.spec.name, e.job.gpus, e.job.spec.gpu_tenths,
+      loads.push_back({id, e.job.spec.name, e.job.gpus, e.job.spec.gpu_twentieths,
                        e.job.spec.fractional() ? e.job.spec.gpu_mem_bytes : 0, e.shim_pid});
     }
     load_listener_(loads);
@@ -1198,7 +1205,7 @@ json JobService::ToJson(const sched::Job& job, TimeMs now, int prior_attempts) c
             {"user", job.spec.user},
             {"state", sched::JobStateName(job.state)},
             {"priority", job.spec.priority},
-            {"gpu_tenths", job.spec.gpu_tenths},
+            {"gpu_twentieths", job.spec.gpu_twentieths},
             {"gpu_mem_bytes", job.spec.gpu_mem_bytes},
             {"assigned_gpus", job.gpus},
             {"gpu_uuids", job.gpu_uuids},
@@ -1217,6 +1224,9 @@ json JobService::ToJson(const sched::Job& job, TimeMs now, int prior_attempts) c
   if (job.exit_code) j["exit_code"] = *job.exit_code;
   if (job.exit_signal) j["exit_signal"] = *job.exit_signal;
   if (job.attempt > 0) j["logs"] = AttemptDir(job.id, job.attempt);
+  if (!job.spec.depends_on.empty()) j["after"] = job.spec.depends_on;
+  if (!job.spec.after_any.empty()) j["after_any"] = job.spec.after_any;
+  if (!job.spec.after_not_ok.empty()) j["after_not_ok"] = job.spec.after_not_ok;
   return j;
 }
 
@@ -1363,6 +1373,73 @@ Result<json> JobService::Logs(sched::JobId id, const std::string& stream, int64_
   out["next_offset"] = offset + n;
   out["truncated"] = offset + n < size;
   return out;
+}
+
+Result<json> JobService::CancelMany(const CancelRequest& request, const Caller& caller) {
+  if (!caller.authenticated) return Unauthenticated("cancelling needs the unix socket or the API token");
+  if (request.ids.empty() && !request.filtered()) {
+    return InvalidArgument("name the jobs to cancel: ids, or filters (user, state, name, all)");
+  }
+  std::optional<JobState> state;
+  if (!request.state.empty()) {
+    state = sched::ParseJobState(request.state);
+    if (!state || sched::IsFinal(*state)) {
+      return InvalidArgument("state must be pending, held, running or stopping; got '" + request.state + "'");
+    }
+  }
+  if (request.all && !caller.admin) return PermissionDenied("cancelling every user's jobs (all) is for admins");
+  if (!request.user.empty() && request.user != caller.user && !caller.admin) {
+    return PermissionDenied("only an admin may cancel the jobs of " + request.user);
+  }
+  auto matches = [&](const sched::Job& job) {
+    if (state && job.state != *state) return false;
+    if (!request.name.empty() && job.spec.name != request.name) return false;
+    if (!request.user.empty()) return job.spec.user == request.user;
+    return request.all || job.spec.uid == caller.uid;
+  };
+  // Every check before the first cancel: all or nothing.
+  std::vector<sched::JobId> chosen;
+  json skipped = json::array();
+  if (!request.ids.empty()) {
+    std::vector<sched::JobId> ids = request.ids;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (sched::JobId id : ids) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) {
+        auto stored = id > 0 && id < next_id_ ? state_->store->GetJob(id) : Result<std::optional<store::JobRecord>>(std::nullopt);
+        if (!stored.ok()) return stored.status();
+        if (!stored->has_value()) {
+          return NotFound("no job " + std::to_string(id) + " (nothing was cancelled); `gpuherd ps --all` lists them");
+        }
+        skipped.push_back({{"id", id}, {"reason", "already " + (*stored)->state}});
+        continue;
+      }
+      const sched::Job& job = it->second.job;
+      if (!caller.MayActOn(job.spec.uid)) {
+        return PermissionDenied(fmt::format("job {} belongs to {}; only its owner or an admin may cancel it "
+                                            "(nothing was cancelled)",
+                                            id, job.spec.user));
+      }
+      if (!request.filtered() || matches(job)) chosen.push_back(id);
+    }
+  } else {
+    for (const auto& [id, e] : jobs_) {
+      if (matches(e.job)) chosen.push_back(id);
+    }
+  }
+  json cancelled = json::array(), stopping = json::array();
+  for (sched::JobId id : chosen) {
+    auto done = Act(id, "cancel", caller);
+    if (!done.ok()) {
+      skipped.push_back({{"id", id}, {"reason", done.status().message()}});
+    } else if (*done == "cancelled") {
+      cancelled.push_back(id);
+    } else {
+      stopping.push_back(id);
+    }
+  }
+  return json{{"cancelled", std::move(cancelled)}, {"stopping", std::move(stopping)}, {"skipped", std::move(skipped)}};
 }
 
 }  // namespace gpuherd::daemon

@@ -69,7 +69,7 @@ struct JobLoad {
   sched::JobId id = 0;
   std::string name;
   std::vector<int> gpus;       // fleet positions
-  int gpu_tenths = 0;          // the job's whole share (10 per whole GPU)
+  int gpu_twentieths = 0;      // the job's whole share (20 per whole GPU)
   uint64_t gpu_mem_bytes = 0;  // a fraction's memory share; 0 for whole GPUs
   int shim_pid = 0;            // 0 until launched
 };
@@ -115,6 +115,22 @@ class JobService : public TurnParticipant {
   Status Signal(sched::JobId id, int signal);
   // "cancel", "hold", "release", "requeue": the new state, or why not.
   Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller);
+  // Many jobs cancelled in one call, so in one turn and one commit: no job
+  // starts between two of the cancels (`scancel`'s filters). Selects `ids`
+  // and, with a filter, the unfinished jobs matching every filter given
+  // (state: pending, held, running or stopping; name: exact) of `user`, of
+  // every user with `all` (admins only), else of the caller. With both, the
+  // named ids that match the filters. An id that names no job, or a job the
+  // caller may not cancel, refuses the whole request; a finished one is
+  // reported as skipped. {"cancelled": [ids], "stopping": [ids],
+  // "skipped": [{"id", "reason"}]}.
+  struct CancelRequest {
+    std::vector<sched::JobId> ids;
+    std::string user, state, name;
+    bool all = false;
+    bool filtered() const { return all || !user.empty() || !state.empty() || !name.empty(); }
+  };
+  Result<nlohmann::json> CancelMany(const CancelRequest& request, const Caller& caller);
   // An operator's drain (an admin's request): only an operator lifts it,
   // whatever its reason says.
   Status Drain(int gpu_position, const std::string& reason, const Caller& caller);
@@ -272,10 +288,11 @@ class JobService : public TurnParticipant {
   std::set<std::tuple<int, TimeMs, sched::JobId>> pending_order_;
   std::vector<sched::JobId> unranked_;
   std::map<uint32_t, int> unfinished_by_uid_;  // jobs_ counted per submitting uid
-  // Whether a finished job named in a depends_on completed, read from the
+  // The final state of a finished job named as a dependency, read from the
   // store once: a final state never changes, and a job held back by busy GPUs
   // would otherwise cost a query per dependency in every scheduling pass.
-  std::unordered_map<sched::JobId, bool> finished_dep_completed_;
+  std::unordered_map<sched::JobId, sched::JobState> finished_dep_state_;
+  std::map<sched::JobId, std::string> dependency_failure_;  // why rule 2 cancels, within one pass
   const sched::FleetState static_fleet_;      // the fleet's fixed facts: names, memory, topology
   queue::GpuPool pool_;  // drains (typed origin), health, live GPU state
   std::map<std::string, double> gpu_seconds_done_;  // user → GPU-seconds of ended attempts

@@ -229,7 +229,7 @@ TEST_F(JobServiceTest, ArrayQueuesEveryTaskWithItsIndexOrNoneAtAll) {
   spec["array"] = "4";
   EXPECT_EQ(Call("POST", "/v1/jobs", spec.dump()).status, 400);
   spec["array"] = 2;
-  spec["gpus"] = 0.35;  // a bad spec refuses the whole array
+  spec["gpus"] = 0.33;  // a bad spec refuses the whole array
   EXPECT_EQ(Call("POST", "/v1/jobs", spec.dump()).status, 400);
   EXPECT_EQ(List()["jobs"].size(), before);
 }
@@ -252,7 +252,9 @@ TEST_F(JobServiceTest, DependenciesWaitRunOrCancelByTheStateOfWhatTheyNeed) {
   int64_t after_blocker = submit_after(blocker);
   ASSERT_TRUE(WaitFor([&] { return StateOf(after_failed) == "cancelled"; }));
   auto shown = json::parse(Call("GET", "/v1/jobs/" + std::to_string(after_failed)).body);
-  EXPECT_EQ(shown["reason"], "a job it depends on did not complete") << shown;
+  EXPECT_EQ(shown["reason"], "dependency job " + std::to_string(failed) +
+                                " failed; this job needed it to complete (--after)")
+      << shown;
   // Passes go by while the GPUs are busy: both wait, neither is cancelled.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(StateOf(after_done), "pending");

@@ -550,7 +550,7 @@ void PipelineService::OnJobChanged(const sched::Job& job) {
     }
   }
   if (job.state == sched::JobState::kRunning) {
-    running_attempts_[job.id] = {job.started, static_cast<double>(job.spec.gpu_tenths) / sched::kTenthsPerGpu};
+    running_attempts_[job.id] = {job.started, static_cast<double>(job.spec.gpu_twentieths) / sched::kTwentiethsPerGpu};
     row.started = job.started;
     row.reason.clear();
     SaveNode(run->second, node);

@@ -118,7 +118,7 @@ Result<sched::JobId> SlurmBackend::Submit(const nlohmann::json& spec_json, const
   request.argv = spec->argv;
   request.cwd = spec->cwd;
   request.env = spec->env;
-  request.gpu_tenths = spec->gpu_tenths;
+  request.gpu_twentieths = spec->gpu_twentieths;
   request.cpus = spec->cpus;
   request.mem_bytes = spec->mem_bytes;
   request.time_limit = spec->time_limit;

@@ -16,8 +16,12 @@ namespace gpuherd::doctor {
 // Labels in a fixed order (key, value); values are valid label values
 // (at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends).
 //   accelerator, nvidia.com/gpu.product, nvidia.com/gpu.count,
-//   nvidia.com/gpu.memory (MiB, of the smallest GPU), gpuherd.io/gpu.model,
-//   gpuherd.io/gpu.mixed (only when models differ), gpuherd.io/health (the
+//   nvidia.com/gpu.memory (MiB), gpuherd.io/gpu.model: all of the model with
+//   the most GPUs (ties: the first enumerated), so product, count and memory
+//   always agree; on a mixed node also gpuherd.io/gpu.mixed=true,
+//   gpuherd.io/gpu.total and, per model by its gres type name,
+//   gpuherd.io/gpu.<type>.count and gpuherd.io/gpu.<type>.memory;
+//   gpuherd.io/health (the
 //   worst verdict: unhealthy > degraded > unknown > healthy) and
 //   gpuherd.io/healthy-gpus.
 // `verdicts` maps GPU UUID -> "healthy", "degraded", "unhealthy"; a GPU

@@ -63,8 +63,31 @@ TEST(K8sLabelsTest, MixedNodeNamedByItsMostCommonModel) {
   ASSERT_TRUE(labels.ok());
   EXPECT_EQ(Get(*labels, "nvidia.com/gpu.product"), "NVIDIA-H100-80GB-HBM3");
   EXPECT_EQ(Get(*labels, "gpuherd.io/gpu.mixed"), "true");
-  EXPECT_EQ(Get(*labels, "nvidia.com/gpu.memory"), std::to_string(gpus[0].memory_total_bytes >> 20))
-      << "the smallest GPU's memory, what every GPU offers";
+}
+
+// Product, count and memory describe one model: a 4 x H100 + 4 x 3090 box
+// once said H100 with the 3090's memory and a count of 8.
+TEST(K8sLabelsTest, MixedNodeLabelsEachModelWithItsOwnCountAndMemory) {
+  const auto gpus = SimGpus(7, {"rtx3090", "h100-sxm", "h100-sxm", "rtx3090", "h100-sxm", "h100-sxm", "rtx3090"});
+  ASSERT_EQ(gpus.size(), 7u);
+  uint64_t h100_mib = 0, rtx_mib = 0;
+  for (const auto& g : gpus) (g.name.find("H100") != std::string::npos ? h100_mib : rtx_mib) = g.memory_total_bytes >> 20;
+  ASSERT_NE(h100_mib, rtx_mib);
+  auto labels = NodeLabels(gpus, {});
+  ASSERT_TRUE(labels.ok());
+  EXPECT_EQ(Get(*labels, "nvidia.com/gpu.product"), "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(Get(*labels, "nvidia.com/gpu.count"), "4");
+  EXPECT_EQ(Get(*labels, "nvidia.com/gpu.memory"), std::to_string(h100_mib));
+  EXPECT_EQ(Get(*labels, "gpuherd.io/gpu.total"), "7");
+  EXPECT_EQ(Get(*labels, "gpuherd.io/gpu.h100_80gb_hbm3.count"), "4");
+  EXPECT_EQ(Get(*labels, "gpuherd.io/gpu.h100_80gb_hbm3.memory"), std::to_string(h100_mib));
+  EXPECT_EQ(Get(*labels, "gpuherd.io/gpu.geforce_rtx_3090.count"), "3") << ::testing::PrintToString(*labels);
+  EXPECT_EQ(Get(*labels, "gpuherd.io/gpu.geforce_rtx_3090.memory"), std::to_string(rtx_mib));
+  // A uniform node has none of the per-model labels.
+  auto uniform = NodeLabels(SimGpus(2, {"rtx3090"}), {});
+  ASSERT_TRUE(uniform.ok());
+  EXPECT_EQ(Get(*uniform, "gpuherd.io/gpu.total"), "<absent>");
+  EXPECT_EQ(Get(*uniform, "gpuherd.io/gpu.geforce_rtx_3090.count"), "<absent>");
 }
 
 TEST(K8sLabelsTest, LabelValuesAreValid) {

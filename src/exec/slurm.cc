@@ -60,11 +60,11 @@ std::vector<std::string> SbatchArgs(const BatchRequest& r, const SlurmOptions& o
   if (!r.comment.empty()) a.push_back("--comment=" + r.comment);
   if (!o.partition.empty()) a.push_back("--partition=" + o.partition);
   if (!o.account.empty()) a.push_back("--account=" + o.account);
-  if (r.gpu_tenths >= 10) {
-    a.push_back(fmt::format("--gres=gpu:{}", r.gpu_tenths / 10));
-  } else if (r.gpu_tenths > 0) {
-    // A tenth of a GPU is a tenth of its shards (at least one).
-    a.push_back(fmt::format("--gres=shard:{}", std::max(1, r.gpu_tenths * o.shards_per_gpu / 10)));
+  if (r.gpu_twentieths >= 20) {
+    a.push_back(fmt::format("--gres=gpu:{}", r.gpu_twentieths / 20));
+  } else if (r.gpu_twentieths > 0) {
+    // A twentieth of a GPU is a twentieth of its shards (at least one).
+    a.push_back(fmt::format("--gres=shard:{}", std::max(1, r.gpu_twentieths * o.shards_per_gpu / 20)));
   }
   a.push_back(fmt::format("--cpus-per-task={}", std::max(1, r.cpus)));
   if (r.mem_bytes > 0) a.push_back(fmt::format("--mem={}M", std::max<uint64_t>(1, (r.mem_bytes + (1 << 20) - 1) >> 20)));
@@ -96,8 +96,8 @@ std::string BatchScript(const BatchRequest& r, const SlurmOptions& o) {
     << "restarts=$(( " << r.prior_attempts << " + ${SLURM_RESTART_COUNT:-0} ))\n"
     << "export GPUHERD_RESTART_COUNT=$restarts GPUHERD_ATTEMPT=$(( ${SLURM_RESTART_COUNT:-0} + 1 ))\n"
     << "if (( restarts > 0 )); then export GPUHERD_RESUME=1; fi\n";
-  if (r.gpu_tenths > 0 && r.gpu_tenths < 10) {
-    s << "export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" << r.gpu_tenths * 10 << "\n";
+  if (r.gpu_twentieths > 0 && r.gpu_twentieths < 20) {
+    s << "export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" << r.gpu_twentieths * 5 << "\n";
   }
   const std::string exit_file = ShellQuote(o.shared_dir) + "/job-\"$SLURM_JOB_ID\".exit";
   s << "exit_file=" << exit_file << "\n"

@@ -32,7 +32,7 @@ struct BatchRequest {
   std::vector<std::string> argv;
   std::string cwd;
   std::map<std::string, std::string> env;  // the spec's env and the pipeline's variables
-  int gpu_tenths = 0;                      // 10·k: gpu:k; 1..9: shards
+  int gpu_twentieths = 0;                  // 20·k: gpu:k; 1..19: shards
   int cpus = 0;
   uint64_t mem_bytes = 0;
   DurationMs time_limit = 0;

@@ -21,7 +21,7 @@ BatchRequest Request() {
   r.argv = {"python3", "train.py", "--lr", "it's 0.1"};
   r.cwd = "/shared/runs/3";
   r.env = {{"LR", "0.1"}};
-  r.gpu_tenths = 20;
+  r.gpu_twentieths = 40;
   r.cpus = 4;
   r.mem_bytes = 8ull << 30;
   r.time_limit = 90 * kMinuteMs + 1;
@@ -63,7 +63,7 @@ TEST(SbatchArgsTest, ResourcesSignalRequeueAndFilesFollowTheSpec) {
 
 TEST(SbatchArgsTest, AFractionAsksForItsShareOfShardsAndTheSignalComesAtLeastAMinuteEarly) {
   BatchRequest r = Request();
-  r.gpu_tenths = 3;
+  r.gpu_twentieths = 6;  // 0.3 GPU
   r.cpus = 0;
   r.mem_bytes = 0;
   r.time_limit = 0;
@@ -79,7 +79,7 @@ TEST(SbatchArgsTest, AFractionAsksForItsShareOfShardsAndTheSignalComesAtLeastAMi
     EXPECT_THAT(arg, Not(HasSubstr("--time=")));
     EXPECT_THAT(arg, Not(HasSubstr("--gres=gpu")));
   }
-  r.gpu_tenths = 0;
+  r.gpu_twentieths = 0;
   for (const std::string& arg : SbatchArgs(r, o)) EXPECT_THAT(arg, Not(HasSubstr("--gres")));
 }
 

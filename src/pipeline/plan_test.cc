@@ -101,7 +101,7 @@ TEST(ExpandTest, SubstitutesEveryReferenceIntoAValidJobSpec) {
 
   auto parsed = sched::ParseJobSpec(job);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-  EXPECT_EQ(parsed->gpu_tenths, 5);
+  EXPECT_EQ(parsed->gpu_twentieths, 10);
   EXPECT_EQ(parsed->gpu_mem_bytes, 8ull << 30);
   EXPECT_EQ(parsed->time_limit, 2 * kHourMs);
 
@@ -273,7 +273,7 @@ TEST(ExpandTest, ExpandsTheSweepExampleToTwelvePointsAndAReport) {
     points.insert(n.id);
     auto parsed = sched::ParseJobSpec(n.job);
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-    EXPECT_EQ(parsed->gpu_tenths, 1);
+    EXPECT_EQ(parsed->gpu_twentieths, 2);
     EXPECT_EQ(parsed->argv[1], "../trainers/toy_trainer.py");
     EXPECT_EQ(parsed->cwd, spec->base_dir);
     EXPECT_THAT(n.job["command"].dump(), HasSubstr("\"--steps\",\"40\""));

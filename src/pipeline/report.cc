@@ -195,8 +195,8 @@ Result<Report> Summarize(const ReportData& data) {
         if (seen_matrix.insert(k).second) report.matrix_names.push_back(k);
       }
     }
-    if (n.contains("gpu_tenths")) {
-      node.gpus = static_cast<double>(Int(n, "gpu_tenths")) / 10.0;
+    if (n.contains("gpu_twentieths")) {
+      node.gpus = static_cast<double>(Int(n, "gpu_twentieths")) / 20.0;
     } else if (auto it = n.find("gpus"); it != n.end() && it->is_array()) {
       node.gpus = static_cast<double>(it->size());
     }

@@ -45,7 +45,7 @@ struct NodeReport {
   std::string state;
   int attempts = 0;
   std::string reason;
-  double gpus = 0;              // GPUs held: gpu_tenths / 10, else the number assigned
+  double gpus = 0;              // GPUs held: gpu_twentieths / 20, else the number assigned
   double elapsed_seconds = 0;   // started → ended (or the report's `now` while running)
   double gpu_hours = 0;         // gpus × elapsed
   std::map<std::string, MetricSummary> metrics;

@@ -42,7 +42,7 @@ ReportData SweepData() {
     data.pipeline["nodes"].push_back({{"id", id}, {"key", "train/" + std::to_string(i)}, {"step", "train"},
                                       {"matrix", {{"lr", json(lrs[i]).dump()}}}, {"state", "completed"},
                                       {"attempts", i == 1 ? 2 : 1}, {"job_id", 10 + i}, {"gpus", {i}},
-                                      {"gpu_tenths", 5}, {"started", kStart + 1000},
+                                      {"gpu_twentieths", 10}, {"started", kStart + 1000},
                                       {"ended", kStart + 1000 + (i + 1) * 720'000}, {"reason", ""}});
     for (int step = 0; step < 10; ++step) {
       if (i == 1 && step > 7) break;
@@ -127,7 +127,7 @@ TEST(ReportTest, GpuHoursAreGpusTimesElapsed) {
 
 TEST(ReportTest, GpuCountFallsBackToAssignedGpus) {
   ReportData data = SweepData();
-  data.pipeline["nodes"][0].erase("gpu_tenths");
+  data.pipeline["nodes"][0].erase("gpu_twentieths");
   data.pipeline["nodes"][0]["gpus"] = {0, 1};
   auto report = Summarize(data);
   ASSERT_TRUE(report.ok());

@@ -87,7 +87,7 @@ void AccountRunningJobs(const std::vector<RunningJob>& running, FleetState* flee
   std::vector<int> position_of;
   for (size_t i = 0; i < fleet->gpus.size(); ++i) {
     GpuState& g = fleet->gpus[i];
-    g.tenths_in_use = 0;
+    g.twentieths_in_use = 0;
     g.fraction_mem_reserved_bytes = 0;
     if (g.index >= 0) {
       if (static_cast<size_t>(g.index) >= position_of.size()) position_of.resize(g.index + 1, -1);
@@ -100,10 +100,10 @@ void AccountRunningJobs(const std::vector<RunningJob>& running, FleetState* flee
       if (position_of[index] < 0) continue;
       GpuState& g = fleet->gpus[position_of[index]];
       if (job.spec.fractional()) {
-        g.tenths_in_use += job.spec.gpu_tenths;
+        g.twentieths_in_use += job.spec.gpu_twentieths;
         g.fraction_mem_reserved_bytes += job.spec.gpu_mem_bytes;
       } else {
-        g.tenths_in_use = kTenthsPerGpu;
+        g.twentieths_in_use = kTwentiethsPerGpu;
       }
     }
   }

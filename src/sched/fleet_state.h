@@ -37,7 +37,7 @@ struct GpuState {
   int host_bridge = -1;
   // What running jobs hold: 10 for a whole-GPU job, the sum of the fractions
   // otherwise, and the GPU memory promised to fractional jobs.
-  int tenths_in_use = 0;
+  int twentieths_in_use = 0;
   uint64_t fraction_mem_reserved_bytes = 0;
 };
 
@@ -82,7 +82,7 @@ struct RunningJob {
   std::optional<TimeMs> ExpectedEnd() const;
 };
 
-// Resets tenths_in_use and fraction_mem_reserved_bytes from the running jobs.
+// Resets twentieths_in_use and fraction_mem_reserved_bytes from the running jobs.
 // Jobs naming a GPU the fleet does not have are ignored.
 void AccountRunningJobs(const std::vector<RunningJob>& running, FleetState* fleet);
 

@@ -74,16 +74,16 @@ TEST(FleetStateTest, FromFleetCopiesStaticFacts) {
 
 TEST(FleetStateTest, AccountRunningJobs) {
   FleetState fleet = testing::MakeFleet(3);
-  fleet.gpus[2].tenths_in_use = 7;  // stale: reset by the accounting
+  fleet.gpus[2].twentieths_in_use = 14;  // stale: reset by the accounting
   RunningJob whole{.id = 1, .spec = testing::Gpus(10), .started = 0, .gpus = {0}};
   RunningJob a{.id = 2, .spec = testing::Gpus(3), .started = 0, .gpus = {1}};
   RunningJob b{.id = 3, .spec = testing::Gpus(4), .started = 0, .gpus = {1}};
   RunningJob stray{.id = 4, .spec = testing::Gpus(10), .started = 0, .gpus = {9}};
   AccountRunningJobs({whole, a, b, stray}, &fleet);
-  EXPECT_EQ(fleet.gpus[0].tenths_in_use, 10);
-  EXPECT_EQ(fleet.gpus[1].tenths_in_use, 7);
+  EXPECT_EQ(fleet.gpus[0].twentieths_in_use, 20);
+  EXPECT_EQ(fleet.gpus[1].twentieths_in_use, 14);
   EXPECT_EQ(fleet.gpus[1].fraction_mem_reserved_bytes, 16 * testing::kGiB);
-  EXPECT_EQ(fleet.gpus[2].tenths_in_use, 0);
+  EXPECT_EQ(fleet.gpus[2].twentieths_in_use, 0);
 }
 
 TEST(FleetStateTest, ExpectedEnd) {

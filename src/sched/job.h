@@ -25,15 +25,15 @@ inline bool IsFinal(JobState s) {
   return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kCancelled;
 }
 
-// GPUs are counted in tenths: 0 = no GPU, 1..9 = a fraction of one GPU,
+// GPUs are counted in twentieths: 0 = no GPU, 1..19 = a fraction of one GPU,
 // 10·k = k whole GPUs. Anything else (0.35, 1.5) is refused at submit time.
-constexpr int kTenthsPerGpu = 10;
+constexpr int kTwentiethsPerGpu = 20;
 
 struct JobSpec {
   std::vector<std::string> argv;          // the command; argv[0] looked up in PATH
   std::string cwd;                        // working directory; empty = the submitter's
   std::map<std::string, std::string> env; // added to the job protocol's variables
-  int gpu_tenths = 0;
+  int gpu_twentieths = 0;
   uint64_t gpu_mem_bytes = 0;             // required for fractions: the job's share of memory
   std::string model;                      // GPU name must contain this (case-insensitive); empty = any
   std::optional<int> min_cc;              // minimum compute capability ×10 (8.0 → 80)
@@ -49,7 +49,12 @@ struct JobSpec {
   // all its GPUs are of one model (the same name).
   bool mixed_models = false;
   int max_restarts = 0;                   // restarts after GPU faults or preemption
-  std::vector<JobId> depends_on;          // start only after these completed
+  // Dependencies, as Slurm has them (dependencies.h): start only after
+  // these completed (--after, Slurm's afterok), ended however (--afterany),
+  // failed or were cancelled (--afternotok).
+  std::vector<JobId> depends_on;
+  std::vector<JobId> after_any;
+  std::vector<JobId> after_not_ok;
   std::string name;
   std::map<std::string, std::string> labels;
   // Maintenance work (a burn-in) on exactly these GPUs (UUIDs), alone: set by
@@ -58,8 +63,8 @@ struct JobSpec {
   // keeps new work off its GPUs while it waits for them to empty.
   std::vector<std::string> pinned_gpus;
 
-  int whole_gpus() const { return gpu_tenths >= kTenthsPerGpu ? gpu_tenths / kTenthsPerGpu : 0; }
-  bool fractional() const { return gpu_tenths > 0 && gpu_tenths < kTenthsPerGpu; }
+  int whole_gpus() const { return gpu_twentieths >= kTwentiethsPerGpu ? gpu_twentieths / kTwentiethsPerGpu : 0; }
+  bool fractional() const { return gpu_twentieths > 0 && gpu_twentieths < kTwentiethsPerGpu; }
   // Whether all its GPUs must be of one model (several whole GPUs, not mixed).
   bool one_model() const { return !mixed_models && whole_gpus() >= 2; }
 };

@@ -14,9 +14,11 @@ namespace {
 constexpr const char* kAllowedFields[] = {
     "command", "cwd",  "env",        "gpus",       "gpu_mem",     "model",
     "min_cc",  "cpus", "mem",        "priority",   "time_limit",  "checkpoint",
-    "preemptible", "max_restarts", "depends_on", "name", "labels", "mixed_models"};
+    "preemptible", "max_restarts", "depends_on", "after", "after_any", "after_not_ok", "name", "labels",
+    "mixed_models"};
 constexpr int kMaxGpus = 4096;
 constexpr int kMaxRestarts = 1000;
+constexpr size_t kMaxDependencies = 10000;
 constexpr uint64_t kMiB = 1ull << 20;
 // The longest time_limit or checkpoint grace: far beyond any real job, far
 // below where adding it to a clock could overflow.
@@ -174,9 +176,15 @@ Status ParseCheckpoint(const nlohmann::json& v, JobSpec* spec) {
 
 Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec) {
   if (key == "command") {
+    // A string is a shell command line, run with /bin/sh -c: pipes,
+    // redirections and variables work as they do in a terminal.
+    if (v.is_string() && !v.get<std::string>().empty()) {
+      spec->argv = {"/bin/sh", "-c", v.get<std::string>()};
+      return Status::Ok();
+    }
     if (!v.is_array() || v.empty()) {
-      return FieldError(key, "must be a non-empty array of strings, e.g. [\"python\", "
-                             "\"train.py\"], got " + Shown(v));
+      return FieldError(key, "must be a shell command line (a string) or a non-empty array of strings, e.g. "
+                             "[\"python\", \"train.py\"], got " + Shown(v));
     }
     for (const auto& arg : v) {
       if (!arg.is_string()) return FieldError(key, "every argument must be a string, got " + Shown(arg));
@@ -204,14 +212,14 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
         used = 0;
       }
       if (used == 0 || used != text.size()) {
-        return FieldError(key, "must be a number like 1, 0.5 or 4 (0, 0.1 to 0.9, or a whole number up to 4096), got " + Shown(v));
+        return FieldError(key, "must be a number like 1, 0.25 or 4 (0, 0.05 to 0.95, or a whole number up to 4096), got " + Shown(v));
       }
     } else {
-      return FieldError(key, "must be a number like 1, 0.5 or 4 (0, 0.1 to 0.9, or a whole number up to 4096), got " + Shown(v));
+      return FieldError(key, "must be a number like 1, 0.25 or 4 (0, 0.05 to 0.95, or a whole number up to 4096), got " + Shown(v));
     }
-    Result<int> tenths = ParseGpuTenths(gpus);
-    if (!tenths.ok()) return FieldError(key, tenths.status().message());
-    spec->gpu_tenths = *tenths;
+    Result<int> twentieths = ParseGpuTwentieths(gpus);
+    if (!twentieths.ok()) return FieldError(key, twentieths.status().message());
+    spec->gpu_twentieths = *twentieths;
   } else if (key == "gpu_mem") {
     Result<uint64_t> bytes = GetMemory(v, key);
     if (!bytes.ok()) return bytes.status();
@@ -263,12 +271,19 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
     Result<int64_t> n = GetInteger(v, key, 0, kMaxRestarts);
     if (!n.ok()) return n.status();
     spec->max_restarts = static_cast<int>(*n);
-  } else if (key == "depends_on") {
+  } else if (key == "depends_on" || key == "after" || key == "after_any" || key == "after_not_ok") {
+    // depends_on is after's older name; both mean "completed".
+    std::vector<JobId>* ids = key == "after_any" ? &spec->after_any
+                              : key == "after_not_ok" ? &spec->after_not_ok
+                                                      : &spec->depends_on;
     if (!v.is_array()) return FieldError(key, "must be an array of job ids, got " + Shown(v));
+    if (v.size() > kMaxDependencies) {
+      return FieldError(key, fmt::format("names {} jobs; at most {} dependencies", v.size(), kMaxDependencies));
+    }
     for (const auto& id : v) {
       Result<int64_t> n = GetInteger(id, key, 1, std::numeric_limits<int64_t>::max());
       if (!n.ok()) return n.status();
-      spec->depends_on.push_back(*n);
+      ids->push_back(*n);
     }
   } else if (key == "name") {
     Result<std::string> s = GetString(v, key);
@@ -289,29 +304,37 @@ Status ParseField(const std::string& key, const nlohmann::json& v, JobSpec* spec
 
 }  // namespace
 
-Result<int> ParseGpuTenths(double gpus) {
-  const std::string kRule = "gpus must be 0, a fraction from 0.1 to 0.9 in steps of 0.1, or a "
-                            "whole number";
+Status ParseJobSpecField(const std::string& key, const nlohmann::json& value, JobSpec* spec) {
+  try {
+    return ParseField(key, value, spec);
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument(std::string("job spec: ") + e.what());
+  }
+}
+
+Result<int> ParseGpuTwentieths(double gpus) {
+  const std::string kRule = "gpus must be 0, a fraction from 0.05 to 0.95 in steps of 0.05 (0.25, "
+                            "0.5, 0.75, 0.1, ...), or a whole number";
   if (!std::isfinite(gpus) || gpus < 0) return InvalidArgument(fmt::format("{}; got {:g}", kRule, gpus));
   if (gpus > kMaxGpus) {
     return InvalidArgument(fmt::format("{} up to {}; got {:g}", kRule, kMaxGpus, gpus));
   }
-  double scaled = gpus * kTenthsPerGpu;
+  double scaled = gpus * kTwentiethsPerGpu;
   double rounded = std::round(scaled);
   if (gpus > 0 && rounded == 0) {  // 1e-308 is not 0
-    return InvalidArgument(fmt::format("{}; {:g} is not a multiple of 0.1", kRule, gpus));
+    return InvalidArgument(fmt::format("{}; {:g} is not a multiple of 0.05", kRule, gpus));
   }
-  // 0.3 * 10 is 2.9999999999999996 in binary; anything farther off is not a tenth.
+  // 0.15 * 20 is 2.9999999999999996 in binary; anything farther off is not a twentieth.
   if (std::fabs(scaled - rounded) > 1e-6) {
-    return InvalidArgument(fmt::format("{}; {:g} is not a multiple of 0.1", kRule, gpus));
+    return InvalidArgument(fmt::format("{}; {:g} is not a multiple of 0.05", kRule, gpus));
   }
-  int tenths = static_cast<int>(rounded);
-  if (tenths > kTenthsPerGpu && tenths % kTenthsPerGpu != 0) {
+  int twentieths = static_cast<int>(rounded);
+  if (twentieths > kTwentiethsPerGpu && twentieths % kTwentiethsPerGpu != 0) {
     return InvalidArgument(fmt::format(
         "{}; {:g} mixes whole and fractional GPUs: ask for {} or {}", kRule, gpus,
-        tenths / kTenthsPerGpu, tenths / kTenthsPerGpu + 1));
+        twentieths / kTwentiethsPerGpu, twentieths / kTwentiethsPerGpu + 1));
   }
-  return tenths;
+  return twentieths;
 }
 
 Result<uint64_t> ParseMemorySize(const std::string& text) {
@@ -372,9 +395,9 @@ std::string FormatBytes(uint64_t bytes) {
 
 std::string FormatComputeCapability(int cc) { return fmt::format("{}.{}", cc / 10, cc % 10); }
 
-std::string FormatGpuTenths(int tenths) {
-  if (tenths % kTenthsPerGpu == 0) return fmt::format("{}", tenths / kTenthsPerGpu);
-  return fmt::format("{}.{}", tenths / kTenthsPerGpu, tenths % kTenthsPerGpu);
+std::string FormatGpuTwentieths(int twentieths) {
+  if (twentieths % kTwentiethsPerGpu == 0) return fmt::format("{}", twentieths / kTwentiethsPerGpu);
+  return fmt::format("{:g}", static_cast<double>(twentieths) / kTwentiethsPerGpu);  // 0.05, 0.25, 0.5
 }
 
 namespace {
@@ -414,16 +437,16 @@ Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) {
     return FieldError("command", "is required: the program and its arguments");
   }
-  if (spec.gpu_tenths < 0 ||
-      (spec.gpu_tenths > kTenthsPerGpu && spec.gpu_tenths % kTenthsPerGpu != 0)) {
-    return FieldError("gpus", "must be 0, a fraction from 0.1 to 0.9, or a whole number");
+  if (spec.gpu_twentieths < 0 ||
+      (spec.gpu_twentieths > kTwentiethsPerGpu && spec.gpu_twentieths % kTwentiethsPerGpu != 0)) {
+    return FieldError("gpus", "must be 0, a fraction from 0.05 to 0.95, or a whole number");
   }
   if (spec.fractional() && spec.gpu_mem_bytes == 0) {
     return FieldError("gpu_mem", fmt::format("is required for a fraction of a GPU (gpus {}): "
                                              "give the memory the job needs, e.g. \"8GiB\"",
-                                             FormatGpuTenths(spec.gpu_tenths)));
+                                             FormatGpuTwentieths(spec.gpu_twentieths)));
   }
-  if (spec.gpu_mem_bytes > 0 && spec.gpu_tenths == 0) {
+  if (spec.gpu_mem_bytes > 0 && spec.gpu_twentieths == 0) {
     return FieldError("gpu_mem", "needs gpus: a job without GPUs has no GPU memory");
   }
   if (spec.priority < -100 || spec.priority > 100) {
@@ -468,7 +491,7 @@ Result<JobSpec> ParseJobSpec(const nlohmann::json& j) {
 
 Status CheckFits(const JobSpec& spec, const FleetState& fleet) {
   GPUHERD_RETURN_IF_ERROR(ValidateJobSpec(spec));
-  if (spec.gpu_tenths == 0) return Status::Ok();
+  if (spec.gpu_twentieths == 0) return Status::Ok();
   const int needed = spec.fractional() ? 1 : spec.whole_gpus();
   const int total = static_cast<int>(fleet.gpus.size());
   if (needed > total) {

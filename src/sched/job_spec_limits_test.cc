@@ -35,7 +35,7 @@ TEST(JobSpecLimitsTest, HugePriorityIsRefusedNotWrapped) {
 
 TEST(JobSpecLimitsTest, TinyGpuCountIsNotZero) {
   // Was taken as 0 GPUs.
-  EXPECT_THAT(Error("gpus", 1e-308), HasSubstr("not a multiple of 0.1"));
+  EXPECT_THAT(Error("gpus", 1e-308), HasSubstr("not a multiple of 0.05"));
   EXPECT_THAT(Error("gpus", "1e-308"), HasSubstr("up to 4096"));
   EXPECT_THAT(Error("gpus", 1e300), HasSubstr("up to 4096"));
   EXPECT_TRUE(ParseWith("gpus", 0).ok());

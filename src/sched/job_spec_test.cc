@@ -35,7 +35,7 @@ TEST(ParseJobSpecTest, FullSpec) {
   EXPECT_EQ(spec->cwd, "/data/run1");
   EXPECT_EQ(spec->env.at("SEED"), "7");
   EXPECT_EQ(spec->env.at("EPOCHS"), "3");
-  EXPECT_EQ(spec->gpu_tenths, 20);
+  EXPECT_EQ(spec->gpu_twentieths, 40);
   EXPECT_EQ(spec->gpu_mem_bytes, 20 * kGiB);
   EXPECT_EQ(spec->model, "H100");
   EXPECT_EQ(spec->min_cc, 80);
@@ -55,38 +55,41 @@ TEST(ParseJobSpecTest, FullSpec) {
 TEST(ParseJobSpecTest, DefaultsWithOnlyACommand) {
   Result<JobSpec> spec = ParseJobSpec(Minimal());
   ASSERT_TRUE(spec.ok());
-  EXPECT_EQ(spec->gpu_tenths, 0);
+  EXPECT_EQ(spec->gpu_twentieths, 0);
   EXPECT_EQ(spec->checkpoint_grace, 30 * kSecondMs);
   EXPECT_FALSE(spec->preemptible);
   EXPECT_FALSE(spec->mixed_models);
 }
 
-TEST(ParseJobSpecTest, GpuFractionsInTenths) {
-  const std::pair<double, int> cases[] = {{0, 0},   {0.1, 1},  {0.3, 3},  {0.7, 7},
-                                          {0.9, 9}, {1, 10},   {2.0, 20}, {8, 80}};
-  for (const auto& [gpus, tenths] : cases) {
+TEST(ParseJobSpecTest, GpuFractionsInTwentieths) {
+  const std::pair<double, int> cases[] = {{0, 0},     {0.05, 1},  {0.1, 2},  {0.15, 3}, {0.25, 5},
+                                          {0.3, 6},   {0.75, 15}, {0.9, 18}, {0.95, 19}, {1, 20},
+                                          {2.0, 40},  {8, 160}};
+  for (const auto& [gpus, twentieths] : cases) {
     Json j = Minimal();
     j["gpus"] = gpus;
-    if (tenths > 0 && tenths < 10) j["gpu_mem"] = "4GiB";
+    if (twentieths > 0 && twentieths < 20) j["gpu_mem"] = "4GiB";
     Result<JobSpec> spec = ParseJobSpec(j);
     ASSERT_TRUE(spec.ok()) << gpus << ": " << spec.status().ToString();
-    EXPECT_EQ(spec->gpu_tenths, tenths) << gpus;
+    EXPECT_EQ(spec->gpu_twentieths, twentieths) << gpus;
   }
   Json j = Minimal();
   j["gpus"] = "0.5";
   j["gpu_mem"] = 512;
   Result<JobSpec> spec = ParseJobSpec(j);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  EXPECT_EQ(spec->gpu_tenths, 5);
+  EXPECT_EQ(spec->gpu_twentieths, 10);
   EXPECT_EQ(spec->gpu_mem_bytes, 512ull << 20);
 }
 
-TEST(ParseJobSpecTest, RefusesGpuCountsThatAreNotTenthsOrWhole) {
-  Result<JobSpec> r = ParseWith("gpus", 0.35);
+TEST(ParseJobSpecTest, RefusesGpuCountsThatAreNotTwentiethsOrWhole) {
+  Result<JobSpec> r = ParseWith("gpus", 0.33);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr("'gpus'"));
-  EXPECT_THAT(r.status().message(), HasSubstr("0.35 is not a multiple of 0.1"));
+  EXPECT_THAT(r.status().message(), HasSubstr("0.33 is not a multiple of 0.05"));
+  EXPECT_FALSE(ParseWith("gpus", 0.01).ok());
+  EXPECT_FALSE(ParseWith("gpus", 0.125).ok());
 
   r = ParseWith("gpus", 1.5);
   ASSERT_FALSE(r.ok());
@@ -141,9 +144,27 @@ TEST(ParseJobSpecTest, CommandIsRequiredAndMustBeStrings) {
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("'command': is required"));
   EXPECT_FALSE(ParseJobSpec(Json{{"command", Json::array()}}).ok());
-  EXPECT_FALSE(ParseJobSpec(Json{{"command", "python train.py"}}).ok());
+  EXPECT_FALSE(ParseJobSpec(Json{{"command", ""}}).ok());
   EXPECT_FALSE(ParseJobSpec(Json{{"command", {"python", 3}}}).ok());
   EXPECT_FALSE(ParseJobSpec(Json::array()).ok());
+}
+
+TEST(ParseJobSpecTest, AStringCommandRunsThroughTheShell) {
+  Result<JobSpec> r = ParseJobSpec(Json{{"command", "python train.py | tee out.log"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->argv, (std::vector<std::string>{"/bin/sh", "-c", "python train.py | tee out.log"}));
+}
+
+TEST(ParseJobSpecTest, DependencyKinds) {
+  Result<JobSpec> r = ParseJobSpec(Json{{"command", {"true"}}, {"after", {1, 2}}, {"after_any", {3}},
+                                        {"after_not_ok", {4}}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->depends_on, (std::vector<JobId>{1, 2}));
+  EXPECT_EQ(r->after_any, (std::vector<JobId>{3}));
+  EXPECT_EQ(r->after_not_ok, (std::vector<JobId>{4}));
+  Result<JobSpec> bad = ParseJobSpec(Json{{"command", {"true"}}, {"after_any", {0}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("'after_any'"));
 }
 
 TEST(ParseJobSpecTest, FractionNeedsGpuMem) {
@@ -213,11 +234,14 @@ TEST(ParseComputeCapabilityTest, Forms) {
   EXPECT_EQ(r->min_cc, 86);
 }
 
-TEST(FormatTest, BytesTenthsAndCapability) {
+TEST(FormatTest, BytesTwentiethsAndCapability) {
   EXPECT_EQ(FormatBytes(24 * kGiB), "24 GiB");
   EXPECT_EQ(FormatBytes(512ull << 20), "512 MiB");
-  EXPECT_EQ(FormatGpuTenths(5), "0.5");
-  EXPECT_EQ(FormatGpuTenths(20), "2");
+  EXPECT_EQ(FormatGpuTwentieths(1), "0.05");
+  EXPECT_EQ(FormatGpuTwentieths(5), "0.25");
+  EXPECT_EQ(FormatGpuTwentieths(10), "0.5");
+  EXPECT_EQ(FormatGpuTwentieths(19), "0.95");
+  EXPECT_EQ(FormatGpuTwentieths(40), "2");
   EXPECT_EQ(FormatComputeCapability(86), "8.6");
 }
 

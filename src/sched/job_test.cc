@@ -24,10 +24,10 @@ TEST(JobStateTest, UnknownNameIsRefused) {
 
 TEST(JobSpecTest, GpuCounts) {
   JobSpec spec;
-  spec.gpu_tenths = 5;
+  spec.gpu_twentieths = 5;  // 0.25
   EXPECT_TRUE(spec.fractional());
   EXPECT_EQ(spec.whole_gpus(), 0);
-  spec.gpu_tenths = 30;
+  spec.gpu_twentieths = 60;
   EXPECT_FALSE(spec.fractional());
   EXPECT_EQ(spec.whole_gpus(), 3);
 }

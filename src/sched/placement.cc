@@ -155,7 +155,7 @@ PlacementIndex::PlacementIndex(const FleetState& fleet, const PlacementOptions& 
   const size_t n = fleet.gpus.size();
   block_.resize(n);
   kind_of_.resize(n);
-  tenths_.assign(n, 0);
+  twentieths_.assign(n, 0);
   mem_free_.assign(n, 0);
   std::map<std::tuple<std::string, int, uint64_t>, int> kind_ids;
   std::map<std::string, int> model_ids;
@@ -190,10 +190,10 @@ PlacementIndex::PlacementIndex(const FleetState& fleet, const PlacementOptions& 
     uint64_t held = std::max(g.memory_used_bytes, g.fraction_mem_reserved_bytes);
     mem_free_[i] = g.memory_total_bytes > held ? g.memory_total_bytes - held : 0;
     if (block_[i] != GpuBlock::kNone) continue;
-    // Start from "busy" so SetTenths files the GPU where it belongs.
-    tenths_[i] = kTenthsPerGpu;
+    // Start from "busy" so SetTwentieths files the GPU where it belongs.
+    twentieths_[i] = kTwentiethsPerGpu;
     ++kind.counts.busy;
-    SetTenths(i, std::clamp(g.tenths_in_use, 0, kTenthsPerGpu));
+    SetTwentieths(i, std::clamp(g.twentieths_in_use, 0, kTwentiethsPerGpu));
   }
 }
 
@@ -212,32 +212,32 @@ int PlacementIndex::PackScore(size_t position) const {
   return count(island_free_, g.nvlink_island) * 1024 + count(switch_free_, g.pcie_switch);
 }
 
-void PlacementIndex::SetTenths(size_t position, int tenths) {
-  const int old = tenths_[position];
-  if (old == tenths) return;
+void PlacementIndex::SetTwentieths(size_t position, int twentieths) {
+  const int old = twentieths_[position];
+  if (old == twentieths) return;
   const GpuState& g = fleet_.gpus[position];
   MatchCounts& counts = kinds_[kind_of_[position]].counts;
   auto bucket = [&counts](int t) -> int& {
-    return t == 0 ? counts.free : (t >= kTenthsPerGpu ? counts.busy : counts.shared);
+    return t == 0 ? counts.free : (t >= kTwentiethsPerGpu ? counts.busy : counts.shared);
   };
   --bucket(old);
-  ++bucket(tenths);
+  ++bucket(twentieths);
   const Key key = KeyOf(position);
   if (old == 0) {
     free_.erase(std::lower_bound(free_.begin(), free_.end(), key));
     if (g.nvlink_island >= 0) --island_free_[g.nvlink_island];
     if (g.pcie_switch >= 0) --switch_free_[g.pcie_switch];
   }
-  if (tenths == 0) {
+  if (twentieths == 0) {
     free_.insert(std::lower_bound(free_.begin(), free_.end(), key), key);
     if (g.nvlink_island >= 0) ++island_free_[g.nvlink_island];
     if (g.pcie_switch >= 0) ++switch_free_[g.pcie_switch];
   }
-  bool was_shared = old > 0 && old < kTenthsPerGpu;
-  bool is_shared = tenths > 0 && tenths < kTenthsPerGpu;
+  bool was_shared = old > 0 && old < kTwentiethsPerGpu;
+  bool is_shared = twentieths > 0 && twentieths < kTwentiethsPerGpu;
   if (was_shared && !is_shared) std::erase(shared_, position);
   if (!was_shared && is_shared) shared_.push_back(position);
-  tenths_[position] = tenths;
+  twentieths_[position] = twentieths;
 }
 
 std::vector<bool> PlacementIndex::MatchingKinds(const JobSpec& spec) const {
@@ -283,7 +283,7 @@ int PlacementIndex::FreeMatching(const JobSpec& spec, std::span<const size_t> av
       if (match[k] && (model < 0 || kinds_[k].model == model)) free += kinds_[k].counts.free;
     }
     for (size_t p : avoid) {
-      free -= tenths_[p] == 0 && block_[p] == GpuBlock::kNone && match[kind_of_[p]] &&
+      free -= twentieths_[p] == 0 && block_[p] == GpuBlock::kNone && match[kind_of_[p]] &&
               (model < 0 || kinds_[kind_of_[p]].model == model);
     }
     return free;
@@ -314,10 +314,10 @@ PlacementIndex::ModelCounts PlacementIndex::LargestModel(const JobSpec& spec) co
   return out;
 }
 
-bool PlacementIndex::AnyRoomFor(int tenths) const {
+bool PlacementIndex::AnyRoomFor(int twentieths) const {
   if (!free_.empty()) return true;
   for (size_t p : shared_) {
-    if (tenths_[p] + tenths <= kTenthsPerGpu) return true;
+    if (twentieths_[p] + twentieths <= kTwentiethsPerGpu) return true;
   }
   return false;
 }
@@ -354,12 +354,12 @@ std::optional<size_t> PlacementIndex::FindShared(const JobSpec& spec,
   std::optional<size_t> best;
   for (size_t p : shared_) {
     if (!kinds[kind_of_[p]] || Contains(avoid, p)) continue;
-    if (tenths_[p] + spec.gpu_tenths > kTenthsPerGpu || mem_free_[p] < spec.gpu_mem_bytes) {
+    if (twentieths_[p] + spec.gpu_twentieths > kTwentiethsPerGpu || mem_free_[p] < spec.gpu_mem_bytes) {
       continue;
     }
     // Best fit: the fullest GPU, then the least memory left, then preference.
-    if (!best || std::make_tuple(-tenths_[p], mem_free_[p], KeyOf(p)) <
-                     std::make_tuple(-tenths_[*best], mem_free_[*best], KeyOf(*best))) {
+    if (!best || std::make_tuple(-twentieths_[p], mem_free_[p], KeyOf(p)) <
+                     std::make_tuple(-twentieths_[*best], mem_free_[*best], KeyOf(*best))) {
       best = p;
     }
   }
@@ -368,7 +368,7 @@ std::optional<size_t> PlacementIndex::FindShared(const JobSpec& spec,
 
 std::optional<std::vector<size_t>> PlacementIndex::Find(const JobSpec& spec,
                                                         std::span<const size_t> avoid) const {
-  if (spec.gpu_tenths <= 0) return std::vector<size_t>{};
+  if (spec.gpu_twentieths <= 0) return std::vector<size_t>{};
   std::vector<bool> kinds = MatchingKinds(spec);
   if (spec.fractional()) {
     if (std::optional<size_t> p = FindShared(spec, kinds, avoid)) return std::vector<size_t>{*p};
@@ -393,7 +393,7 @@ std::optional<std::vector<size_t>> PlacementIndex::FindGang(const std::vector<bo
                                                             bool one_model,
                                                             std::span<const size_t> avoid) const {
   auto candidate = [&](size_t p) {
-    return tenths_[p] == 0 && block_[p] == GpuBlock::kNone && kinds[kind_of_[p]] &&
+    return twentieths_[p] == 0 && block_[p] == GpuBlock::kNone && kinds[kind_of_[p]] &&
            !Contains(avoid, p);
   };
   auto model = [&](size_t p) { return kinds_[kind_of_[p]].model; };
@@ -453,10 +453,10 @@ std::optional<std::vector<size_t>> PlacementIndex::FindGang(const std::vector<bo
 void PlacementIndex::Take(const JobSpec& spec, const std::vector<size_t>& positions) {
   for (size_t p : positions) {
     if (spec.fractional()) {
-      SetTenths(p, std::min(tenths_[p] + spec.gpu_tenths, kTenthsPerGpu));
+      SetTwentieths(p, std::min(twentieths_[p] + spec.gpu_twentieths, kTwentiethsPerGpu));
       mem_free_[p] -= std::min(mem_free_[p], spec.gpu_mem_bytes);
     } else {
-      SetTenths(p, kTenthsPerGpu);
+      SetTwentieths(p, kTwentiethsPerGpu);
     }
   }
 }
@@ -464,16 +464,16 @@ void PlacementIndex::Take(const JobSpec& spec, const std::vector<size_t>& positi
 void PlacementIndex::Give(const JobSpec& spec, const std::vector<size_t>& positions) {
   for (size_t p : positions) {
     if (spec.fractional()) {
-      SetTenths(p, std::max(tenths_[p] - spec.gpu_tenths, 0));
+      SetTwentieths(p, std::max(twentieths_[p] - spec.gpu_twentieths, 0));
       mem_free_[p] += spec.gpu_mem_bytes;
     } else {
-      SetTenths(p, 0);
+      SetTwentieths(p, 0);
     }
   }
 }
 
 void PlacementIndex::Claim(size_t position) {
-  if (block_[position] == GpuBlock::kNone) SetTenths(position, kTenthsPerGpu);
+  if (block_[position] == GpuBlock::kNone) SetTwentieths(position, kTwentiethsPerGpu);
 }
 
 std::optional<std::vector<int>> Place(const FleetState& fleet, const JobSpec& spec,

@@ -11,7 +11,7 @@
 //    > NUMA node > across sockets), scored by its worst pair, then the sum of
 //    its pairs. Candidates are grouped by island, then switch, bridge and NUMA
 //    node; no combinations are enumerated, so 10,000 GPUs stay fast;
-//  - a fraction packs onto the fullest shared GPU that still has the tenths
+//  - a fraction packs onto the fullest shared GPU that still has the twentieths
 //    and the memory (best fit), and takes a free GPU only when none has; a
 //    whole-GPU job never shares a GPU with fractions.
 #pragma once
@@ -98,11 +98,11 @@ class PlacementIndex {
   ModelCounts LargestModel(const JobSpec& spec) const;
   // How many models (GPU names) the fleet has.
   int model_count() const { return models_; }
-  // Whether any usable GPU has room for a fraction of `tenths`.
-  bool AnyRoomFor(int tenths) const;
+  // Whether any usable GPU has room for a fraction of `twentieths`.
+  bool AnyRoomFor(int twentieths) const;
   int free_count() const { return static_cast<int>(free_.size()); }
   bool usable(size_t position) const { return block_[position] == GpuBlock::kNone; }
-  int tenths_in_use(size_t position) const { return tenths_[position]; }
+  int twentieths_in_use(size_t position) const { return twentieths_[position]; }
 
  private:
   // (−health, temperature band, position): most preferred first.
@@ -125,14 +125,14 @@ class PlacementIndex {
   std::optional<size_t> FindShared(const JobSpec& spec, const std::vector<bool>& kinds,
                                    std::span<const size_t> avoid) const;
   int PackScore(size_t position) const;
-  void SetTenths(size_t position, int tenths);
+  void SetTwentieths(size_t position, int twentieths);
 
   const FleetState& fleet_;
   std::vector<GpuBlock> block_;
   std::vector<int> kind_of_;
   std::vector<Kind> kinds_;
   int models_ = 0;
-  std::vector<int> tenths_;
+  std::vector<int> twentieths_;
   std::vector<uint64_t> mem_free_;  // for fractions: total − max(used, reserved)
   std::vector<Key> free_;           // sorted; idle usable GPUs
   std::vector<size_t> shared_;      // usable GPUs holding fractions with room left

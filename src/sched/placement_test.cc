@@ -126,7 +126,7 @@ TEST(PlacementTest, WorstPairDecidesBetweenIslands) {
   }
   DeriveTopologyGroups(&fleet);
   EXPECT_THAT(PlaceOrEmpty(fleet, Gpus(40)), UnorderedElementsAre(4, 5, 6, 7));
-  fleet.gpus[5].tenths_in_use = 10;
+  fleet.gpus[5].twentieths_in_use = 20;
   EXPECT_THAT(PlaceOrEmpty(fleet, Gpus(40)), UnorderedElementsAre(0, 1, 2, 3));
   EXPECT_THAT(PlaceOrEmpty(fleet, Gpus(30)), UnorderedElementsAre(4, 6, 7));
 }
@@ -136,7 +136,7 @@ TEST(PlacementTest, OneGpuJobPacksIntoTheFullestIsland) {
   // to the second so the first stays whole for a 4-GPU job.
   FleetState fleet = testing::MakeFleet(8);
   for (int i = 0; i < 8; ++i) fleet.gpus[i].nvlink_island = i / 4;
-  fleet.gpus[4].tenths_in_use = fleet.gpus[5].tenths_in_use = 10;
+  fleet.gpus[4].twentieths_in_use = fleet.gpus[5].twentieths_in_use = 20;
   std::vector<int> gpus = PlaceOrEmpty(fleet, Gpus(10));
   ASSERT_EQ(gpus.size(), 1u);
   EXPECT_GE(gpus[0], 6);
@@ -144,11 +144,11 @@ TEST(PlacementTest, OneGpuJobPacksIntoTheFullestIsland) {
 
 TEST(PlacementTest, FractionsPackOntoTheFullestSharedGpu) {
   FleetState fleet = testing::MakeFleet(4);
-  fleet.gpus[1].tenths_in_use = 3;
+  fleet.gpus[1].twentieths_in_use = 6;
   fleet.gpus[1].fraction_mem_reserved_bytes = 10 * kGiB;
-  fleet.gpus[2].tenths_in_use = 6;
+  fleet.gpus[2].twentieths_in_use = 12;
   fleet.gpus[2].fraction_mem_reserved_bytes = 20 * kGiB;
-  fleet.gpus[3].tenths_in_use = 9;
+  fleet.gpus[3].twentieths_in_use = 18;
   fleet.gpus[3].fraction_mem_reserved_bytes = 30 * kGiB;
   // 0.4 fits on 1 and 2; 2 is fuller.
   EXPECT_THAT(PlaceOrEmpty(fleet, Gpus(4)), ElementsAre(2));
@@ -167,7 +167,7 @@ TEST(PlacementTest, FractionsPackOntoTheFullestSharedGpu) {
 
 TEST(PlacementTest, WholeGpuJobsNeverShareWithFractions) {
   FleetState fleet = testing::MakeFleet(2);
-  fleet.gpus[0].tenths_in_use = 1;
+  fleet.gpus[0].twentieths_in_use = 2;
   fleet.gpus[0].temp_c = 20;
   EXPECT_THAT(PlaceOrEmpty(fleet, Gpus(10)), ElementsAre(1));
   EXPECT_FALSE(Place(fleet, Gpus(20), {}).has_value());
@@ -187,7 +187,7 @@ TEST(PlacementTest, IndexTakeAndGive) {
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(*b, *a);
   index.Take(half, *b);
-  EXPECT_EQ(index.tenths_in_use((*a)[0]), 10);
+  EXPECT_EQ(index.twentieths_in_use((*a)[0]), 20);
   EXPECT_FALSE(index.Find(Gpus(20)).has_value());
   // A reservation's GPUs can be kept out.
   std::vector<size_t> avoid = {1 - (*a)[0]};
@@ -202,8 +202,8 @@ TEST(PlacementTest, CountsAndTheirDescription) {
   FleetState fleet = testing::MakeFleet(6);
   fleet.gpus[0].drained = true;
   fleet.gpus[1].temp_c = 91;
-  fleet.gpus[2].tenths_in_use = 10;
-  fleet.gpus[3].tenths_in_use = 2;
+  fleet.gpus[2].twentieths_in_use = 20;
+  fleet.gpus[3].twentieths_in_use = 4;
   fleet.gpus[4].lost = true;
   PlacementIndex index(fleet, {});
   MatchCounts c = index.Count(Gpus(40));
@@ -228,7 +228,7 @@ TEST(PlacementTest, LargeFleetChoosesAWholeIsland) {
   for (int i = 0; i < 10000; ++i) {
     fleet.gpus[i].nvlink_island = i / 8;
     fleet.gpus[i].numa_node = i / 32;
-    if (i % 8 != 0 && i < 9000) fleet.gpus[i].tenths_in_use = 10;
+    if (i % 8 != 0 && i < 9000) fleet.gpus[i].twentieths_in_use = 20;
   }
   std::vector<int> gpus = PlaceOrEmpty(fleet, Gpus(80));
   ASSERT_EQ(gpus.size(), 8u);

@@ -27,7 +27,7 @@ struct Holding {
   TimeMs end = kNever;         // expected release; kNever without a time limit
   bool stopping = false;
   std::vector<size_t> positions;
-  int tenths_per_gpu() const { return spec->fractional() ? spec->gpu_tenths : kTenthsPerGpu; }
+  int twentieths_per_gpu() const { return spec->fractional() ? spec->gpu_twentieths : kTwentiethsPerGpu; }
 };
 
 // The one reservation of EASY backfill.
@@ -40,7 +40,7 @@ struct Reservation {
 // What a pending job asks of the GPUs, plus what decides its answer beyond
 // the pass's state (rule 11): jobs with equal keys get equal answers.
 struct DemandKey {
-  int tenths = 0;
+  int twentieths = 0;
   uint64_t gpu_mem = 0;
   std::string_view model;  // into the job's spec, which outlives the pass
   int min_cc = -1;
@@ -53,7 +53,7 @@ struct DemandKeyHash {
   size_t operator()(const DemandKey& k) const {
     size_t h = std::hash<std::string_view>()(k.model);
     auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
-    mix(static_cast<uint64_t>(k.tenths));
+    mix(static_cast<uint64_t>(k.twentieths));
     mix(k.gpu_mem);
     mix(static_cast<uint64_t>(k.min_cc));
     mix(static_cast<uint64_t>(k.urgency) * 4 + k.mixed * 2 + k.ends_before);
@@ -79,7 +79,7 @@ std::vector<JobId> SortedUnique(std::vector<JobId> ids) {
 
 std::string Demand(const JobSpec& spec) {
   if (spec.fractional()) {
-    return fmt::format("{} GPU with {}", FormatGpuTenths(spec.gpu_tenths),
+    return fmt::format("{} GPU with {}", FormatGpuTwentieths(spec.gpu_twentieths),
                        FormatBytes(spec.gpu_mem_bytes));
   }
   int k = spec.whole_gpus();
@@ -87,7 +87,7 @@ std::string Demand(const JobSpec& spec) {
 }
 
 int NeedOf(const JobSpec& spec) { return spec.fractional() ? 1 : spec.whole_gpus(); }
-int TenthsOf(const JobSpec& spec) { return spec.fractional() ? spec.gpu_tenths : kTenthsPerGpu; }
+int TwentiethsOf(const JobSpec& spec) { return spec.fractional() ? spec.gpu_twentieths : kTwentiethsPerGpu; }
 
 int GroupAt(const GpuState& g, int level) {
   switch (level) {
@@ -127,8 +127,8 @@ class Pass {
         if (std::optional<size_t> p = PositionOf(gpu)) h.positions.push_back(*p);
       }
       AddHolding(std::move(h));
-      if (job.spec.gpu_tenths > 0) {
-        user_tenths_[job.spec.user] += job.spec.gpu_tenths;
+      if (job.spec.gpu_twentieths > 0) {
+        user_twentieths_[job.spec.user] += job.spec.gpu_twentieths;
       }
       cpus_used_ += job.spec.cpus;
       mem_used_ += job.spec.mem_bytes;
@@ -249,11 +249,11 @@ class Pass {
     return out;
   }
 
-  // The tenths that jobs not stopping hold on `p`.
-  int StayingTenths(size_t p) const {
+  // The twentieths that jobs not stopping hold on `p`.
+  int StayingTwentieths(size_t p) const {
     int used = 0;
     for (size_t h : holders_[p]) {
-      if (!holdings_[h].stopping) used += holdings_[h].tenths_per_gpu();
+      if (!holdings_[h].stopping) used += holdings_[h].twentieths_per_gpu();
     }
     return used;
   }
@@ -261,7 +261,7 @@ class Pass {
   // Rule 6: the claimed positions, or std::nullopt when the claim must go.
   std::optional<std::vector<size_t>> ValidClaim(const PendingJob& job) const {
     const JobSpec& spec = job.spec;
-    if (spec.gpu_tenths <= 0 || job.claimed_gpus.size() != static_cast<size_t>(NeedOf(spec))) {
+    if (spec.gpu_twentieths <= 0 || job.claimed_gpus.size() != static_cast<size_t>(NeedOf(spec))) {
       return std::nullopt;
     }
     std::vector<size_t> positions;
@@ -275,7 +275,7 @@ class Pass {
         return std::nullopt;
       }
       if (!MatchesJob(g, spec)) return std::nullopt;
-      if (StayingTenths(*p) + TenthsOf(spec) > kTenthsPerGpu) return std::nullopt;
+      if (StayingTwentieths(*p) + TwentiethsOf(spec) > kTwentiethsPerGpu) return std::nullopt;
       if (!positions.empty() && spec.one_model() && model_of_[*p] != model_of_[positions[0]]) {
         return std::nullopt;
       }
@@ -339,18 +339,18 @@ class Pass {
                          "ahead of this one",
                          config_.max_queued_jobs_per_user, spec.user);
     }
-    if (config_.max_running_gpus_per_user > 0 && spec.gpu_tenths > 0) {
-      int held = user_tenths_[spec.user];
-      if (held + spec.gpu_tenths > config_.max_running_gpus_per_user * kTenthsPerGpu) {
+    if (config_.max_running_gpus_per_user > 0 && spec.gpu_twentieths > 0) {
+      int held = user_twentieths_[spec.user];
+      if (held + spec.gpu_twentieths > config_.max_running_gpus_per_user * kTwentiethsPerGpu) {
         return fmt::format("user limit: {} running GPUs ({} holds {})",
-                           config_.max_running_gpus_per_user, spec.user, FormatGpuTenths(held));
+                           config_.max_running_gpus_per_user, spec.user, FormatGpuTwentieths(held));
       }
     }
     if (std::string host = CheckHost(spec); !host.empty()) return host;
     if (auto claim = claims_.find(job.id); claim != claims_.end()) {
       return ConsiderClaimed(job, claim->second);
     }
-    if (spec.gpu_tenths == 0) {
+    if (spec.gpu_twentieths == 0) {
       Start(job, {});
       return "";
     }
@@ -365,7 +365,7 @@ class Pass {
     DemandKey key;
     if (cacheable) {
       // Urgency counts only for preemption, which waits while a reservation stands.
-      key = {spec.gpu_tenths, spec.gpu_mem_bytes, spec.model, spec.min_cc.value_or(-1),
+      key = {spec.gpu_twentieths, spec.gpu_mem_bytes, spec.model, spec.min_cc.value_or(-1),
              spec.mixed_models, reservation_ ? 0 : spec.priority, ends_before};
       if (!answers_.empty()) {
         if (auto hit = answers_.find(key); hit != answers_.end()) return hit->second;
@@ -387,7 +387,7 @@ class Pass {
     const JobSpec& spec = job.spec;
     const int need = NeedOf(spec);
     // Cheap test first: most of a long queue stops here once the GPUs are full.
-    bool may_fit = spec.fractional() ? index_.AnyRoomFor(spec.gpu_tenths)
+    bool may_fit = spec.fractional() ? index_.AnyRoomFor(spec.gpu_twentieths)
                                      : index_.FreeMatching(spec) >= need;
     if (may_fit) {
       std::span<const size_t> avoid;
@@ -463,7 +463,7 @@ class Pass {
       uint64_t promised = 0;
       std::vector<JobId> here, leaving;  // leaving: the stopping ones it waits for
       for (size_t h : holders_[p]) {
-        used += holdings_[h].tenths_per_gpu();
+        used += holdings_[h].twentieths_per_gpu();
         if (holdings_[h].spec->fractional()) promised += holdings_[h].spec->gpu_mem_bytes;
         here.push_back(holdings_[h].id);
         if (holdings_[h].stopping) leaving.push_back(holdings_[h].id);
@@ -471,7 +471,7 @@ class Pass {
       if (!leaving.empty()) here = std::move(leaving);
       // A whole GPU needs every holder gone; a fraction only its room.
       bool room = spec.fractional()
-                      ? used + spec.gpu_tenths <= kTenthsPerGpu &&
+                      ? used + spec.gpu_twentieths <= kTwentiethsPerGpu &&
                             g.memory_total_bytes >=
                                 std::max(g.memory_used_bytes, promised) + spec.gpu_mem_bytes
                       : here.empty();
@@ -537,7 +537,7 @@ class Pass {
     StartDecision start{job.id, {}};
     for (size_t p : positions) start.gpus.push_back(fleet_.gpus[p].index);
     out_.starts.push_back(std::move(start));
-    user_tenths_[job.spec.user] += job.spec.gpu_tenths;
+    user_twentieths_[job.spec.user] += job.spec.gpu_twentieths;
     cpus_used_ += job.spec.cpus;
     mem_used_ += job.spec.mem_bytes;
     TimeMs end = job.spec.time_limit > 0 ? now_ + job.spec.time_limit : kNever;
@@ -588,16 +588,16 @@ class Pass {
     return {worst, sum};
   }
 
-  // When `p` has room for `tenths` (a whole GPU: 10): releases in end order.
-  TimeMs RoomAt(size_t p, int tenths) const {
-    int used = index_.tenths_in_use(p);
-    if (used + tenths <= kTenthsPerGpu) return now_;
+  // When `p` has room for `twentieths` (a whole GPU: 20): releases in end order.
+  TimeMs RoomAt(size_t p, int twentieths) const {
+    int used = index_.twentieths_in_use(p);
+    if (used + twentieths <= kTwentiethsPerGpu) return now_;
     std::vector<const Holding*> on;
     for (size_t h : holders_[p]) on.push_back(&holdings_[h]);
     std::sort(on.begin(), on.end(), [](auto* a, auto* b) { return a->end < b->end; });
     for (const Holding* h : on) {
-      used -= h->tenths_per_gpu();
-      if (used + tenths <= kTenthsPerGpu) return std::max(h->end, now_);
+      used -= h->twentieths_per_gpu();
+      if (used + twentieths <= kTwentiethsPerGpu) return std::max(h->end, now_);
     }
     return kNever;
   }
@@ -607,11 +607,11 @@ class Pass {
   bool Reserve(const PendingJob& job) {
     const JobSpec& spec = job.spec;
     const int need = NeedOf(spec);
-    const int tenths = TenthsOf(spec);
+    const int twentieths = TwentiethsOf(spec);
     // Per model when the job keeps to one (rule 9), else one group.
     std::unordered_map<int, std::vector<std::pair<TimeMs, size_t>>> times;
     for (size_t p = 0; p < fleet_.gpus.size(); ++p) {
-      if (Suitable(p, spec)) times[spec.one_model() ? model_of_[p] : 0].push_back({RoomAt(p, tenths), p});
+      if (Suitable(p, spec)) times[spec.one_model() ? model_of_[p] : 0].push_back({RoomAt(p, twentieths), p});
     }
     std::optional<Reservation> best;
     std::pair<int, int> best_links;
@@ -659,18 +659,18 @@ class Pass {
   // Lost work if `h` is preempted: GPU-seconds since it started.
   double Cost(size_t h) const {
     const Holding& hold = holdings_[h];
-    return static_cast<double>(hold.spec->gpu_tenths) / kTenthsPerGpu *
+    return static_cast<double>(hold.spec->gpu_twentieths) / kTwentiethsPerGpu *
            static_cast<double>(now_ - hold.started) / kSecondMs;
   }
 
   // The cheapest victims that free `need` GPUs of `group` (rule 5's greedy:
   // by lost work per GPU freed, then lowest urgency; then the ones not
-  // needed are dropped, dearest first). `remaining` holds the tenths of
+  // needed are dropped, dearest first). `remaining` holds the twentieths of
   // staying jobs per position and is restored before returning.
   std::optional<Option> CheapestIn(const std::vector<size_t>& group, const JobSpec& spec,
                                    std::vector<int>& remaining) {
     const int need = NeedOf(spec);
-    const int tenths = TenthsOf(spec);
+    const int twentieths = TwentiethsOf(spec);
     std::vector<size_t> candidates;
     for (size_t p : group) {
       in_group_[p] = true;
@@ -681,7 +681,7 @@ class Pass {
     std::sort(candidates.begin(), candidates.end());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     int room = 0;
-    for (size_t p : group) room += remaining[p] + tenths <= kTenthsPerGpu;
+    for (size_t p : group) room += remaining[p] + twentieths <= kTwentiethsPerGpu;
     auto held_here = [&](size_t h) {
       int n = 0;
       for (size_t p : holdings_[h].positions) n += in_group_[p];
@@ -700,9 +700,9 @@ class Pass {
     auto apply = [&](size_t h, int sign) {
       for (size_t p : holdings_[h].positions) {
         if (!in_group_[p]) continue;
-        bool had_room = remaining[p] + tenths <= kTenthsPerGpu;
-        remaining[p] -= sign * holdings_[h].tenths_per_gpu();
-        room += (remaining[p] + tenths <= kTenthsPerGpu) - had_room;
+        bool had_room = remaining[p] + twentieths <= kTwentiethsPerGpu;
+        remaining[p] -= sign * holdings_[h].twentieths_per_gpu();
+        room += (remaining[p] + twentieths <= kTwentiethsPerGpu) - had_room;
       }
     };
     std::vector<size_t> victims;
@@ -726,7 +726,7 @@ class Pass {
       }
       std::vector<size_t> with_room;
       for (size_t p : group) {
-        if (remaining[p] + tenths <= kTenthsPerGpu) with_room.push_back(p);
+        if (remaining[p] + twentieths <= kTwentiethsPerGpu) with_room.push_back(p);
       }
       option.emplace();
       option->gpus = ChooseConnectedSet(fleet_, ByPreference(std::move(with_room)), need);
@@ -762,7 +762,7 @@ class Pass {
   std::string TryPreempt(const PendingJob& job, std::vector<JobId>* stopping) {
     const JobSpec& spec = job.spec;
     const int need = NeedOf(spec);
-    const int tenths = TenthsOf(spec);
+    const int twentieths = TwentiethsOf(spec);
     // Rule 6: never a second preemption while victims stop for this job.
     if (auto it = stopping_for_.find(job.id); it != stopping_for_.end()) {
       *stopping = SortedUnique(it->second);
@@ -772,14 +772,14 @@ class Pass {
     for (size_t p = 0; p < fleet_.gpus.size(); ++p) {
       if (Suitable(p, spec)) suitable.push_back(p);
     }
-    // Tenths of staying jobs per position: stopping ones free theirs anyway.
+    // Twentieths of staying jobs per position: stopping ones free theirs anyway.
     std::vector<int> remaining(fleet_.gpus.size());
     std::unordered_map<int, int> room_per_model;
     int room = 0;
     bool any_candidate = false;
     for (size_t p : suitable) {
-      remaining[p] = StayingTenths(p);
-      if (remaining[p] + tenths <= kTenthsPerGpu) {
+      remaining[p] = StayingTwentieths(p);
+      if (remaining[p] + twentieths <= kTwentiethsPerGpu) {
         int n = ++room_per_model[spec.one_model() ? model_of_[p] : 0];
         room = std::max(room, n);
         for (size_t h : holders_[p]) {
@@ -858,7 +858,7 @@ class Pass {
   std::vector<int> position_of_;             // GPU index → position
   std::vector<Holding> holdings_;
   std::vector<std::vector<size_t>> holders_; // position → holdings_ entries
-  std::unordered_map<std::string, int> user_tenths_;
+  std::unordered_map<std::string, int> user_twentieths_;
   std::unordered_map<std::string, int> user_queued_;
   std::optional<Reservation> reservation_;
   std::vector<bool> claimed_;                // positions held for maintenance jobs

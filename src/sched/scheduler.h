@@ -6,8 +6,9 @@
 // Rules, in order:
 //  1. Pending jobs go by effective priority (priority.h); ties: older
 //     submission first, then lower id.
-//  2. A job whose dependencies are not all completed, or whose user is at a
-//     limit, waits without holding anything up.
+//  2. A job whose dependencies are not all met (after, afterany, afternotok:
+//     rules 2a-2d in dependencies.h), or whose user is at a limit, waits
+//     without holding anything up.
 //  3. Gang: a multi-GPU job starts only with all its GPUs (placement.h).
 //  4. EASY backfill: the first job that could run here but does not fit now
 //     gets a reservation: the GPUs it will take and the earliest time they are
@@ -77,7 +78,7 @@ struct SchedulerConfig {
   PriorityWeights weights;
   std::map<std::string, int> user_levels;  // user → level (default 0)
   PlacementOptions placement;
-  int max_running_gpus_per_user = 0;   // 0 = no limit; fractions count as tenths
+  int max_running_gpus_per_user = 0;   // 0 = no limit; fractions count as twentieths
   int max_queued_jobs_per_user = 0;    // 0 = no limit; later jobs wait their turn
   bool backfill = true;
   bool preemption = true;

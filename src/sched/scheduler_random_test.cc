@@ -104,7 +104,7 @@ class Scenario {
     JobSpec spec;
     spec.argv = {"train"};
     int roll = Int(0, 99);
-    spec.gpu_tenths = roll < 10 ? 0 : roll < 35 ? Int(1, 9) : roll < 70 ? 10 : 10 * Int(2, 5);
+    spec.gpu_twentieths = roll < 10 ? 0 : roll < 35 ? Int(1, 19) : roll < 70 ? 20 : 20 * Int(2, 5);
     if (spec.fractional()) spec.gpu_mem_bytes = static_cast<uint64_t>(Int(1, 30)) * kGiB;
     if (Chance(10)) spec.model = "H100";
     if (Chance(5)) spec.min_cc = 90;
@@ -181,13 +181,13 @@ class Scenario {
       if (!p.claimed_gpus.empty() && !dropped.count(p.id)) claim(p.id, p.claimed_gpus);
     }
     // GPU occupancy: running (stopping included) plus starts.
-    std::vector<int> tenths(n, 0);
+    std::vector<int> twentieths(n, 0);
     std::vector<uint64_t> fraction_mem(n, 0);
     int64_t cpus = 0;
     uint64_t mem = 0;
     auto hold = [&](const JobSpec& spec, const std::vector<int>& gpus) {
       for (int g : gpus) {
-        tenths[g] += spec.fractional() ? spec.gpu_tenths : kTenthsPerGpu;
+        twentieths[g] += spec.fractional() ? spec.gpu_twentieths : kTwentiethsPerGpu;
         if (spec.fractional()) fraction_mem[g] += spec.gpu_mem_bytes;
       }
       cpus += spec.cpus;
@@ -209,7 +209,7 @@ class Scenario {
       const PendingJob& p = *FindPending(s.job);
       SCOPED_TRACE("start of job " + std::to_string(s.job));
       EXPECT_TRUE(started.insert(s.job).second);
-      const int need = p.spec.gpu_tenths == 0 ? 0 : p.spec.fractional() ? 1 : p.spec.whole_gpus();
+      const int need = p.spec.gpu_twentieths == 0 ? 0 : p.spec.fractional() ? 1 : p.spec.whole_gpus();
       ASSERT_EQ(s.gpus.size(), static_cast<size_t>(need));
       std::set<int> distinct(s.gpus.begin(), s.gpus.end());
       EXPECT_EQ(distinct.size(), s.gpus.size());
@@ -246,7 +246,7 @@ class Scenario {
       hold(p.spec, s.gpus);
     }
     for (size_t g = 0; g < n; ++g) {
-      EXPECT_LE(tenths[g], kTenthsPerGpu) << "GPU " << g << " over-committed";
+      EXPECT_LE(twentieths[g], kTwentiethsPerGpu) << "GPU " << g << " over-committed";
       EXPECT_LE(fraction_mem[g], fleet_.gpus[g].memory_total_bytes) << "GPU " << g;
     }
     if (fleet_.host_cpus > 0) {
@@ -296,10 +296,10 @@ class Scenario {
           bool victim = std::find(pd.victims.begin(), pd.victims.end(), r.id) != pd.victims.end();
           if (r.stopping || victim) continue;
           if (std::find(r.gpus.begin(), r.gpus.end(), g) == r.gpus.end()) continue;
-          staying += r.spec.fractional() ? r.spec.gpu_tenths : kTenthsPerGpu;
+          staying += r.spec.fractional() ? r.spec.gpu_twentieths : kTwentiethsPerGpu;
         }
-        EXPECT_LE(staying + (p->spec.fractional() ? p->spec.gpu_tenths : kTenthsPerGpu),
-                  kTenthsPerGpu)
+        EXPECT_LE(staying + (p->spec.fractional() ? p->spec.gpu_twentieths : kTwentiethsPerGpu),
+                  kTwentiethsPerGpu)
             << "GPU " << g;
       }
       claim(pd.for_job, pd.gpus);

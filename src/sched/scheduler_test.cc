@@ -336,7 +336,7 @@ TEST_F(SchedulerTest, DependencyStates) {
 }
 
 JobSpec Pinned(std::vector<std::string> uuids) {
-  JobSpec spec = Gpus(static_cast<int>(uuids.size()) * kTenthsPerGpu);
+  JobSpec spec = Gpus(static_cast<int>(uuids.size()) * kTwentiethsPerGpu);
   spec.pinned_gpus = std::move(uuids);
   spec.user = "root";
   return spec;
@@ -409,6 +409,30 @@ TEST_F(SchedulerTest, FractionsShareOneGpuWithinAPass) {
   ASSERT_EQ(d.starts.size(), 3u);
   EXPECT_EQ(d.starts[0].gpus, d.starts[1].gpus);  // 0.5 + 0.3 on one GPU
   EXPECT_NE(d.starts[2].gpus, d.starts[0].gpus);  // 0.3 more does not fit there
+}
+
+// Twentieths: four quarters fill a GPU exactly; 0.95 and 0.05 share one.
+TEST_F(SchedulerTest, QuartersAndTwentiethsFillAGpuExactly) {
+  FleetState fleet = testing::MakeFleet(2);
+  for (GpuState& g : fleet.gpus) g.memory_total_bytes = 80 * testing::kGiB;
+  for (JobId id = 1; id <= 5; ++id) pending_.push_back(Pending(id, testing::Twentieths(5), kNow - 10 + id));
+  pending_.push_back(Pending(6, testing::Twentieths(19), kNow));
+  pending_.push_back(Pending(7, testing::Twentieths(1), kNow + 1));
+  Decisions d = Run(fleet);
+  std::map<int, int> twentieths;
+  for (const StartDecision& s : d.starts) {
+    ASSERT_EQ(s.gpus.size(), 1u);
+    for (const PendingJob& p : pending_) {
+      if (p.id == s.job) twentieths[s.gpus[0]] += p.spec.gpu_twentieths;
+    }
+  }
+  // 4 quarters on one GPU, the fifth quarter with 0.05 on the other; 0.95
+  // fits nowhere then (0.25 + 0.95 > 1) and waits.
+  EXPECT_THAT(Started(d), UnorderedElementsAre(1, 2, 3, 4, 5, 7));
+  EXPECT_NE(Reason(d, 6), "(started)");
+  std::vector<int> used;
+  for (const auto& [gpu, t] : twentieths) used.push_back(t);
+  EXPECT_THAT(used, UnorderedElementsAre(20, 6));
 }
 
 TEST_F(SchedulerTest, FractionReservationWaitsForItsShare) {

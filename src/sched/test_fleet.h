@@ -63,14 +63,18 @@ inline FleetState MakeServer8() {
   return fleet;
 }
 
-inline JobSpec Gpus(int tenths, DurationMs time_limit = 0) {
+// The tests were written in tenths of a GPU (10 = one GPU); Gpus() takes
+// those and stores twentieths. Twentieths() takes twentieths as they are.
+inline JobSpec Twentieths(int twentieths, DurationMs time_limit = 0) {
   JobSpec spec;
   spec.argv = {"train"};
-  spec.gpu_tenths = tenths;
+  spec.gpu_twentieths = twentieths;
   spec.time_limit = time_limit;
   spec.user = "alice";
   if (spec.fractional()) spec.gpu_mem_bytes = 8 * kGiB;
   return spec;
 }
+
+inline JobSpec Gpus(int tenths, DurationMs time_limit = 0) { return Twentieths(2 * tenths, time_limit); }
 
 }  // namespace gpuherd::sched::testing

@@ -80,7 +80,8 @@
 
   function clock(ms) { return ms ? new Date(ms).toLocaleTimeString() : '–'; }
 
-  function tenths(t) { return t % 10 === 0 ? String(t / 10) : (t / 10).toFixed(1); }
+  // A job's GPUs from twentieths: 20 → "1", 10 → "0.5", 5 → "0.25", 1 → "0.05".
+  function twentieths(t) { return String(Number((t / 20).toFixed(2))); }
 
   function notice(text, kind) {
     const box = document.getElementById('notice');
@@ -491,12 +492,12 @@
     f.throttle.classList.toggle('warn', slowing.length > 0);
 
     const jobs = jobsOn(gpu.index);
-    const actionsKey = JSON.stringify([Boolean(state.token), gpu.drained, jobs.map((j) => [j.id, j.name, j.gpu_tenths])]);
+    const actionsKey = JSON.stringify([Boolean(state.token), gpu.drained, jobs.map((j) => [j.id, j.name, j.gpu_twentieths])]);
     if (actionsKey !== card.key) {
       card.key = actionsKey;
       f.jobs.replaceChildren(jobs.length ? el('span', { class: 'label' }, 'jobs ') : el('span', { class: 'muted' }, 'idle'),
         ...jobs.map((j) => el('a', { href: `#/jobs/${j.id}`, class: 'job-chip', 'data-testid': 'gpu-job' },
-          `#${j.id} ${j.name || j.command.join(' ')}${j.gpu_tenths < 10 ? ` (${tenths(j.gpu_tenths)})` : ''}`)));
+          `#${j.id} ${j.name || j.command.join(' ')}${j.gpu_twentieths < 20 ? ` (${twentieths(j.gpu_twentieths)})` : ''}`)));
       f.actions.replaceChildren(gpu.drained
         ? actionButton('Undrain', 'gpu-undrain', async () => {
           await api(`/v1/gpus/${gpu.index}/undrain`, { method: 'POST' });
@@ -545,7 +546,7 @@
         el('td', {}, j.user),
         el('td', {}, stateBadge(j.state, 'job-state')),
         el('td', { class: 'num' }, String(j.priority)),
-        el('td', {}, `${tenths(j.gpu_tenths)} GPU${gpus ? ` on ${gpus}` : ''}`),
+        el('td', {}, `${twentieths(j.gpu_twentieths)} GPU${gpus ? ` on ${gpus}` : ''}`),
         el('td', { 'data-since': j.state === 'pending' || j.state === 'held' ? j.submitted : j.started }),
         el('td', { class: 'reason', 'data-testid': 'job-reason' }, j.reason || ''),
         el('td', { class: 'cmd' }, (j.command || []).join(' ')),
@@ -720,7 +721,7 @@
       const finished = ['completed', 'failed', 'cancelled'].includes(j.state);
       const facts = [
         ['state', stateBadge(j.state, 'job-state')], ['user', j.user], ['priority', String(j.priority)],
-        ['GPUs', `${tenths(j.gpu_tenths)}${j.assigned_gpus && j.assigned_gpus.length ? ` on ${j.assigned_gpus.join(', ')}` : ''}`],
+        ['GPUs', `${twentieths(j.gpu_twentieths)}${j.assigned_gpus && j.assigned_gpus.length ? ` on ${j.assigned_gpus.join(', ')}` : ''}`],
         ['submitted', ago(j.submitted, j.now)], ['started', j.started ? ago(j.started, j.now) : '–'],
         ['ended', j.ended ? ago(j.ended, j.now) : '–'], ['attempt', `${j.attempt} (restarts ${j.restarts}/${j.max_restarts})`],
         ['exit', j.exit_code !== undefined ? `code ${j.exit_code}` : j.exit_signal !== undefined ? `signal ${j.exit_signal}` : '–'],

@@ -1,5 +1,5 @@
-// /v1/jobs: submit, the queue, one job, its output and metric lines, and the
-// actions on it. JobService still writes the job JSON (ListBody, Show,
+// /v1/jobs: submit, the queue, one job, its output and metric lines, the
+// actions on it, and many jobs cancelled at once (/v1/jobs/cancel). JobService still writes the job JSON (ListBody, Show,
 // Logs); the routes pass it through, less what the caller may not read
 // (access.h).
 #include <algorithm>
@@ -79,7 +79,12 @@ http::Response Logs(RouteContext& ctx, int64_t id, const http::Request& request,
   if (!job.ok()) return StatusResponse(job.status());
   std::string stream = QueryText(request, "stream");
   auto logs = ctx.jobs->Logs(id, stream.empty() ? "stdout" : stream, *offset);
-  return logs.ok() ? JsonResponse(*logs) : StatusResponse(logs.status());
+  if (!logs.ok()) return StatusResponse(logs.status());
+  // Where the job stands, so a client can say why there is no output yet.
+  for (const char* key : {"state", "attempt", "reason"}) {
+    if (job->contains(key)) (*logs)[key] = (*job)[key];
+  }
+  return JsonResponse(*logs);
 }
 
 // The metric lines a job wrote to GPUHERD_METRICS_FILE, by step.
@@ -100,6 +105,38 @@ http::Response Metrics(RouteContext& ctx, int64_t id, const Caller& caller) {
   return JsonResponse({{"job_id", id}, {"metrics", std::move(lines)}});
 }
 
+// POST /v1/jobs/cancel {"ids": [...], "user", "state", "name", "all"}: many
+// jobs in one request and one commit (JobService::CancelMany).
+http::Response CancelMany(RouteContext& ctx, const http::Request& request, const Caller& caller) {
+  const char* kShape = "{\"ids\": [4, 5]} and/or filters {\"user\", \"state\", \"name\", \"all\"}";
+  auto body = BodyJson(request, kShape);
+  if (!body.ok()) return StatusResponse(body.status());
+  if (!body->is_object()) return http::ErrorResponse(400, std::string("body must be ") + kShape);
+  JobService::CancelRequest cancel;
+  for (const auto& [key, value] : body->items()) {
+    if (key == "ids") {
+      if (!value.is_array()) return http::ErrorResponse(400, "ids must be an array of job ids");
+      cancel.ids.reserve(value.size());
+      for (const json& id : value) {
+        if (!id.is_number_integer() || id.get<int64_t>() <= 0) {
+          return http::ErrorResponse(400, "ids must be positive whole numbers; got " + http::Excerpt(id.dump()));
+        }
+        cancel.ids.push_back(id.get<int64_t>());
+      }
+    } else if (key == "user" || key == "state" || key == "name") {
+      if (!value.is_string()) return http::ErrorResponse(400, key + " must be a string");
+      (key == "user" ? cancel.user : key == "state" ? cancel.state : cancel.name) = value.get<std::string>();
+    } else if (key == "all") {
+      if (!value.is_boolean()) return http::ErrorResponse(400, "all must be true or false");
+      cancel.all = value.get<bool>();
+    } else {
+      return http::ErrorResponse(400, "unknown field '" + http::Excerpt(key) + "'; use ids, user, state, name or all");
+    }
+  }
+  auto result = ctx.jobs->CancelMany(cancel, caller);
+  return result.ok() ? JsonResponse(*result) : StatusResponse(result.status());
+}
+
 }  // namespace
 
 http::Response JobRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller) {
@@ -110,6 +147,9 @@ http::Response JobRoutes(RouteContext& ctx, const Parts& parts, const http::Requ
     return MethodNotAllowed("GET or POST", "/v1/jobs");
   }
   if (parts.size() > 4) return http::ErrorResponse(404, "no such endpoint " + http::Excerpt(request.path));
+  if (parts.size() == 3 && parts[2] == "cancel") {
+    return request.method == "POST" ? CancelMany(ctx, request, caller) : MethodNotAllowed("POST", "/v1/jobs/cancel");
+  }
   auto id = IdFromPath(parts[2], "job id");
   if (!id.ok()) return StatusResponse(id.status());
   if (parts.size() == 3) return read ? Show(ctx, *id, caller) : MethodNotAllowed("GET", "/v1/jobs/{id}");

@@ -25,9 +25,9 @@ http::Response Report(RouteContext& ctx, int64_t id, const http::Request& reques
   if (data.pipeline.contains("nodes") && data.pipeline["nodes"].is_array()) {
     for (json& node : data.pipeline["nodes"]) {
       const int64_t job_id = node.value("job_id", int64_t{0});
-      if (job_id <= 0 || node.contains("gpu_tenths")) continue;
-      if (auto job = ctx.jobs->Show(job_id); job.ok() && job->contains("gpu_tenths")) {
-        node["gpu_tenths"] = (*job)["gpu_tenths"];
+      if (job_id <= 0 || node.contains("gpu_twentieths")) continue;
+      if (auto job = ctx.jobs->Show(job_id); job.ok() && job->contains("gpu_twentieths")) {
+        node["gpu_twentieths"] = (*job)["gpu_twentieths"];
       }
     }
   }

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""The client side by side with task-spooler's, in one run on this machine.
+
+  bench/queue/client_bench.py [--gpuherd build/gpuherd] [--rounds 300] [--jobs 1000]
+
+1. Latency: `gpuherd submit -- true` against `tsp true`, one at a time,
+   alternating (so both see the same load), --rounds of each after a warm-up:
+   median and 90th percentile wall time of the client process, from spawn to
+   exit. gpuherd's job is committed to SQLite (WAL, synchronous=FULL) before
+   the client returns; task-spooler keeps its queue in memory.
+2. Throughput: --jobs submissions of `true`, one client process each, 8 at a
+   time (task-spooler: 8 slots; gpuherd: --gpus 1 on 8 simulated GPUs), for
+   each queue in turn: submissions/s (until the last client returned) and
+   jobs/s (until the last job ended, seen by a poller every 20 ms).
+
+Prints Markdown tables with the ratios (gpuherd / task-spooler: latency below
+1 is faster, rates above 1 are faster). Installs task-spooler with apt when
+neither `tsp` nor `ts` is found (as root). Compare within one run: on a
+shared machine the absolute figures move with the load, the ratios far less.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CLIENTS = 8
+
+
+def log(message):
+    print(f"[client_bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def find_tsp():
+    for name in ("tsp", "ts"):
+        path = shutil.which(name)
+        # moreutils also ships a `ts` (a timestamp filter): task-spooler's answers -V.
+        if path and subprocess.run([path, "-V"], capture_output=True, text=True).returncode == 0:
+            return path
+    if os.geteuid() != 0:
+        sys.exit("client_bench: task-spooler is not installed; run as root to install it with apt")
+    log("installing task-spooler")
+    subprocess.run(["apt-get", "update", "-qq"], check=False, stdout=subprocess.DEVNULL)
+    done = subprocess.run(["apt-get", "install", "-y", "-qq", "task-spooler"],
+                          env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        sys.exit("client_bench: apt-get install task-spooler failed")
+    return find_tsp()
+
+
+def spawn_wait(argv, env):
+    """Wall seconds from spawning `argv` to its exit (posix_spawn: no fork of
+    this Python process, so the harness adds little and the same to both)."""
+    start = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+    _, status = os.waitpid(pid, 0)
+    took = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {os.waitstatus_to_exitcode(status)}")
+    return took
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p))]
+
+
+class Queues:
+    def __init__(self, gpuherd, tsp, work):
+        self.gpuherd, self.tsp, self.work = gpuherd, tsp, work
+        self.home = os.path.join(work, "home")
+        self.env = dict(os.environ, GPUHERD_HOME=self.home, TS_SOCKET=os.path.join(work, "ts.socket"),
+                        TS_MAXFINISHED="1000000", TMPDIR=work, NO_COLOR="1")
+        self.daemon = None
+
+    def start(self):
+        os.makedirs(self.home)
+        out = open(os.path.join(self.work, "daemon.log"), "w")
+        self.daemon = subprocess.Popen([self.gpuherd, "daemon", "--sim", str(CLIENTS), "--port", "0"],
+                                       env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while subprocess.run([self.gpuherd, "status"], env=self.env, capture_output=True).returncode != 0:
+            if time.time() > deadline or self.daemon.poll() is not None:
+                sys.exit("client_bench: the gpuherd daemon did not start; see " + out.name)
+            time.sleep(0.1)
+        subprocess.run([self.tsp, "-S", str(CLIENTS)], env=self.env, check=True)
+
+    def stop(self):
+        subprocess.run([self.tsp, "-K"], env=self.env, capture_output=True)
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.send_signal(signal.SIGTERM)
+            try:
+                self.daemon.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+
+    def gpuherd_unfinished(self):
+        out = subprocess.run([self.gpuherd, "ps", "--json"], env=self.env, capture_output=True, text=True)
+        return len(json.loads(out.stdout)) if out.returncode == 0 else -1
+
+    def tsp_unfinished(self):
+        out = subprocess.run([self.tsp, "-l"], env=self.env, capture_output=True, text=True).stdout
+        return sum(1 for line in out.splitlines()[1:] if len(line.split()) > 1 and line.split()[1] != "finished")
+
+    def drain(self, unfinished, timeout=600):
+        """Seconds until `unfinished` reports 0, polled every 20 ms."""
+        deadline = time.time() + timeout
+        while unfinished() != 0:
+            if time.time() > deadline:
+                raise RuntimeError("the queue did not empty in time")
+            time.sleep(0.02)
+        return time.perf_counter()
+
+
+def latency(q, rounds):
+    submit = [q.gpuherd, "submit", "--", "true"]
+    tsp = [q.tsp, "true"]
+    for _ in range(20):  # warm-up: page cache, the daemon's first passes
+        spawn_wait(submit, q.env)
+        spawn_wait(tsp, q.env)
+    times = {"gpuherd": [], "tsp": []}
+    for i in range(rounds):
+        order = [("gpuherd", submit), ("tsp", tsp)]
+        if i % 2:
+            order.reverse()
+        for name, argv in order:
+            times[name].append(spawn_wait(argv, q.env))
+    q.drain(q.gpuherd_unfinished)
+    q.drain(q.tsp_unfinished)
+    return times
+
+
+def throughput(q, jobs, argv, unfinished):
+    q.drain(unfinished)
+    next_job = iter(range(jobs))
+    lock = threading.Lock()
+    errors = []
+
+    def client():
+        while True:
+            with lock:
+                if next(next_job, None) is None:
+                    return
+            try:
+                spawn_wait(argv, q.env)
+            except RuntimeError as e:
+                errors.append(str(e))
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    submitted = time.perf_counter()
+    ended = q.drain(unfinished)
+    if errors:
+        raise RuntimeError(f"{len(errors)} submissions failed, e.g. {errors[0]}")
+    return jobs / (submitted - start), jobs / (ended - start)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gpuherd", default=os.environ.get("GPUHERD", os.path.join(here, "..", "..", "build", "gpuherd")))
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--jobs", type=int, default=1000)
+    args = parser.parse_args()
+    if args.rounds < 1 or args.jobs < 1:
+        parser.error("--rounds and --jobs must be positive")
+    gpuherd = os.path.abspath(args.gpuherd)
+    if not os.access(gpuherd, os.X_OK):
+        sys.exit(f"client_bench: no gpuherd binary at {gpuherd}")
+    tsp = find_tsp()
+    work = tempfile.mkdtemp(prefix="client-bench.")
+    q = Queues(gpuherd, tsp, work)
+    try:
+        q.start()
+        log(f"latency: {args.rounds} rounds of each")
+        times = latency(q, args.rounds)
+        log(f"throughput: {args.jobs} submissions, {CLIENTS} clients at a time")
+        g_submit, g_done = throughput(q, args.jobs, [gpuherd, "submit", "--gpus", "1", "--", "true"],
+                                      q.gpuherd_unfinished)
+        t_submit, t_done = throughput(q, args.jobs, [tsp, "true"], q.tsp_unfinished)
+    finally:
+        q.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    g_med, t_med = statistics.median(times["gpuherd"]) * 1e3, statistics.median(times["tsp"]) * 1e3
+    g_p90, t_p90 = percentile(times["gpuherd"], 0.9) * 1e3, percentile(times["tsp"], 0.9) * 1e3
+    print(f"Load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
+    print("| one submission (ms) | gpuherd submit -- true | tsp true | ratio |")
+    print("|---|---|---|---|")
+    print(f"| median | {g_med:.2f} | {t_med:.2f} | {g_med / t_med:.2f}x |")
+    print(f"| 90th percentile | {g_p90:.2f} | {t_p90:.2f} | {g_p90 / t_p90:.2f}x |")
+    print()
+    print(f"| {args.jobs} jobs, {CLIENTS} clients | gpuherd | task-spooler | ratio |")
+    print("|---|---|---|---|")
+    print(f"| submissions/s | {g_submit:.0f} | {t_submit:.0f} | {g_submit / t_submit:.2f}x |")
+    print(f"| jobs/s (to the last end) | {g_done:.0f} | {t_done:.0f} | {g_done / t_done:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
