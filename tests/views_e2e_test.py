@@ -6,6 +6,8 @@ import csv
 import io
 import json
 import os
+import pty
+import select
 import shutil
 import subprocess
 import tempfile
@@ -106,6 +108,54 @@ class DirectViewsTest(unittest.TestCase):
     def test_top_interval_usage_error(self):
         self.assertEqual(run("top", "--sim", "1", "--interval", "abc", check=False).returncode, 2)
         self.assertEqual(run("top", "--sim", "1", "--sort", "bogus", check=False).returncode, 2)
+
+
+def top_on_a_terminal(env_extra, keys_after_first_frame):
+    """Runs `top --sim 2` with a pseudo-terminal as stdin and stdout; sends
+    `keys_after_first_frame` once a frame is drawn. Returns (exit code, output)."""
+    leader, follower = pty.openpty()
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    env.update(env_extra)
+    proc = subprocess.Popen([GPUHERD, "top", "--sim", "2", "--interval", "200ms"], stdin=follower, stdout=follower,
+                            stderr=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    out = b""
+    sent = False
+    deadline = time.time() + 15
+    while time.time() < deadline and proc.poll() is None:
+        ready, _, _ = select.select([leader], [], [], 0.1)
+        if ready:
+            try:
+                out += os.read(leader, 65536)
+            except OSError:
+                break
+        if not sent and b"gpuherd top" in out and b"IDX" in out:
+            os.write(leader, keys_after_first_frame)
+            sent = True
+    if proc.poll() is None:
+        proc.kill()
+    code = proc.wait()
+    os.close(leader)
+    return code, out.decode("utf-8", "replace")
+
+
+class TerminalTest(unittest.TestCase):
+    def test_q_quits_and_colour_only_without_no_color(self):
+        code, out = top_on_a_terminal({}, b"q")
+        self.assertEqual(code, 0, out)
+        self.assertIn("q quits", out)
+        self.assertIn("\x1b[32m", out)  # coloured on a terminal
+        code, out = top_on_a_terminal({"NO_COLOR": "1"}, b"sq")
+        self.assertEqual(code, 0, out)
+        self.assertNotIn("\x1b[32m", out)
+        self.assertNotIn("\x1b[33m", out)
+        self.assertIn("sorted by util", out)  # s moved to the next key before q
+
+    def test_pipe_gets_no_colour(self):
+        out = subprocess.run([GPUHERD, "top", "--sim", "2", "--iterations", "1"], capture_output=True, text=True,
+                             timeout=30, env={k: v for k, v in os.environ.items() if k != "NO_COLOR"}).stdout
+        self.assertNotIn("\x1b[", out)
 
 
 class DaemonViewsTest(unittest.TestCase):
