@@ -114,38 +114,25 @@ http::Response RollupHistory(const DaemonState& state, int64_t seconds) {
   const TimeMs now = state.clock->Now();
   const DurationMs step = std::max<int64_t>(1, seconds / kHistoryPoints / 60) * 60 * 1000;
   const TimeMs from = (now - seconds * 1000) / step * step;
-  const int limit = static_cast<int>(seconds / 60 + 2);
   json gpus = json::array();
   for (const gpu::GpuInfo& info : state.fleet.gpus) {
-    struct Sum {
-      double util = 0, mem = 0, temp = 0, power = 0;
-      int n_util = 0, n_mem = 0, n_temp = 0, n_power = 0;
-    };
-    std::map<TimeMs, Sum> buckets;
-    auto rollups = state.store->QueryRollups(info.uuid, from, now, limit);
-    if (rollups.ok()) {
-      for (const store::RollupRecord& r : *rollups) {
-        Sum& b = buckets[(r.minute - from) / step * step + from];
-        auto add = [&](store::RollupMetric m, double scale, double* sum, int* n) {
-          if (const auto& stat = r.stat(m)) {
-            *sum += stat->mean * scale;
-            ++*n;
-          }
-        };
-        add(store::RollupMetric::kGpuUtil, 1.0, &b.util, &b.n_util);
-        if (info.memory_total_bytes > 0) {
-          add(store::RollupMetric::kMemUsedMib, 1048576.0 * 100.0 / static_cast<double>(info.memory_total_bytes), &b.mem,
-              &b.n_mem);
-        }
-        add(store::RollupMetric::kTempC, 1.0, &b.temp, &b.n_temp);
-        add(store::RollupMetric::kPowerW, 1.0, &b.power, &b.n_power);
-      }
-    }
     Columns c;
-    auto mean = [](double sum, int n) { return n > 0 ? Rounded(sum / n) : json(nullptr); };
-    for (const auto& [start, b] : buckets) {
-      c.Add(start + step / 2, mean(b.util, b.n_util), mean(b.mem, b.n_mem), mean(b.temp, b.n_temp),
-            mean(b.power, b.n_power));
+    // Unreadable minutes leave the GPU's columns empty; the store logs its own errors.
+    auto buckets = state.store->QueryRollupBuckets(info.uuid, from, now, step);
+    if (buckets.ok()) {
+      for (const store::Store::RollupBucket& b : *buckets) {
+        auto mean = [&](store::RollupMetric m) {
+          const auto& v = b.means[static_cast<int>(m)];
+          return v ? Rounded(*v) : json(nullptr);
+        };
+        json mem = nullptr;
+        if (const auto& used = b.means[static_cast<int>(store::RollupMetric::kMemUsedMib)];
+            used && info.memory_total_bytes > 0) {
+          mem = Rounded(*used * 1048576.0 * 100.0 / static_cast<double>(info.memory_total_bytes));
+        }
+        c.Add(b.start + step / 2, mean(store::RollupMetric::kGpuUtil), mem, mean(store::RollupMetric::kTempC),
+              mean(store::RollupMetric::kPowerW));
+      }
     }
     gpus.push_back({{"index", info.index},
                     {"uuid", info.uuid},
