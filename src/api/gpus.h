@@ -38,6 +38,7 @@ struct Gpu {
   std::string last_error;                 // why it is lost
   bool drained = false;
   std::string drain_reason;
+  std::string drain_origin;  // who drained it: operator, fault, alert, burnin, risk
   std::optional<double> failure_risk;     // where the risk model scored it
   // A lost GPU has no `sample` (never its last, stale reading): when it last answered.
   TimeMs last_seen = 0;
@@ -77,7 +78,7 @@ Gpu GpuOf(const gpu::GpuInfo& info, const telemetry::Telemetry& telemetry, int i
 Fleet FleetOf(const gpu::Fleet& fleet, const telemetry::Telemetry& telemetry, const std::string& sim_reason,
               const std::string& hostname);
 // Marks an ok GPU drained for `reason`.
-void MarkDrained(Gpu& g, const std::string& reason);
+void MarkDrained(Gpu& g, const std::string& reason, const std::string& origin = "");
 // Sets the health from the GPU's latest burn-in.
 void SetHealth(Gpu& g, const store::BurnInRecord& latest);
 

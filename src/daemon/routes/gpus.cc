@@ -40,7 +40,9 @@ Extras ExtrasOf(const RouteContext& ctx) {
 api::Gpu ViewOf(const RouteContext& ctx, int position, const Extras& extras) {
   api::Gpu g = ctx.state->View(position);
   const std::string& uuid = g.info.uuid;
-  if (auto reason = ctx.jobs ? ctx.jobs->DrainReason(uuid) : std::nullopt) api::MarkDrained(g, *reason);
+  if (auto drain = ctx.jobs ? ctx.jobs->DrainOf(uuid) : std::nullopt) {
+    api::MarkDrained(g, drain->reason, queue::DrainOriginName(drain->origin));
+  }
   if (auto it = ctx.state->failure_risk.find(uuid); it != ctx.state->failure_risk.end()) g.failure_risk = it->second;
   if (auto it = extras.health.find(uuid); it != extras.health.end()) api::SetHealth(g, it->second);
   if (static_cast<size_t>(position) < extras.jobs.size()) g.jobs = extras.jobs[position];
