@@ -200,7 +200,7 @@ class DaemonViewsTest(unittest.TestCase):
         table = d.run("gpus").stdout
         self.assertIn(f"#{frac} ", table)
         self.assertIn("2.0/4.0G", table)
-        self.assertIn("GPU 7 drained: fan rattles", table)
+        self.assertIn("GPU 7 drained (operator): fan rattles", table)
         row5 = next(l for l in table.splitlines() if l.lstrip().startswith("5 "))
         self.assertIn("–", row5)
         self.assertNotIn("°C", row5)
@@ -209,6 +209,7 @@ class DaemonViewsTest(unittest.TestCase):
         rows = {r["index"]: r for r in csv.DictReader(io.StringIO(d.run("gpus", "--format", "csv").stdout))}
         self.assertEqual(rows["5"]["temp_c"], "")
         self.assertTrue(rows["7"]["drain_reason"].startswith("fan rattles"))
+        self.assertEqual(rows["7"]["drain_origin"], "operator")
         self.assertIn(f"{frac}:", rows[str(gpu)]["jobs"])
         self.assertIn(":2048:4096", rows[str(gpu)]["jobs"])
 

@@ -154,7 +154,8 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
                            g.last_seen ? " (last answered " + FormatTimeUtc(g.last_seen).substr(0, 19) + " UTC)" : "");
     }
     if (g.drained) {
-      notes += fmt::format("GPU {} drained: {}\n", info.index,
+      notes += fmt::format("GPU {} drained{}: {}\n", info.index,
+                           g.drain_origin.empty() ? "" : " (" + Printable(g.drain_origin) + ")",
                            g.drain_reason.empty() ? "(no reason given)" : Printable(g.drain_reason));
     }
   }
@@ -166,7 +167,7 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
 std::string RenderFleetCsv(const api::Fleet& fleet) {
   std::string out =
       "index,uuid,name,state,util_pct,mem_used_mib,mem_total_mib,temp_c,power_w,power_limit_w,pcie_gen,pcie_width,"
-      "fan_pct,throttle,health_score,health_verdict,drained,drain_reason,failure_risk,jobs\n";
+      "fan_pct,throttle,health_score,health_verdict,drained,drain_origin,drain_reason,failure_risk,jobs\n";
   for (const api::Gpu& g : fleet.gpus) {
     const std::optional<gpu::GpuSample> reading = Reading(g);
     const gpu::GpuSample s = reading.value_or(gpu::GpuSample{});
@@ -183,7 +184,7 @@ std::string RenderFleetCsv(const api::Fleet& fleet) {
         Field(used_mib), Field(total_mib), Field(s.temp_c, "{:.0f}"), Field(s.power_w, "{:.1f}"),
         Field(s.power_limit_w, "{:.0f}"), Field(s.pcie_gen), Field(s.pcie_width), Field(s.fan_pct, "{:.0f}"),
         s.throttle_reasons ? gpu::throttle::Describe(*s.throttle_reasons) : "",
-        Field(g.health_score), g.health_verdict, g.drained ? "yes" : "no", g.drain_reason,
+        Field(g.health_score), g.health_verdict, g.drained ? "yes" : "no", g.drain_origin, g.drain_reason,
         Field(g.failure_risk, "{:.3f}"), jobs};
     for (size_t i = 0; i < fields.size(); ++i) out += (i == 0 ? "" : ",") + Csv(fields[i]);
     out += "\n";

@@ -74,6 +74,7 @@ TEST(FleetTableTest, ShowsJobsHealthAndWhyDrained) {
   fleet["gpus"][0]["state"] = "drained";
   fleet["gpus"][0]["drained"] = true;
   fleet["gpus"][0]["drain_reason"] = "fan noise";
+  fleet["gpus"][0]["drain_origin"] = "operator";
   fleet["gpus"][0]["health_score"] = 92;
   fleet["gpus"][0]["health_verdict"] = "healthy";
   fleet["gpus"][0]["jobs"] = json::parse(R"([
@@ -83,12 +84,12 @@ TEST(FleetTableTest, ShowsJobsHealthAndWhyDrained) {
   std::string out = RenderFleetTable(fleet.get<api::Fleet>(), false);
   EXPECT_NE(out.find("92 healthy"), std::string::npos) << out;
   EXPECT_NE(out.find("#12 alice 3.1/8.0G, #13 bob ?/8.0G, #14 carol 30.0G"), std::string::npos) << out;
-  EXPECT_NE(out.find("GPU 0 drained: fan noise"), std::string::npos) << out;
+  EXPECT_NE(out.find("GPU 0 drained (operator): fan noise"), std::string::npos) << out;
   std::string csv = RenderFleetCsv(fleet.get<api::Fleet>());
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "index,uuid,name,state,util_pct,mem_used_mib,mem_total_mib,temp_c,power_w,power_limit_w,pcie_gen,"
-            "pcie_width,fan_pct,throttle,health_score,health_verdict,drained,drain_reason,failure_risk,jobs");
-  EXPECT_NE(csv.find("\n0,,NVIDIA H100 80GB HBM3,drained,87,40960,81920,67,612.0,700,5,16,,,92,healthy,yes,fan noise,,"
+            "pcie_width,fan_pct,throttle,health_score,health_verdict,drained,drain_origin,drain_reason,failure_risk,jobs");
+  EXPECT_NE(csv.find("\n0,,NVIDIA H100 80GB HBM3,drained,87,40960,81920,67,612.0,700,5,16,,,92,healthy,yes,operator,fan noise,,"
                      "12:alice:3174:8192;13:bob::8192;14:carol:30720:0\n"),
             std::string::npos)
       << csv;

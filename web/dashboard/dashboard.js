@@ -618,7 +618,7 @@
       c[1].textContent = gpu.name;
       c[1].className = 'model-cell';
       c[2].replaceChildren(stateBadge(gpu.state || 'ok', 'gpu-state-badge'));
-      c[2].title = gpu.drained ? `drained: ${gpu.drain_reason || 'no reason given'}`
+      c[2].title = gpu.drained ? `drained${gpu.drain_origin ? ` (${gpu.drain_origin})` : ''}: ${gpu.drain_reason || 'no reason given'}`
         : gpu.state === 'lost' ? `lost: ${gpu.last_error || ''}; last answered ${dateTime(gpu.last_seen)} ${zoneName()}` : '';
       c[3].replaceChildren(meter(s.gpu_util_pct, fmt(s.gpu_util_pct, 0, ' %')));
       c[3].dataset.testid = 'gpu-util';
@@ -648,7 +648,7 @@
     const f = card.fields;
     const stateText = gpu.state || 'ok';
     f.state.replaceChildren(stateBadge(stateText, 'gpu-state-badge'));
-    f.state.title = gpu.drained ? `drained: ${gpu.drain_reason || 'no reason given'}`
+    f.state.title = gpu.drained ? `drained${gpu.drain_origin ? ` (${gpu.drain_origin})` : ''}: ${gpu.drain_reason || 'no reason given'}`
       : gpu.state === 'lost' ? `lost: ${gpu.last_error || ''}; last answered ${dateTime(gpu.last_seen)} ${zoneName()}` : '';
     f.util.textContent = fmt(s.gpu_util_pct, 0, ' %');
     f.mem.textContent = s.mem_used_bytes === undefined ? '–' : `${gib(s.mem_used_bytes)} / ${gib(s.mem_total_bytes ?? gpu.memory_total_bytes)} GiB`;
