@@ -232,6 +232,123 @@ test('pipelines show the DAG and the sweep with the token; the report downloads'
   await page.context().close();
 });
 
+test('a 3-second job: its chart spans its run, not years; the card shows used against share', async () => {
+  const short = cli('submit', '--gpus', '1', '--name', 'dash-short', '--', 'sleep', '3').trim();
+  const frac = cli('submit', '--gpus', '0.5', '--gpu-mem', '4GiB', '--name', 'dash-frac', '--', 'sleep', '60').trim();
+  await waitFor('the short job to end', () => show(short).state === 'completed', 20000);
+  const page = await newPage(cli('dashboard').trim());
+  await page.goto(`http://127.0.0.1:${port}/#/jobs/${short}`);
+  const chart = page.locator('[data-testid=job-gpu-chart]');
+  await waitFor('readings in the job chart', async () => Number(await chart.getAttribute('data-points')) >= 2);
+  const span = Number(await chart.getAttribute('data-span-s'));
+  assert.ok(span >= 60 && span <= 120, `the axis spans ${span} s`);
+  await page.screenshot({ path: path.join(OUT, 'dashboard-short-job.png'), fullPage: true });
+  console.log(`screenshot: ${path.join(OUT, 'dashboard-short-job.png')}`);
+  // On the fleet's card: the fraction's GPU memory, used against its share.
+  await page.goto(`http://127.0.0.1:${port}/#/fleet`);
+  await waitFor('used against share on a card', async () =>
+    /2\.0 \/ 4\.0 GiB/.test((await page.locator('[data-testid=gpu-job-mem]').allInnerTexts()).join(' ')));
+  await page.goto(`http://127.0.0.1:${port}/#/jobs/${frac}`);
+  await waitFor('used against share on the job', async () => /2\.0 \/ 4\.0 GiB/.test(await page.locator('.facts').innerText()));
+  cli('cancel', frac);
+  await page.context().close();
+});
+
+test('64 GPUs fit one screen in the dense table; ranges, UTC toggle, a lost GPU without stale readings, alerts folded', async () => {
+  const bigHome = fs.mkdtempSync(path.join(os.tmpdir(), 'gpuherd-dashboard-64-'));
+  const rules = path.join(bigHome, 'rules.yaml');
+  // Every GPU's "idle" alert stays pending for an hour: routine, to be folded.
+  fs.writeFileSync(rules, [
+    'rules:',
+    '  - name: quiet_gpu',
+    '    expr: gpu_util_pct < 101',
+    '    for: 1h',
+    '    severity: warning',
+    '    action: none',
+    '    summary: idle for an hour',
+    '  - name: gpu_xid_fatal',
+    '    expr: sum(xids_fatal[5m]) > 0',
+    '    severity: critical',
+    '    action: notify',
+    '    summary: fatal XID',
+    '',
+  ].join('\n'));
+  const scenario = new URL('../examples/scenarios/big-box-64.yaml', import.meta.url).pathname;
+  const big = spawn(GPUHERD, ['--home', bigHome, 'daemon', '--scenario', scenario, '--port', '0', '--interval', '500ms',
+    '--alert-rules', rules], { stdio: ['ignore', fs.openSync(path.join(bigHome, 'daemon.out'), 'w'), 'inherit'] });
+  const bigCli = (...args) => execFileSync(GPUHERD, ['--home', bigHome, ...args],
+    { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    await waitFor('the 64-GPU daemon', () => {
+      if (big.exitCode !== null) throw new Error(`the 64-GPU daemon exited (${big.exitCode})`);
+      try { bigCli('status'); return true; } catch (e) { return false; }
+    }, 30000);
+    const bigPort = Number(fs.readFileSync(path.join(bigHome, 'api-port'), 'utf8'));
+    const context = await browser.newContext({ viewport: { width: 1920, height: 1080 } });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    await page.goto(`http://127.0.0.1:${bigPort}/`);
+    await page.locator('[data-testid=gpu-row]').nth(63).waitFor();
+    assert.equal(await page.locator('[data-testid=gpu-row]').count(), 64);
+    // Every row is on the first screen, without scrolling.
+    const bottom = await page.evaluate(() => Math.max(...[...document.querySelectorAll('[data-testid=gpu-row]')]
+      .map((r) => r.getBoundingClientRect().bottom)));
+    assert.ok(bottom <= 1080, `the last row ends at ${bottom} px`);
+    await waitFor('heatmaps with readings', async () => page.evaluate(() =>
+      [...document.querySelectorAll('[data-testid=gpu-heat]')].filter((c) => Number(c.dataset.points) >= 2).length >= 60));
+    // GPU 41 falls off the bus: "–" for every reading, never its last numbers.
+    const lost = page.locator('[data-testid=gpu-row][data-gpu="41"]');
+    await lost.locator('[data-testid=gpu-state-badge]', { hasText: 'lost' }).waitFor({ timeout: 20000 });
+    const cells = await lost.locator('td').allInnerTexts();
+    assert.equal(cells[3].trim(), '–');
+    assert.equal(cells[4].trim(), '–');
+    assert.equal(cells[5].trim(), '–');
+    assert.equal(cells[6].trim(), '–');
+    assert.match(await page.locator('[data-testid=gpu-row][data-gpu="40"] td').nth(5).innerText(), /\d+ °C/);
+    await page.screenshot({ path: path.join(OUT, 'dashboard-64-gpus.png') });
+    console.log(`screenshot: ${path.join(OUT, 'dashboard-64-gpus.png')}`);
+
+    // Longer ranges come from the per-minute rollups.
+    const [week] = await Promise.all([
+      page.waitForResponse((r) => r.url().includes('/v1/gpus/history?seconds=604800')),
+      page.locator('[data-testid=range-7d]').click()]);
+    assert.equal(week.status(), 200);
+    assert.equal((await week.json()).source, 'rollups');
+    await page.locator('[data-testid=heat-head]', { hasText: 'last 7 d' }).waitFor();
+    assert.equal(await page.locator('[data-testid=range-source]').innerText(), 'per-minute rollups');
+    await page.locator('[data-testid=range-1h]').click();
+    await page.locator('[data-testid=heat-head]', { hasText: 'last 1 h' }).waitFor();
+
+    // Times in UTC like the CLI, local on request (kept across reloads).
+    assert.match(await page.locator('[data-testid=status-line]').innerText(), /UTC/);
+    await page.locator('[data-testid=tz-toggle]').click();
+    await waitFor('local times', async () => /local/.test(await page.locator('[data-testid=status-line]').innerText()));
+    assert.equal(await page.locator('[data-testid=tz-toggle]').innerText(), 'times: local');
+    await page.locator('[data-testid=tz-toggle]').click();
+
+    // Alerts: the firing one first, the 64 routine pending ones folded.
+    await page.goto(`http://127.0.0.1:${bigPort}/#/alerts`);
+    await page.locator('[data-testid=alerts-table] [data-testid=alert-row][data-state=firing]').first().waitFor({ timeout: 20000 });
+    assert.equal(await page.locator('[data-testid=alerts-table] [data-testid=alert-row]').first().getAttribute('data-state'), 'firing');
+    assert.equal(await page.locator('[data-testid=alerts-table] [data-testid=alert-row][data-state=pending]').count(), 0);
+    const fold = page.locator('[data-testid=pending-alerts]');
+    assert.match(await fold.locator('summary').innerText(), /^6[34] pending alerts/);
+    assert.equal(await fold.locator('[data-testid=pending-table]').isVisible(), false);
+    // The log leaves their pending transitions out until asked.
+    assert.doesNotMatch(await page.locator('[data-testid=events-table]').innerText(), /alert\.pending/);
+    assert.match(await page.locator('[data-testid=events-table]').innerText(), /gpu\.lost/);
+    await page.locator('[data-testid=show-pending-events]').check();
+    await waitFor('the pending events', async () => /alert\.pending/.test(await page.locator('[data-testid=events-table]').innerText()));
+    await page.screenshot({ path: path.join(OUT, 'dashboard-64-alerts.png') });
+    console.log(`screenshot: ${path.join(OUT, 'dashboard-64-alerts.png')}`);
+    await context.close();
+  } finally {
+    try { bigCli('stop'); } catch (e) { big.kill('SIGTERM'); }
+    await new Promise((r) => { if (big.exitCode !== null) r(); else big.on('exit', r); });
+    fs.rmSync(bigHome, { recursive: true, force: true });
+  }
+});
+
 test('alerts and events view lists the daemon events; nothing left loopback', async () => {
   const page = await newPage(`http://127.0.0.1:${port}/#/alerts`);
   await page.locator('[data-testid=event-row]').first().waitFor();

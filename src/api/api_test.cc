@@ -50,6 +50,46 @@ TEST(ApiGpusTest, WrongTypesAreAStatusNotAnException) {
   EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("cannot read the fleet"));
 }
 
+TEST(ApiGpusTest, JobsHealthLinkCountsAndLostGpuRoundTrip) {
+  Fleet f;
+  Gpu g;
+  g.info.index = 0;
+  g.state = "lost";
+  g.last_seen = 1764763200000;
+  store::BurnInRecord burnin;
+  burnin.score = 64;
+  burnin.verdict = "degraded";
+  burnin.finished = 1764763100000;
+  SetHealth(g, burnin);
+  g.jobs.push_back(GpuJob{7, "alice", "train", 5, uint64_t{4} << 30, uint64_t{1} << 30, "active"});
+  g.jobs.push_back(GpuJob{8, "bob", "eval", 10, 0, std::nullopt, ""});
+  f.gpus = {g, g};
+  f.topology = {{gpu::Link::kSelf, gpu::Link::kNvLink}, {gpu::Link::kNvLink, gpu::Link::kSelf}};
+  f.nvlinks = {{0, 18}, {18, 0}};
+  f.pcie_multiple = {{false, false}, {false, false}};
+  json j = f;
+  EXPECT_FALSE(j["gpus"][0].contains("sample"));
+  EXPECT_EQ(j["gpus"][0]["last_seen"], 1764763200000);
+  EXPECT_EQ(j["gpus"][0]["health_score"], 64);
+  EXPECT_EQ(j["gpus"][0]["jobs"][0]["share_bytes"], uint64_t{4} << 30);
+  EXPECT_FALSE(j["gpus"][0]["jobs"][1].contains("used_bytes"));
+  EXPECT_FALSE(j["gpus"][0]["jobs"][1].contains("fence"));
+  EXPECT_EQ(j["nvlinks"][0][1], 18);
+  auto back = Decode<Fleet>(j, "the fleet");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(json(*back), j);
+  EXPECT_EQ(back->gpus[0].jobs[0].used_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(back->gpus[0].health_verdict, "degraded");
+  // A link matrix of another shape than the topology's is dropped, never indexed.
+  j["nvlinks"] = {{0, 18, 4}};
+  back = Decode<Fleet>(j, "the fleet");
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->nvlinks.empty());
+  EXPECT_EQ(back->pcie_multiple.size(), 2u);
+  j["nvlinks"] = "many";
+  EXPECT_FALSE(Decode<Fleet>(j, "the fleet").ok());
+}
+
 TEST(ApiEventsTest, EventsAndAlertsFromRecordsRoundTrip) {
   store::EventRecord r = NewEvent(1000, "operator.note", store::Severity::kWarning, "fan", "GPU-1",
                                   {{"user", "ana"}});

@@ -15,6 +15,22 @@
 
 namespace gpuherd::api {
 
+// A job holding (part of) a GPU, as the GPU's views list it.
+struct GpuJob {
+  int64_t id = 0;
+  std::string user;
+  std::string name;
+  int gpu_twentieths = 0;                 // the job's whole request: 20 per GPU
+  // A fraction's GPU memory share on this GPU (what its fence enforces); 0
+  // for a job that holds whole GPUs.
+  uint64_t share_bytes = 0;
+  // GPU memory its processes use on this GPU, as the driver reports them
+  // (or, for a fenced fraction the driver shows no processes of, as its
+  // fence counts them); nullopt when neither says.
+  std::optional<uint64_t> used_bytes;
+  std::string fence;                      // a fraction's fence state ("active", "preloaded", "off"); else ""
+};
+
 struct Gpu {
   gpu::GpuInfo info;
   std::string state = "ok";               // "ok", "lost", or "drained" (an ok GPU kept from work)
@@ -24,6 +40,14 @@ struct Gpu {
   std::string drain_reason;
   std::string drain_origin;  // who drained it: operator, fault, alert, burnin, risk
   std::optional<double> failure_risk;     // where the risk model scored it
+  // A lost GPU has no `sample` (never its last, stale reading): when it last answered.
+  TimeMs last_seen = 0;
+  // The latest burn-in's health score (0..100) and verdict ("healthy",
+  // "degraded", "unhealthy", "unknown") and when it finished; none unscreened.
+  std::optional<int> health_score;
+  std::string health_verdict;
+  TimeMs health_at = 0;
+  std::vector<GpuJob> jobs;               // running or stopping jobs on it (the daemon's views only)
 };
 
 struct Fleet {
@@ -33,12 +57,19 @@ struct Fleet {
   std::string hostname;
   std::vector<Gpu> gpus;
   std::vector<std::vector<gpu::Link>> topology;  // [i][j]: how GPU i reaches GPU j
+  std::vector<std::vector<int>> nvlinks;          // [i][j]: NVLinks between them; empty when unknown
+  std::vector<std::vector<bool>> pcie_multiple;   // [i][j]: several PCIe bridges (PXB); empty when unknown
 };
 
-// {<info>, "state", "sample"?, "last_error"?, "drained"?, "drain_reason"?, "failure_risk"?}
+// {"id", "user", "name", "gpu_twentieths", "share_bytes", "used_bytes"?, "fence"?}
+void to_json(nlohmann::json& j, const GpuJob& job);
+void from_json(const nlohmann::json& j, GpuJob& job);
+// {<info>, "state", "sample"?, "last_seen"?, "last_error"?, "drained"?, "drain_reason"?,
+//  "failure_risk"?, "health_score"?, "health_verdict"?, "health_at"?, "jobs": [GpuJob]}
 void to_json(nlohmann::json& j, const Gpu& g);
 void from_json(const nlohmann::json& j, Gpu& g);
-// {"driver", "simulated", "sim_reason", "hostname", "gpus", "topology": [[link names]]}
+// {"driver", "simulated", "sim_reason", "hostname", "gpus", "topology": [[link names]],
+//  "nvlinks"?: [[counts]], "pcie_multiple"?: [[bools]]}
 void to_json(nlohmann::json& j, const Fleet& f);
 void from_json(const nlohmann::json& j, Fleet& f);
 
@@ -48,6 +79,8 @@ Fleet FleetOf(const gpu::Fleet& fleet, const telemetry::Telemetry& telemetry, co
               const std::string& hostname);
 // Marks an ok GPU drained for `reason`.
 void MarkDrained(Gpu& g, const std::string& reason, const std::string& origin = "");
+// Sets the health from the GPU's latest burn-in.
+void SetHealth(Gpu& g, const store::BurnInRecord& latest);
 
 // {"minute", "samples", "failures", "stats": {metric: {min, mean, max}}, "xid_count",
 //  "throttle_reasons_seen", "pcie_replay_count"?, "ecc_sbe"?, "ecc_dbe"?}

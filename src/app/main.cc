@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   const Registration registrations[] = {
       {{"gpus"}, AddGpusCommand},
       {{"top"}, AddTopCommand},
+      {{"topo"}, AddTopoCommand},
       {{"events"}, AddEventsCommand},
       {{"note"}, AddNoteCommand},
       {{"stop"}, AddStopCommand},

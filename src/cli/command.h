@@ -47,6 +47,7 @@ struct DriverFlags {
 
 void AddGpusCommand(CLI::App& app, CommandContext* ctx);
 void AddTopCommand(CLI::App& app, CommandContext* ctx);
+void AddTopoCommand(CLI::App& app, CommandContext* ctx);
 void AddEventsCommand(CLI::App& app, CommandContext* ctx);
 void AddAlertsCommand(CLI::App& app, CommandContext* ctx);
 void AddNoteCommand(CLI::App& app, CommandContext* ctx);

@@ -44,4 +44,11 @@ Result<std::vector<api::Event>> FleetSource::RecentEvents(int limit) {
   return std::vector<api::Event>(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
 }
 
+Result<std::vector<api::Alert>> FleetSource::ActiveAlerts() {
+  if (!daemon_) return std::vector<api::Alert>{};
+  auto reply = daemon_->Get("/v1/alerts");
+  if (!reply.ok()) return reply.status();
+  return api::Decode<std::vector<api::Alert>>(reply->value("alerts", nlohmann::json::array()), "the daemon's alerts");
+}
+
 }  // namespace gpuherd::cli

@@ -24,6 +24,9 @@ class FleetSource {
   // The most recent events (newest last), from the daemon's log or, when
   // reading directly, those the readings raised in this process.
   Result<std::vector<api::Event>> RecentEvents(int limit);
+  // The daemon's pending and firing alerts; none when reading directly (no
+  // rules run in this process).
+  Result<std::vector<api::Alert>> ActiveAlerts();
   // "" when reading the daemon; otherwise why GPUs are read directly.
   const std::string& direct_reason() const { return direct_reason_; }
 

@@ -1,10 +1,10 @@
-// gpuherd gpus: the fleet table (or its JSON).
+// gpuherd gpus: the fleet table (or its JSON, or CSV for scripts).
 #include <cstdio>
 
 #include "cli/command.h"
 #include "cli/fleet_source.h"
-#include "cli/no_driver.h"
 #include "cli/fleet_table.h"
+#include "cli/no_driver.h"
 
 namespace gpuherd::cli {
 
@@ -12,19 +12,34 @@ void AddGpusCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
     DriverFlags driver;
     bool json = false;
+    std::string format = "table";
+    std::string gpus;
   };
   auto flags = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("gpus", "List the GPUs with their latest readings");
+  CLI::App* cmd = app.add_subcommand("gpus", "List the GPUs with their latest readings, health and jobs");
   flags->driver.AddTo(cmd);
   cmd->add_flag("--json", flags->json, "Print JSON (the API's /v1/gpus)");
+  cmd->add_option("--format", flags->format, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->add_option("-i,--gpu", flags->gpus, "Only these GPUs: indexes or UUIDs, comma-separated (0,2)");
   cmd->callback([ctx, flags] {
     auto clock = host::NewRealClock();
     auto source = FleetSource::Open(*ctx, flags->driver, clock.get());
     if (!source.ok()) return FailMaybeNoDriver(ctx, source.status());
     auto fleet = (*source)->Fleet();
     if (!fleet.ok()) return ctx->Fail(fleet.status());
-    if (flags->json) {
+    if (!flags->gpus.empty()) {
+      if (Status s = SelectGpus(flags->gpus, &*fleet); !s.ok()) {
+        ctx->Fail(s);
+        ctx->exit_code = 2;  // a usage error
+        return;
+      }
+    }
+    if (flags->json || flags->format == "json") {
       std::printf("%s\n", nlohmann::json(*fleet).dump(2).c_str());
+      return;
+    }
+    if (flags->format == "csv") {
+      std::fputs(RenderFleetCsv(*fleet).c_str(), stdout);
       return;
     }
     if (!(*source)->direct_reason().empty() && !flags->driver.asked_for_sim()) {

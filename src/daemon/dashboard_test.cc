@@ -206,6 +206,122 @@ TEST_F(DashboardTest, HistoryBeforeTheRingComesFromStoredMinutes) {
   EXPECT_LT(later["gpus"][1]["time"].size(), g["time"].size());
 }
 
+// Ranges past an hour come from the stored minutes, averaged into buckets
+// of whole minutes (about 360 per range); minutes outside the range are left out.
+TEST_F(DashboardTest, LongRangesComeFromStoredMinutesInBuckets) {
+  StartDaemon(2);
+  const std::string uuid = Get("/v1/gpus")["gpus"][1]["uuid"];
+  StopDaemon();
+  const TimeMs now = clock_->Now();
+  const TimeMs minute_now = now / 60000 * 60000;
+  {
+    auto store = store::Store::Open((home_ / "state.db").string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store::WriteBatch batch;
+    auto add = [&](TimeMs minute, double util, double mem_mib) {
+      store::RollupRecord r;
+      r.uuid = uuid;
+      r.minute = minute;
+      r.samples = 12;
+      r.stat(store::RollupMetric::kGpuUtil) = store::RollupStat{util, util, util};
+      r.stat(store::RollupMetric::kMemUsedMib) = store::RollupStat{mem_mib, mem_mib, mem_mib};
+      batch.rollups.push_back(r);
+    };
+    // Two minutes of one 28-minute bucket 3 days ago, one minute 2 hours ago,
+    // one 8 days ago (outside 7 d).
+    const TimeMs bucket = 28 * 60000;
+    const TimeMs three_days = (minute_now - 3 * 24 * 3600000) / bucket * bucket;
+    add(three_days, 20, 1024);
+    add(three_days + 60000, 40, 1024);
+    add(minute_now - 2 * 3600000, 90, 2048);
+    add(minute_now - 8 * 24 * 3600000, 77, 0);
+    ASSERT_TRUE((*store)->Commit(&batch).ok());
+  }
+  StartDaemon(2);
+  json week = Get("/v1/gpus/history?seconds=604800");
+  EXPECT_EQ(week["source"], "rollups");
+  EXPECT_EQ(week["interval_ms"], 28 * 60000);
+  const json& g = week["gpus"][1];
+  // The daemon's own first run stored the minute it ran: a bucket of now, after ours.
+  ASSERT_GE(g["time"].size(), 2u) << g.dump();
+  ASSERT_LE(g["time"].size(), 3u) << g.dump();
+  EXPECT_EQ(g["gpu_util_pct"][0], 30);  // the mean of the bucket's two minutes
+  EXPECT_EQ(g["gpu_util_pct"][1], 90);
+  for (const json& v : g["gpu_util_pct"]) EXPECT_NE(v, 77);  // 8 days ago: outside the week
+  EXPECT_TRUE(g["temp_c"][0].is_null());  // not stored: absent, never 0
+  const double total_mib = Get("/v1/gpus")["gpus"][1]["memory_total_bytes"].get<double>() / 1048576.0;
+  EXPECT_NEAR(g["mem_used_pct"][1].get<double>(), 2048 * 100.0 / total_mib, 0.06);
+  for (const json& t : g["time"]) {
+    EXPECT_GE(t.get<int64_t>(), week["from"].get<int64_t>());
+    EXPECT_LE(t.get<int64_t>(), week["now"].get<int64_t>() + 14 * 60000);
+  }
+  for (const json& t : week["gpus"][0]["time"]) {  // GPU 0: only the daemon's own minutes
+    EXPECT_GT(t.get<int64_t>(), week["now"].get<int64_t>() - 60 * 60000);
+  }
+  // 6 h: one-minute buckets, only the minute 2 hours ago.
+  json six = Get("/v1/gpus/history?seconds=21600");
+  EXPECT_EQ(six["interval_ms"], 60000);
+  ASSERT_GE(six["gpus"][1]["gpu_util_pct"].size(), 1u);
+  EXPECT_EQ(six["gpus"][1]["gpu_util_pct"][0], 90);
+  EXPECT_EQ(six["gpus"][1]["time"][0], minute_now - 2 * 3600000 + 30000);  // the minute's middle
+  // An hour: the readings, as before.
+  EXPECT_EQ(Get("/v1/gpus/history?seconds=3600")["source"], "readings");
+  EXPECT_EQ(Tcp("GET", "/v1/gpus/history?seconds=604801").status, 400);
+}
+
+// Each GPU lists its jobs (used against share for a fraction) and its latest
+// burn-in's score; a whole-GPU job has no share.
+TEST_F(DashboardTest, GpusListTheirJobsAndHealth) {
+  StartDaemon(2);
+  const std::string uuid0 = Get("/v1/gpus")["gpus"][0]["uuid"];
+  const std::string uuid1 = Get("/v1/gpus")["gpus"][1]["uuid"];
+  StopDaemon();
+  {
+    auto store = store::Store::Open((home_ / "state.db").string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store::WriteBatch batch;
+    store::BurnInRecord run;
+    run.gpu_uuid = uuid0;
+    run.level = 1;
+    run.started = clock_->Now() - 60000;
+    run.finished = clock_->Now() - 1000;
+    run.outcome = "passed";
+    run.verdict = "degraded";
+    run.score = 71;
+    run.json = "{}";
+    batch.burnin_runs.push_back(run);
+    ASSERT_TRUE((*store)->Commit(&batch).ok());
+  }
+  StartDaemon(2);
+  auto frac = Unix("POST", "/v1/jobs", json({{"command", {"sleep", "30"}}, {"gpus", 0.5}, {"gpu_mem", "4GiB"}}).dump());
+  ASSERT_EQ(frac.status, 201) << frac.body;
+  const int64_t frac_id = json::parse(frac.body)["id"];
+  json fleet;
+  json on;
+  ASSERT_TRUE(WaitFor([&] {
+    fleet = Get("/v1/gpus");
+    for (const json& g : fleet["gpus"]) {
+      for (const json& j : g["jobs"]) {
+        if (j["id"] == frac_id && j.contains("used_bytes")) on = j;
+      }
+    }
+    return !on.is_null();
+  })) << fleet.dump();
+  EXPECT_EQ(on["share_bytes"], uint64_t{4} << 30);
+  EXPECT_EQ(on["used_bytes"], uint64_t{2} << 30);  // the simulated job's default: half its share
+  EXPECT_EQ(on["gpu_tenths"], 5);
+  EXPECT_FALSE(on["user"].get<std::string>().empty());
+  EXPECT_EQ(fleet["gpus"][0]["health_score"], 71);
+  EXPECT_EQ(fleet["gpus"][0]["health_verdict"], "degraded");
+  EXPECT_FALSE(fleet["gpus"][1].contains("health_score"));
+  // One GPU's view carries the same.
+  json one = Get("/v1/gpus/" + uuid0);
+  EXPECT_EQ(one["health_score"], 71);
+  EXPECT_TRUE(one["jobs"].is_array());
+  (void)uuid1;
+  EXPECT_EQ(Tcp("POST", "/v1/jobs/" + std::to_string(frac_id) + "/cancel", "", true).status, 200);
+}
+
 TEST_F(DashboardTest, JobMetricsAndActionsNeedTheTokenOverTcp) {
   StartDaemon(2);
   json spec = {{"command", {"sh", "-c",

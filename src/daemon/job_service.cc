@@ -1442,4 +1442,42 @@ Result<json> JobService::CancelMany(const CancelRequest& request, const Caller& 
   return json{{"cancelled", std::move(cancelled)}, {"stopping", std::move(stopping)}, {"skipped", std::move(skipped)}};
 }
 
+std::vector<std::vector<api::GpuJob>> JobService::JobsByGpu() const {
+  std::vector<std::vector<api::GpuJob>> out(state_->fleet.gpus.size());
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
+    std::optional<fence::FenceReport> report;
+    if (e.job.spec.fractional() && e.job.attempt > 0) report = fence::ReadFenceReport(AttemptDir(id, e.job.attempt));
+    for (int g : e.job.gpus) {
+      if (g < 0 || g >= static_cast<int>(out.size())) continue;
+      api::GpuJob v;
+      v.id = id;
+      v.user = e.job.spec.user;
+      v.name = e.job.spec.name;
+      v.gpu_twentieths = e.job.spec.gpu_twentieths;
+      if (e.job.spec.fractional()) v.share_bytes = e.job.spec.gpu_mem_bytes;
+      // As the memory watchdog counts: the processes of the session its shim made.
+      const bool lost = state_->telemetry->State(g) == telemetry::GpuState::kLost;
+      const gpu::GpuSample* s = lost ? nullptr : state_->telemetry->Latest(g);
+      if (s != nullptr && e.shim_pid != 0) {
+        uint64_t used = 0;
+        bool seen = false;
+        for (const gpu::GpuProcess& p : s->processes) {
+          if (p.pid == e.shim_pid || host::ProcessSession(*state_->host, p.pid).value_or(0) == e.shim_pid) {
+            used += p.used_memory_bytes;
+            seen = true;
+          }
+        }
+        if (seen) v.used_bytes = used;
+      }
+      if (report) {
+        if (report->state != "none") v.fence = report->state;
+        if (!v.used_bytes && !lost && report->used_bytes) v.used_bytes = report->used_bytes;
+      }
+      out[g].push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
 }  // namespace gpuherd::daemon

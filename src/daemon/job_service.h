@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/gpus.h"
 #include "core/state_dir.h"
 #include "core/status.h"
 #include "daemon/caller.h"
@@ -171,6 +172,9 @@ class JobService : public TurnParticipant {
 
   // For monitoring. Per fleet position: how many running or stopping jobs hold it.
   std::vector<int> JobsPerGpu() const;
+  // For the GPU views, per fleet position: the running or stopping jobs on
+  // it, with the GPU memory each uses there and, for a fraction, its share.
+  std::vector<std::vector<api::GpuJob>> JobsByGpu() const;
   // Unfinished jobs per state; states without a job are listed with 0.
   std::map<std::string, int> CountByState() const;
   // GPU time per user since the daemon started (attempts that ended) plus the

@@ -99,6 +99,13 @@ struct Fleet {
   std::vector<GpuInfo> gpus;
   // topology[i][j]: how GPU i reaches GPU j (kSelf on the diagonal).
   std::vector<std::vector<Link>> topology;
+  // nvlinks[i][j]: active NVLinks from GPU i that reach GPU j, directly or
+  // through an NVSwitch (nvidia-smi's NV#); empty when not read.
+  std::vector<std::vector<int>> nvlinks;
+  // pcie_multiple[i][j]: a kPcieSwitch pair whose path crosses several PCIe
+  // bridges (NVML MULTIPLE, nvidia-smi's PXB) rather than one (PIX); empty
+  // when not read.
+  std::vector<std::vector<bool>> pcie_multiple;
   bool simulated = false;
   std::string driver_name;  // "nvml" or "sim"
 };

@@ -455,6 +455,36 @@ Result<std::vector<RollupRecord>> Store::QueryRollups(const std::string& uuid, T
   }
 }
 
+Result<std::vector<Store::RollupBucket>> Store::QueryRollupBuckets(const std::string& uuid, TimeMs from, TimeMs to,
+                                                                   DurationMs step) {
+  if (step <= 0) return InvalidArgument("rollup bucket must be positive, got " + std::to_string(step));
+  try {
+    std::string sql = "SELECT (minute - ?2) / ?4 AS b, COUNT(*)";
+    for (int i = 0; i < kRollupMetricCount; ++i) {
+      sql += std::string(", AVG(") + RollupMetricName(static_cast<RollupMetric>(i)) + "_mean)";
+    }
+    sql += " FROM rollups WHERE uuid = ?1 AND minute >= ?2 AND minute < ?3 GROUP BY b ORDER BY b";
+    SQLite::Statement q(*db_, sql);
+    q.bind(1, uuid);
+    q.bind(2, from);
+    q.bind(3, to);
+    q.bind(4, step);
+    std::vector<RollupBucket> buckets;
+    while (q.executeStep()) {
+      RollupBucket& b = buckets.emplace_back();
+      b.start = from + q.getColumn(0).getInt64() * step;
+      b.minutes = q.getColumn(1).getInt();
+      for (int i = 0; i < kRollupMetricCount; ++i) {
+        const SQLite::Column c = q.getColumn(2 + i);
+        if (!c.isNull()) b.means[i] = c.getDouble();
+      }
+    }
+    return buckets;
+  } catch (const SQLite::Exception& e) {
+    return StatusFromSqlite(e, "cannot read rollups of GPU " + uuid + " from " + path_);
+  }
+}
+
 Result<std::vector<EventRecord>> Store::ListEvents(const EventFilter& filter) {
   if (filter.limit <= 0) {
     return InvalidArgument("event limit must be positive, got " + std::to_string(filter.limit));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,17 @@ class Store {
   // `limit`: page on by passing the last minute + 1 as `from`.
   Result<std::vector<RollupRecord>> QueryRollups(const std::string& uuid, TimeMs from, TimeMs to,
                                                  int limit = 10000);
+  // One GPU's minutes with from <= minute < to in buckets of `step` from
+  // `from`, oldest first: per bucket the mean of its minutes' means of each
+  // metric (nullopt where none of its minutes has it). Computed by SQLite, so
+  // a week of minutes costs no row objects (the dashboard's long ranges).
+  struct RollupBucket {
+    TimeMs start = 0;
+    int minutes = 0;
+    std::array<std::optional<double>, kRollupMetricCount> means;
+  };
+  Result<std::vector<RollupBucket>> QueryRollupBuckets(const std::string& uuid, TimeMs from, TimeMs to,
+                                                       DurationMs step);
   // The newest `filter.limit` matching events, returned oldest first.
   Result<std::vector<EventRecord>> ListEvents(const EventFilter& filter);
   // 0 when there are no events yet.

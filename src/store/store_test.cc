@@ -543,6 +543,41 @@ TEST_F(StoreTest, QueryRollupsIsAHalfOpenRangeOldestFirst) {
   EXPECT_EQ(store->QueryRollups("GPU-a", 0, kT0, 0).status().code(), Code::kInvalidArgument);
 }
 
+// Buckets of minutes for the dashboard's long ranges: each the mean of its
+// minutes' means, a metric none of its minutes has absent, empty buckets left out.
+TEST_F(StoreTest, QueryRollupBucketsAveragesMinutesInBuckets) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  WriteBatch batch;
+  batch.gpus = {MakeGpu("GPU-a", 0, kT0), MakeGpu("GPU-b", 1, kT0)};
+  for (int m : {0, 1, 2, 7}) {
+    RollupRecord r = MakeFullRollup("GPU-a", kT0 + m * kMinuteMs);
+    r.stat(RollupMetric::kGpuUtil) = RollupStat{0, 10.0 * m, 100};
+    if (m != 0) r.stat(RollupMetric::kTempC).reset();
+    if (m == 7) r.stat(RollupMetric::kPowerW).reset();
+    batch.rollups.push_back(r);
+  }
+  batch.rollups.push_back(MakeFullRollup("GPU-b", kT0 + 3 * kMinuteMs));
+  ASSERT_TRUE(store->Commit(&batch).ok());
+  auto buckets = store->QueryRollupBuckets("GPU-a", kT0, kT0 + 9 * kMinuteMs, 3 * kMinuteMs);
+  ASSERT_TRUE(buckets.ok()) << buckets.status().ToString();
+  ASSERT_EQ(buckets->size(), 2u);  // minutes 0-2 and 6-8; 3-5 has none
+  const auto& first = (*buckets)[0];
+  EXPECT_EQ(first.start, kT0);
+  EXPECT_EQ(first.minutes, 3);
+  EXPECT_DOUBLE_EQ(*first.means[static_cast<int>(RollupMetric::kGpuUtil)], 10.0);  // (0 + 10 + 20) / 3
+  EXPECT_DOUBLE_EQ(*first.means[static_cast<int>(RollupMetric::kTempC)], 10.25 * static_cast<int>(RollupMetric::kTempC) + 0.5);
+  const auto& second = (*buckets)[1];
+  EXPECT_EQ(second.start, kT0 + 6 * kMinuteMs);
+  EXPECT_EQ(second.minutes, 1);
+  EXPECT_DOUBLE_EQ(*second.means[static_cast<int>(RollupMetric::kGpuUtil)], 70.0);
+  EXPECT_FALSE(second.means[static_cast<int>(RollupMetric::kTempC)].has_value());
+  EXPECT_FALSE(second.means[static_cast<int>(RollupMetric::kPowerW)].has_value());
+  // The range is half-open, and a bucket must be positive.
+  EXPECT_EQ(store->QueryRollupBuckets("GPU-a", kT0, kT0 + 7 * kMinuteMs, 3 * kMinuteMs)->size(), 1u);
+  EXPECT_EQ(store->QueryRollupBuckets("GPU-a", kT0, kT0 + kHourMs, 0).status().code(), Code::kInvalidArgument);
+}
+
 TEST_F(StoreTest, PruneRollupsDropsOnlyOlderMinutes) {
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);

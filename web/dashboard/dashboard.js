@@ -6,10 +6,17 @@
 
 (() => {
   const POLL_MS = 3000;          // the issue allows at most 5 s
-  const HISTORY_S = 3600;        // the fleet charts show the last hour
+  // Time ranges of the fleet's charts and heatmap: the last hour from the
+  // readings (polled incrementally), longer ones from the stored per-minute
+  // rollups (fetched whole, at most once a minute).
+  const RANGES = [['1 h', 3600], ['6 h', 21600], ['24 h', 86400], ['7 d', 604800]];
+  const READINGS_S = 3600;
+  const ROLLUP_REFRESH_MS = 60000;
+  const DENSE_ABOVE = 16;        // more GPUs than this: the dense table by default
   const BURNIN_EVERY_MS = 30000; // burn-in verdicts change rarely
   const LOG_TAIL_BYTES = 16384;
   const TOKEN_KEY = 'gpuherd.token';
+  const PREFS_KEY = 'gpuherd.prefs';
   const COLORS = { util: '#1f77b4', mem: '#9467bd', temp: '#d62728', power: '#ff7f0e' };
 
   const state = {
@@ -26,6 +33,10 @@
     lastEventId: 0,
     history: new Map(),        // GPU index -> {time, gpu_util_pct, mem_used_pct, temp_c, power_w}
     historyNow: 0,
+    historyAt: 0,              // when a rollup window was last fetched
+    range: 3600,               // seconds the fleet's charts span
+    layout: '',                // 'cards' or 'dense'; '' = by fleet size
+    utc: true,                 // times in UTC, like the CLI; false = this browser's zone
     pipelines: null,
     pipeline: null,
     job: null,
@@ -75,10 +86,39 @@
     if (s < 60) return `${s} s ago`;
     if (s < 3600) return `${Math.floor(s / 60)} min ago`;
     if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min ago`;
-    return new Date(ms).toLocaleString();
+    return dateTime(ms);
   }
 
-  function clock(ms) { return ms ? new Date(ms).toLocaleTimeString() : '–'; }
+  function zone() { return state.utc ? { timeZone: 'UTC', hourCycle: 'h23' } : { hourCycle: 'h23' }; }
+  function zoneName() { return state.utc ? 'UTC' : 'local'; }
+
+  function clock(ms) {
+    return ms ? new Date(ms).toLocaleTimeString('en-GB', Object.assign({ hour: '2-digit', minute: '2-digit', second: '2-digit' }, zone())) : '–';
+  }
+
+  function dateTime(ms) {
+    return ms ? new Date(ms).toLocaleString('en-GB', Object.assign({ month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' }, zone())) : '–';
+  }
+
+  function loadPrefs() {
+    try {
+      const p = JSON.parse(localStorage.getItem(PREFS_KEY) || '{}');
+      if (typeof p.utc === 'boolean') state.utc = p.utc;
+      if (RANGES.some(([, s]) => s === p.range)) state.range = p.range;
+      if (['cards', 'dense'].includes(p.layout)) state.layout = p.layout;
+    } catch (e) { /* unreadable: the defaults */ }
+  }
+
+  function savePrefs() {
+    localStorage.setItem(PREFS_KEY, JSON.stringify({ utc: state.utc, range: state.range, layout: state.layout }));
+  }
+
+  // A job's GPU memory on one GPU: "3.1 / 8.0 GiB" for a fraction (used of its share).
+  function jobMemory(j) {
+    if (!j) return '';
+    if (j.share_bytes) return `${gib(j.used_bytes)} / ${gib(j.share_bytes)} GiB`;
+    return j.used_bytes !== undefined ? `${gib(j.used_bytes)} GiB` : '';
+  }
 
   // A job's GPUs from twentieths: 20 → "1", 10 → "0.5", 5 → "0.25", 1 → "0.05".
   function twentieths(t) { return String(Number((t / 20).toFixed(2))); }
@@ -199,6 +239,10 @@
     state.job = null;
     state.jobMetrics = null;
     state.pipeline = null;
+    // The fleet's range and the job's hour are different windows.
+    state.history.clear();
+    state.historyNow = 0;
+    state.historyAt = 0;
     document.getElementById('view').replaceChildren();
     const top = { job: 'queue', pipeline: 'pipelines' }[state.route.view] || state.route.view;
     for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', a.dataset.view === top);
@@ -208,7 +252,7 @@
   // ---- data ---------------------------------------------------------------
 
   function mergeHistory(body) {
-    const cutoff = body.now - HISTORY_S * 1000;
+    const cutoff = body.now - Math.max(state.range, READINGS_S) * 1000;
     for (const g of body.gpus) {
       let h = state.history.get(g.index);
       if (!h) {
@@ -223,9 +267,33 @@
     state.historyNow = body.now;
   }
 
-  async function fetchHistory() {
+  async function fetchHistory(seconds) {
+    if (seconds > READINGS_S) {
+      if (state.historyAt && Date.now() - state.historyAt < ROLLUP_REFRESH_MS) return;
+      const body = await api(`/v1/gpus/history?seconds=${seconds}`);
+      state.history.clear();
+      mergeHistory(body);
+      state.historyAt = Date.now();
+      return;
+    }
     const since = state.historyNow ? `&since=${lastSampleTime()}` : '';
-    mergeHistory(await api(`/v1/gpus/history?seconds=${HISTORY_S}${since}`));
+    mergeHistory(await api(`/v1/gpus/history?seconds=${seconds}${since}`));
+  }
+
+  function setRange(seconds) {
+    state.range = seconds;
+    state.history.clear();
+    state.historyNow = 0;
+    state.historyAt = 0;
+    savePrefs();
+    redrawFleet();
+  }
+
+  function redrawFleet() {
+    state.cards.clear();
+    state.rendered = '';
+    document.getElementById('view').replaceChildren();
+    poll();
   }
 
   function lastSampleTime() {
@@ -284,7 +352,8 @@
       state.fleet = fleet;
       state.jobs = jobs.jobs;
       state.alerts = alerts.alerts;
-      if (route.view === 'fleet' || route.view === 'job') await fetchHistory();
+      if (route.view === 'fleet') await fetchHistory(state.range);
+      if (route.view === 'job') await fetchHistory(READINGS_S);
       if (route.view === 'fleet') await fetchBurnins(false);
       if (route.view === 'alerts') await fetchEvents();
       if (route.view === 'pipelines') state.pipelines = (await api('/v1/pipelines?all=1')).pipelines;
@@ -317,7 +386,7 @@
         }
       }
       if (route === state.route) render();
-      const at = new Date().toLocaleTimeString();
+      const at = `${clock(Date.now())} ${zoneName()}`;
       document.getElementById('status-line').textContent =
         `${fleet.hostname || ''} · ${fleet.gpus.length} GPUs (${fleet.driver}) · daemon ${health.status} · updated ${at} · every ${POLL_MS / 1000} s`;
       document.getElementById('status-line').classList.remove('stale');
@@ -374,21 +443,27 @@
     return el('span', { class: `badge state-${String(text).replace(/[^a-z_-]/gi, '')}`, 'data-testid': extra }, text);
   }
 
+  // Tick labels for a time axis spanning `span` seconds, in the chosen zone:
+  // seconds while it spans minutes, dates once it spans days.
+  function axisTimes(span, ticks) {
+    const parts = span < 600 ? { hour: '2-digit', minute: '2-digit', second: '2-digit' }
+      : span < 86400 * 1.5 ? { hour: '2-digit', minute: '2-digit' }
+        : { month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' };
+    return ticks.map((t) => new Date(t * 1000).toLocaleString('en-GB', Object.assign(parts, zone())));
+  }
+
   function chart(width, height, series, scales, axes) {
     if (!window.uPlot) return null;
     // Hours and minutes; seconds too while the charts span only minutes.
-    const hhmm = (u, ticks) => {
-      const short = u.scales.x.max - u.scales.x.min < 600;
-      const parts = short ? { hour: '2-digit', minute: '2-digit', second: '2-digit' } : { hour: '2-digit', minute: '2-digit' };
-      return ticks.map((t) => new Date(t * 1000).toLocaleTimeString([], parts));
-    };
+    const hhmm = (u, ticks) => axisTimes(u.scales.x.max - u.scales.x.min, ticks);
     const opts = {
       width, height,
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
-      scales: Object.assign({ x: { time: true } }, scales),
+      // The x axis spans the chosen range, however few readings there are yet.
+      scales: Object.assign({ x: { time: true, range: () => [state.historyNow / 1000 - state.range, state.historyNow / 1000] } }, scales),
       series: [{}, ...series.map((x) => Object.assign({ points: { show: false }, spanGaps: false }, x))],
-      axes: [{ size: 22, font: '10px sans-serif', ticks: { size: 3 }, values: hhmm, space: 60 }, ...axes],
+      axes: [{ size: 22, font: '10px sans-serif', ticks: { size: 3 }, values: hhmm, space: 70 }, ...axes],
     };
     return (target) => new window.uPlot(opts, [[], ...series.map(() => [])], target);
   }
@@ -437,11 +512,38 @@
     return { root, fields, charts, boxes, key: '' };
   }
 
+  function fleetLayout() {
+    if (state.layout) return state.layout;
+    return state.fleet.gpus.length > DENSE_ABOVE ? 'dense' : 'cards';
+  }
+
+  function fleetToolbar(layout) {
+    const button = (label, on, testid, click) => el('button', { type: 'button', class: on ? 'on' : '', 'data-testid': testid,
+      'aria-pressed': on ? 'true' : 'false', onclick: click }, label);
+    return el('div', { class: 'toolbar fleet-toolbar' },
+      el('span', { class: 'muted' }, 'view'),
+      button('cards', layout === 'cards', 'layout-cards', () => { state.layout = 'cards'; savePrefs(); redrawFleet(); }),
+      button('table', layout === 'dense', 'layout-dense', () => { state.layout = 'dense'; savePrefs(); redrawFleet(); }),
+      el('span', { class: 'muted sep' }, 'range'),
+      ...RANGES.map(([label, seconds]) => button(label, state.range === seconds, `range-${label.replace(' ', '')}`,
+        () => setRange(seconds))),
+      el('span', { class: 'muted', 'data-testid': 'range-source' },
+        state.range > READINGS_S ? 'per-minute rollups' : 'readings'));
+  }
+
   function renderFleet(view) {
     const fleet = state.fleet;
-    if (!view.querySelector('.fleet')) {
-      view.replaceChildren(el('div', { class: 'fleet', 'data-testid': 'fleet' }));
+    const layout = fleetLayout();
+    const key = `${layout}:${state.range}:${state.utc}`;
+    if (!view.querySelector('.fleet, .dense') || view.dataset.fleetKey !== key) {
+      view.dataset.fleetKey = key;
+      view.replaceChildren(fleetToolbar(layout),
+        layout === 'dense' ? denseTable() : el('div', { class: 'fleet', 'data-testid': 'fleet' }));
       state.cards.clear();
+    }
+    if (layout === 'dense') {
+      updateDense(view);
+      return;
     }
     const grid = view.querySelector('.fleet');
     for (const gpu of fleet.gpus) {
@@ -455,22 +557,114 @@
     }
   }
 
+  // ---- the dense view: one line per GPU, a utilization heatmap over the range
+
+  const HEAT_W = 240;
+  const HEAT_H = 11;
+
+  function denseTable() {
+    return el('table', { class: 'dense', 'data-testid': 'fleet-dense' },
+      el('thead', {}, el('tr', {}, ['GPU', 'model', 'state', 'util', 'memory', 'temp', 'power', 'health',
+        el('span', { 'data-testid': 'heat-head' }, `utilization, last ${RANGES.find(([, x]) => x === state.range)[0]}`),
+        'jobs (used / share)'].map((h) => el('th', {}, h)))),
+      el('tbody', {}));
+  }
+
+  function meter(pct, text) {
+    const box = el('span', { class: 'meter' }, el('i', { style: `width:${Math.max(0, Math.min(100, pct || 0))}%` }));
+    return el('span', { class: 'meter-cell' }, box, el('span', { class: 'num' }, text));
+  }
+
+  // Utilization 0..100 as a colour from pale to dark blue; no reading: grey.
+  function heatColor(v) {
+    if (v === null || v === undefined) return '#e5e7eb';
+    const t = Math.max(0, Math.min(100, v)) / 100;
+    const mix = (a, b) => Math.round(a + (b - a) * t);
+    return `rgb(${mix(232, 8)},${mix(240, 48)},${mix(251, 107)})`;
+  }
+
+  function drawHeat(canvas, h) {
+    const ctx = canvas.getContext('2d');
+    ctx.clearRect(0, 0, HEAT_W, HEAT_H);
+    ctx.fillStyle = '#f3f4f6';
+    ctx.fillRect(0, 0, HEAT_W, HEAT_H);
+    if (!h || !h.time.length) return 0;
+    const end = state.historyNow;
+    const start = end - state.range * 1000;
+    const x = (t) => ((t - start) / (end - start)) * HEAT_W;
+    for (let k = 0; k < h.time.length; k++) {
+      const x0 = Math.max(0, x(h.time[k]));
+      const x1 = k + 1 < h.time.length ? x(h.time[k + 1]) : HEAT_W;
+      ctx.fillStyle = heatColor(h.gpu_util_pct[k]);
+      ctx.fillRect(x0, 0, Math.max(1, Math.min(x1, HEAT_W) - x0), HEAT_H);
+    }
+    return h.time.length;
+  }
+
+  function updateDense(view) {
+    const body = view.querySelector('.dense tbody');
+    const rows = new Map([...body.children].map((r) => [Number(r.dataset.gpu), r]));
+    for (const gpu of state.fleet.gpus) {
+      let row = rows.get(gpu.index);
+      if (!row) {
+        row = el('tr', { 'data-testid': 'gpu-row', 'data-gpu': gpu.index });
+        for (let i = 0; i < 10; i++) row.append(el('td', {}));
+        row.children[8].append(el('canvas', { width: HEAT_W, height: HEAT_H, class: 'heat', 'data-testid': 'gpu-heat' }));
+        body.append(row);
+      }
+      const s = gpu.state === 'lost' ? {} : (gpu.sample || {});
+      const c = row.children;
+      const total = s.mem_total_bytes ?? gpu.memory_total_bytes;
+      c[0].textContent = String(gpu.index);
+      c[1].textContent = gpu.name;
+      c[1].className = 'model-cell';
+      c[2].replaceChildren(stateBadge(gpu.state || 'ok', 'gpu-state-badge'));
+      c[2].title = gpu.drained ? `drained${gpu.drain_origin ? ` (${gpu.drain_origin})` : ''}: ${gpu.drain_reason || 'no reason given'}`
+        : gpu.state === 'lost' ? `lost: ${gpu.last_error || ''}; last answered ${dateTime(gpu.last_seen)} ${zoneName()}` : '';
+      c[3].replaceChildren(meter(s.gpu_util_pct, fmt(s.gpu_util_pct, 0, ' %')));
+      c[3].dataset.testid = 'gpu-util';
+      const memPct = s.mem_used_bytes !== undefined && total ? (100 * s.mem_used_bytes) / total : null;
+      c[4].replaceChildren(meter(memPct, s.mem_used_bytes !== undefined ? `${gib(s.mem_used_bytes)}/${gib(total)} GiB` : '–'));
+      c[5].textContent = fmt(s.temp_c, 0, ' °C');
+      c[5].className = 'num';
+      c[6].textContent = fmt(s.power_w, 0, ' W');
+      c[6].className = 'num';
+      c[7].textContent = gpu.health_score !== undefined ? `${gpu.health_score} ${gpu.health_verdict}` : '–';
+      c[7].className = gpu.health_score !== undefined ? `verdict-${gpu.health_verdict}` : 'muted';
+      const points = drawHeat(c[8].firstChild, state.history.get(gpu.index));
+      c[8].firstChild.dataset.points = String(points);
+      const jobs = gpu.jobs || [];
+      const jobsKey = JSON.stringify(jobs);
+      if (c[9].dataset.key !== jobsKey) {
+        c[9].dataset.key = jobsKey;
+        c[9].replaceChildren(...jobs.map((j) => el('a', { href: `#/jobs/${j.id}`, class: 'job-chip', 'data-testid': 'gpu-job' },
+          `#${j.id} ${j.user}${jobMemory(j) ? ` ${jobMemory(j)}` : ''}`)));
+      }
+    }
+  }
+
   function updateCard(card, gpu) {
-    const s = gpu.sample || {};
+    // A lost GPU's last reading is stale: every reading shows "–".
+    const s = gpu.state === 'lost' ? {} : (gpu.sample || {});
     const f = card.fields;
     const stateText = gpu.state || 'ok';
     f.state.replaceChildren(stateBadge(stateText, 'gpu-state-badge'));
-    if (gpu.drained && gpu.drain_reason) f.state.title = `drained: ${gpu.drain_reason}`;
+    f.state.title = gpu.drained ? `drained${gpu.drain_origin ? ` (${gpu.drain_origin})` : ''}: ${gpu.drain_reason || 'no reason given'}`
+      : gpu.state === 'lost' ? `lost: ${gpu.last_error || ''}; last answered ${dateTime(gpu.last_seen)} ${zoneName()}` : '';
     f.util.textContent = fmt(s.gpu_util_pct, 0, ' %');
-    f.mem.textContent = `${gib(s.mem_used_bytes)} / ${gib(s.mem_total_bytes ?? gpu.memory_total_bytes)} GiB`;
+    f.mem.textContent = s.mem_used_bytes === undefined ? '–' : `${gib(s.mem_used_bytes)} / ${gib(s.mem_total_bytes ?? gpu.memory_total_bytes)} GiB`;
     f.temp.textContent = fmt(s.temp_c, 0, ' °C');
-    f.power.textContent = `${fmt(s.power_w, 0)} / ${fmt(s.power_limit_w ?? gpu.power_limit_default_w, 0)} W`;
+    f.power.textContent = s.power_w === undefined ? '–' : `${fmt(s.power_w, 0)} / ${fmt(s.power_limit_w ?? gpu.power_limit_default_w, 0)} W`;
     const gen = s.pcie_gen; const width = s.pcie_width;
     const low = (width && gpu.max_pcie_width && width < gpu.max_pcie_width);
     f.pcie.textContent = gen ? `Gen${gen} x${width}${low ? ` (max x${gpu.max_pcie_width})` : ''}` : '–';
     f.pcie.classList.toggle('warn', Boolean(low));
     const burnin = state.burnins.get(gpu.uuid);
-    if (burnin && burnin.health) {
+    if (gpu.health_score !== undefined) {
+      f.health.textContent = `${gpu.health_verdict} ${gpu.health_score}/100`;
+      f.health.className = `value verdict-${gpu.health_verdict}`;
+      f.health.title = `latest burn-in, ${ago(gpu.health_at)}`;
+    } else if (burnin && burnin.health) {
       f.health.textContent = `${burnin.health.verdict} ${fmt(burnin.health.score, 0)}/100`;
       f.health.className = `value verdict-${burnin.health.verdict}`;
       f.health.title = `level ${burnin.level} burn-in, ${ago(burnin.finished)}`;
@@ -488,16 +682,18 @@
     // "idle" is the driver lowering clocks with nothing to do, not a fault.
     const throttle = typeof s.throttle === 'string' ? s.throttle : '';
     const slowing = throttle.split(/[,\s]+/).filter((x) => x && x !== 'idle' && x !== 'none');
-    f.throttle.textContent = throttle || 'none';
+    f.throttle.textContent = gpu.state === 'lost' ? '–' : throttle || 'none';
     f.throttle.classList.toggle('warn', slowing.length > 0);
 
     const jobs = jobsOn(gpu.index);
-    const actionsKey = JSON.stringify([Boolean(state.token), gpu.drained, jobs.map((j) => [j.id, j.name, j.gpu_twentieths])]);
+    const onGpu = new Map((gpu.jobs || []).map((j) => [j.id, j]));
+    const actionsKey = JSON.stringify([Boolean(state.token), gpu.drained, jobs.map((j) => [j.id, j.name, j.gpu_twentieths]), gpu.jobs]);
     if (actionsKey !== card.key) {
       card.key = actionsKey;
-      f.jobs.replaceChildren(jobs.length ? el('span', { class: 'label' }, 'jobs ') : el('span', { class: 'muted' }, 'idle'),
+      f.jobs.replaceChildren(jobs.length ? el('span', { class: 'label' }, 'jobs (GPU memory used / share)') : el('span', { class: 'muted' }, 'idle'),
         ...jobs.map((j) => el('a', { href: `#/jobs/${j.id}`, class: 'job-chip', 'data-testid': 'gpu-job' },
-          `#${j.id} ${j.name || j.command.join(' ')}${j.gpu_twentieths < 20 ? ` (${twentieths(j.gpu_twentieths)})` : ''}`)));
+          `#${j.id} ${j.user} ${j.name || (j.command || []).join(' ')}${j.gpu_twentieths < 20 ? ` (${twentieths(j.gpu_twentieths)})` : ''}`,
+          jobMemory(onGpu.get(j.id)) ? el('span', { class: 'job-mem', 'data-testid': 'gpu-job-mem' }, ` ${jobMemory(onGpu.get(j.id))}`) : null)));
       f.actions.replaceChildren(gpu.drained
         ? actionButton('Undrain', 'gpu-undrain', async () => {
           await api(`/v1/gpus/${gpu.index}/undrain`, { method: 'POST' });
@@ -686,23 +882,44 @@
   }
 
   function renderAlerts() {
-    const alerts = state.alerts;
-    const events = [...state.events].reverse().slice(0, 200);
-    const key = JSON.stringify(['alerts', alerts, state.lastEventId]);
-    const alertRows = alerts.map((a) => el('tr', { 'data-testid': 'alert-row', class: `sev-${a.severity}` },
+    // Firing first (critical before warning, newest first), then resolved;
+    // pending alerts, routine until they fire, are folded below.
+    const rank = { firing: 0, resolved: 2 };
+    const sev = { critical: 0, warning: 1 };
+    const shown = state.alerts.filter((a) => a.state !== 'pending').sort((a, b) => (rank[a.state] ?? 1) - (rank[b.state] ?? 1)
+      || (sev[a.severity] ?? 2) - (sev[b.severity] ?? 2) || (b.fired_at || 0) - (a.fired_at || 0));
+    const pending = state.alerts.filter((a) => a.state === 'pending');
+    const alerts = [...shown, ...pending];
+    // Alerts' pending transitions are routine: left out of the log unless asked for.
+    const routine = (e) => e.kind === 'alert.pending';
+    const hidden = state.events.filter(routine).length;
+    const events = [...state.events].reverse().filter((e) => state.showPendingEvents || !routine(e)).slice(0, 200);
+    const key = JSON.stringify(['alerts', alerts, state.lastEventId, state.utc, state.openPending, state.showPendingEvents]);
+    const alertRow = (a) => el('tr', { 'data-testid': 'alert-row', 'data-state': a.state, class: `sev-${a.severity}` },
       el('td', {}, a.rule), el('td', {}, a.gpu === null ? a.subject : `GPU ${a.gpu}`),
       el('td', {}, stateBadge(a.state)), el('td', {}, a.severity),
       el('td', {}, ago(a.fired_at || a.pending_since)), el('td', { class: 'num' }, fmt(a.value, 2)),
-      el('td', {}, a.action), el('td', {}, a.summary)));
+      el('td', {}, a.action), el('td', {}, a.summary));
+    const alertRows = shown.map(alertRow);
+    const headers = ['rule', 'subject', 'state', 'severity', 'since', 'value', 'action', 'summary'];
+    const folded = pending.length ? el('details', { class: 'pending-fold', 'data-testid': 'pending-alerts', open: state.openPending,
+      ontoggle: (e) => { state.openPending = e.target.open; } },
+    el('summary', {}, `${pending.length} pending alert${pending.length === 1 ? '' : 's'}: conditions not held long enough to fire`),
+    table(headers, pending.map(alertRow), 'pending-table')) : null;
     const gpuName = new Map((state.fleet.gpus || []).map((g) => [g.uuid, `GPU ${g.index}`]));
     const eventRows = events.map((e) => el('tr', { 'data-testid': 'event-row', class: `sev-${e.severity}` },
       el('td', {}, clock(e.time)), el('td', {}, e.severity), el('td', {}, e.kind),
       el('td', {}, e.gpu_uuid ? gpuName.get(e.gpu_uuid) || e.gpu_uuid : ''), el('td', {}, e.message)));
     return { key, nodes: [
       el('div', { class: 'view-head' }, el('h2', {}, 'Alerts')),
-      alerts.length ? table(['rule', 'subject', 'state', 'severity', 'since', 'value', 'action', 'summary'], alertRows, 'alerts-table')
-        : el('p', { class: 'muted', 'data-testid': 'alerts-empty' }, 'No alert is pending or firing, and none resolved in the last day.'),
-      el('div', { class: 'view-head' }, el('h2', {}, 'Events'), el('span', { class: 'muted' }, 'newest first')),
+      shown.length ? table(headers, alertRows, 'alerts-table')
+        : el('p', { class: 'muted', 'data-testid': 'alerts-empty' }, pending.length ? 'No alert is firing, and none resolved in the last day.'
+          : 'No alert is pending or firing, and none resolved in the last day.'),
+      folded,
+      el('div', { class: 'view-head' }, el('h2', {}, 'Events'), el('span', { class: 'muted' }, `newest first, times ${zoneName()}`),
+        hidden ? el('label', { class: 'toggle' }, el('input', { type: 'checkbox', checked: Boolean(state.showPendingEvents),
+          'data-testid': 'show-pending-events', onchange: (e) => { state.showPendingEvents = e.target.checked; state.rendered = ''; render(); } }),
+        ` show ${hidden} alert-pending event${hidden === 1 ? '' : 's'}`) : null),
       table(['time', 'severity', 'kind', 'GPU', 'message'], eventRows, 'events-table'),
     ] };
   }
@@ -715,7 +932,7 @@
       state.rendered = '';
       return;
     }
-    const key = JSON.stringify([j.id, j.state, j.reason, j.attempt, Boolean(state.token), state.log.stream]);
+    const key = JSON.stringify([j.id, j.state, j.reason, j.attempt, Boolean(state.token), state.log.stream, jobMemoryLine(j), state.utc]);
     if (key !== state.rendered) {
       state.rendered = key;
       const finished = ['completed', 'failed', 'cancelled'].includes(j.state);
@@ -725,6 +942,7 @@
         ['submitted', ago(j.submitted, j.now)], ['started', j.started ? ago(j.started, j.now) : '–'],
         ['ended', j.ended ? ago(j.ended, j.now) : '–'], ['attempt', `${j.attempt} (restarts ${j.restarts}/${j.max_restarts})`],
         ['exit', j.exit_code !== undefined ? `code ${j.exit_code}` : j.exit_signal !== undefined ? `signal ${j.exit_signal}` : '–'],
+        ['GPU memory', jobMemoryLine(j)],
         ['reason', j.reason || '–'], ['command', j.command ? j.command.join(' ') : 'its owner\'s: paste the API token to see it'],
       ];
       const streamButton = (name) => el('button', { type: 'button', class: state.log.stream === name ? 'on' : '',
@@ -745,6 +963,31 @@
     view.querySelector('.log').textContent = state.jobPrivate ? state.jobPrivate
       : (state.log.cut ? '…\n' : '') + state.log.text;
     renderJobCharts(view, j);
+  }
+
+  // Used against share while it runs: from the GPUs' views, else its fence's count.
+  function jobMemoryLine(j) {
+    const parts = [];
+    for (const g of (state.fleet && state.fleet.gpus) || []) {
+      const on = (g.jobs || []).find((x) => x.id === j.id);
+      if (on && jobMemory(on)) parts.push(`GPU ${g.index}: ${jobMemory(on)}`);
+    }
+    if (parts.length) return parts.join(' · ');
+    const fence = j.memory_fence;
+    if (fence) return `${gib(fence.used_bytes)} / ${gib(fence.share_bytes)} GiB (fence ${fence.state})`;
+    if (j.gpu_mem_bytes && j.gpu_twentieths % 20 !== 0) return `share ${gib(j.gpu_mem_bytes)} GiB`;
+    return '–';
+  }
+
+  // The span a job's GPU chart shows: its run, padded, and at least a
+  // minute, so a job of a few seconds is not drawn on an axis of years.
+  function jobSpan(j, now) {
+    const start = j.started / 1000;
+    const end = (j.ended || now || Date.now()) / 1000;
+    const pad = Math.max(2, (end - start) * 0.05);
+    const min = Math.max(60, end - start + 2 * pad);
+    const mid = (start + end) / 2;
+    return [Math.min(start - pad, mid - min / 2), Math.max(end + pad, mid + min / 2)];
   }
 
   function renderJobCharts(view, j) {
@@ -782,10 +1025,14 @@
       gpuBox.replaceChildren();
       const target = el('div', { class: 'chart' });
       gpuBox.append(target);
+      target.dataset.testid = 'job-gpu-chart';
       state.jobCharts.gpu = new window.uPlot({ width: 720, height: 140, legend: { show: true },
-        scales: { x: { time: true }, '%': { range: [0, 100] } },
+        scales: { x: { time: true, range: () => jobSpan(state.job || j, state.historyNow) }, '%': { range: [0, 100] } },
         series: [{}, ...gpus.map((g, i) => ({ label: `GPU ${g} util %`, scale: '%', stroke: ['#1f77b4', '#2ca02c', '#d62728', '#9467bd'][i % 4], width: 1.5 }))],
-        axes: [{}, { scale: '%', size: 36 }] }, [[], ...gpus.map(() => [])], target);
+        axes: [{ values: (u, ticks) => axisTimes(u.scales.x.max - u.scales.x.min, ticks), space: 80 }, { scale: '%', size: 36 }],
+        // What the axis spans once uPlot has set it (tests and people can read it).
+        hooks: { setScale: [(u, key) => { if (key === 'x') target.dataset.spanS = String(Math.round(u.scales.x.max - u.scales.x.min)); }] } },
+      [[], ...gpus.map(() => [])], target);
     }
     const end = j.ended || Infinity;
     const first = state.history.get(gpus[0]);
@@ -793,13 +1040,29 @@
     const idx = first.time.map((t, k) => (t >= j.started - 5000 && t <= end ? k : -1)).filter((k) => k >= 0);
     state.jobCharts.gpu.setData([idx.map((k) => first.time[k] / 1000),
       ...gpus.map((g) => { const h = state.history.get(g); return idx.map((k) => (h ? h.gpu_util_pct[k] : null)); })]);
+    gpuBox.querySelector('.chart').dataset.points = String(idx.length);
   }
 
   // ---- start --------------------------------------------------------------
 
   window.addEventListener('hashchange', onRoute);
   document.addEventListener('visibilitychange', () => { if (!document.hidden) poll(); });
+  function renderZone() {
+    const button = document.getElementById('tz-toggle');
+    button.textContent = state.utc ? 'times: UTC' : 'times: local';
+    button.title = state.utc ? 'Show times in this browser\'s time zone' : 'Show times in UTC, as the CLI does';
+  }
+
   window.addEventListener('DOMContentLoaded', () => {
+    loadPrefs();
+    renderZone();
+    document.getElementById('tz-toggle').addEventListener('click', () => {
+      state.utc = !state.utc;
+      savePrefs();
+      renderZone();
+      state.jobCharts = { key: '', charts: [] };
+      redrawFleet();
+    });
     loadToken();
     renderAuth();
     onRoute();

@@ -2,6 +2,7 @@
 // every GPU's recent history for the dashboard's charts, and drains.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "api/gpus.h"
 #include "gpu/json.h"
@@ -12,23 +13,46 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kMaxHistorySeconds = 24 * 3600;
+constexpr int64_t kMaxHistorySeconds = 7 * 24 * 3600;
+// Up to an hour the readings themselves; longer windows come from the stored
+// per-minute rollups, in about kHistoryPoints buckets of whole minutes.
+constexpr int64_t kReadingsHistorySeconds = 3600;
+constexpr int64_t kHistoryPoints = 360;
 // Year 9999 in milliseconds: far beyond any clock, far below overflow.
 constexpr int64_t kMaxTimeMs = int64_t{253402300799000};
 
-api::Gpu ViewOf(const RouteContext& ctx, int position) {
+// What the views add to the readings: each GPU's jobs and latest burn-in.
+struct Extras {
+  std::vector<std::vector<api::GpuJob>> jobs;
+  std::map<std::string, store::BurnInRecord> health;  // uuid → latest burn-in
+};
+
+Extras ExtrasOf(const RouteContext& ctx) {
+  Extras extras;
+  if (ctx.jobs) extras.jobs = ctx.jobs->JobsByGpu();
+  // Unreadable burn-ins leave the GPUs unscored; the store logs its own errors.
+  if (auto latest = ctx.state->store->LatestBurnInPerGpu(); latest.ok()) {
+    for (store::BurnInRecord& r : *latest) extras.health[r.gpu_uuid] = std::move(r);
+  }
+  return extras;
+}
+
+api::Gpu ViewOf(const RouteContext& ctx, int position, const Extras& extras) {
   api::Gpu g = ctx.state->View(position);
   const std::string& uuid = g.info.uuid;
   if (auto drain = ctx.jobs ? ctx.jobs->DrainOf(uuid) : std::nullopt) {
     api::MarkDrained(g, drain->reason, queue::DrainOriginName(drain->origin));
   }
   if (auto it = ctx.state->failure_risk.find(uuid); it != ctx.state->failure_risk.end()) g.failure_risk = it->second;
+  if (auto it = extras.health.find(uuid); it != extras.health.end()) api::SetHealth(g, it->second);
+  if (static_cast<size_t>(position) < extras.jobs.size()) g.jobs = extras.jobs[position];
   return g;
 }
 
 http::Response Fleet(const RouteContext& ctx) {
   api::Fleet fleet = ctx.state->Fleet();
-  for (size_t i = 0; i < fleet.gpus.size(); ++i) fleet.gpus[i] = ViewOf(ctx, static_cast<int>(i));
+  const Extras extras = ExtrasOf(ctx);
+  for (size_t i = 0; i < fleet.gpus.size(); ++i) fleet.gpus[i] = ViewOf(ctx, static_cast<int>(i), extras);
   return JsonResponse(fleet);
 }
 
@@ -85,9 +109,48 @@ struct Columns {
   }
 };
 
+// A long window from the per-minute rollups: each bucket of `step` holds the
+// mean of its minutes' means (memory as % of the card); a bucket without a
+// stored minute (the daemon was down, the GPU lost) is absent, not zero.
+http::Response RollupHistory(const DaemonState& state, int64_t seconds) {
+  const TimeMs now = state.clock->Now();
+  const DurationMs step = std::max<int64_t>(1, seconds / kHistoryPoints / 60) * 60 * 1000;
+  const TimeMs from = (now - seconds * 1000) / step * step;
+  json gpus = json::array();
+  for (const gpu::GpuInfo& info : state.fleet.gpus) {
+    Columns c;
+    // Unreadable minutes leave the GPU's columns empty; the store logs its own errors.
+    auto buckets = state.store->QueryRollupBuckets(info.uuid, from, now, step);
+    if (buckets.ok()) {
+      for (const store::Store::RollupBucket& b : *buckets) {
+        auto mean = [&](store::RollupMetric m) {
+          const auto& v = b.means[static_cast<int>(m)];
+          return v ? Rounded(*v) : json(nullptr);
+        };
+        json mem = nullptr;
+        if (const auto& used = b.means[static_cast<int>(store::RollupMetric::kMemUsedMib)];
+            used && info.memory_total_bytes > 0) {
+          mem = Rounded(*used * 1048576.0 * 100.0 / static_cast<double>(info.memory_total_bytes));
+        }
+        c.Add(b.start + step / 2, mean(store::RollupMetric::kGpuUtil), mem, mean(store::RollupMetric::kTempC),
+              mean(store::RollupMetric::kPowerW));
+      }
+    }
+    gpus.push_back({{"index", info.index},
+                    {"uuid", info.uuid},
+                    {"time", std::move(c.time)},
+                    {"gpu_util_pct", std::move(c.util)},
+                    {"mem_used_pct", std::move(c.mem)},
+                    {"temp_c", std::move(c.temp)},
+                    {"power_w", std::move(c.power)}});
+  }
+  return JsonResponse({{"now", now}, {"from", from}, {"interval_ms", step}, {"source", "rollups"}, {"gpus", std::move(gpus)}});
+}
+
 http::Response GpuHistory(const DaemonState& state, const http::Request& request) {
   auto seconds = QueryInt(request, "seconds", 3600, 1, kMaxHistorySeconds);
   if (!seconds.ok()) return StatusResponse(seconds.status());
+  if (*seconds > kReadingsHistorySeconds) return RollupHistory(state, *seconds);
   // Bounded so that *since + 1 cannot overflow; a time after now selects nothing.
   auto since = QueryInt(request, "since", 0, 0, kMaxTimeMs);
   if (!since.ok()) return StatusResponse(since.status());
@@ -140,7 +203,8 @@ http::Response GpuHistory(const DaemonState& state, const http::Request& request
                     {"temp_c", std::move(c.temp)},
                     {"power_w", std::move(c.power)}});
   }
-  return JsonResponse({{"now", now}, {"from", from}, {"interval_ms", interval}, {"gpus", std::move(gpus)}});
+  return JsonResponse(
+      {{"now", now}, {"from", from}, {"interval_ms", interval}, {"source", "readings"}, {"gpus", std::move(gpus)}});
 }
 
 }  // namespace
@@ -153,7 +217,9 @@ http::Response GpuRoutes(RouteContext& ctx, const Parts& parts, const http::Requ
   if (parts.size() > 4) return http::ErrorResponse(404, "no such endpoint " + http::Excerpt(request.path));
   auto position = FindGpu(*ctx.state, parts[2]);
   if (!position.ok()) return StatusResponse(position.status());
-  if (parts.size() == 3) return IsRead(request) ? JsonResponse(ViewOf(ctx, *position)) : MethodNotAllowed("GET", "/v1/gpus/{id}");
+  if (parts.size() == 3) {
+    return IsRead(request) ? JsonResponse(ViewOf(ctx, *position, ExtrasOf(ctx))) : MethodNotAllowed("GET", "/v1/gpus/{id}");
+  }
   const std::string& what = parts[3];
   if (what == "samples" || what == "rollups") {
     if (!IsRead(request)) return MethodNotAllowed("GET", "/v1/gpus/{id}/" + what);

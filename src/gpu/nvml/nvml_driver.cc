@@ -1,5 +1,6 @@
 #include "gpu/nvml/nvml_driver.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -167,13 +168,14 @@ class NvmlDriver : public Driver {
   struct NvLinkPeers {
     std::vector<PciAddress> remotes;
     bool reaches_switch = false;
+    int switch_links = 0;  // active links to an NVSwitch
   };
 
   std::optional<GpuInfo> DescribeDevice(unsigned int index, nvmlDevice_t handle,
                                         const std::string& driver_version,
                                         const std::string& cuda_version, PciAddress* pci);
   NvLinkPeers ReadNvLinks(nvmlDevice_t handle);
-  std::vector<std::vector<Link>> ReadTopology();
+  void ReadTopology(Fleet* fleet);
   void CreateEventSet();
   void FreeEventSet();
   void DrainEvents(TimeMs now);
@@ -229,7 +231,7 @@ Result<Fleet> NvmlDriver::Discover() {
     fleet.gpus.push_back(std::move(*info));
   }
   CreateEventSet();
-  fleet.topology = ReadTopology();
+  ReadTopology(&fleet);
   discovered_ = true;
   return fleet;
 }
@@ -331,6 +333,7 @@ NvmlDriver::NvLinkPeers NvmlDriver::ReadNvLinks(nvmlDevice_t handle) {
         api_.device_get_nvlink_remote_device_type(handle, link, &type) == NVML_SUCCESS &&
         type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
       peers.reaches_switch = true;
+      ++peers.switch_links;
       continue;
     }
     nvmlPciInfo_t remote = {};
@@ -342,16 +345,17 @@ NvmlDriver::NvLinkPeers NvmlDriver::ReadNvLinks(nvmlDevice_t handle) {
   return peers;
 }
 
-std::vector<std::vector<Link>> NvmlDriver::ReadTopology() {
+void NvmlDriver::ReadTopology(Fleet* fleet) {
   const size_t n = devices_.size();
   std::vector<std::vector<Link>> topology(n, std::vector<Link>(n, Link::kUnknown));
+  std::vector<std::vector<int>> nvlinks(n, std::vector<int>(n, 0));
+  std::vector<std::vector<bool>> pcie_multiple(n, std::vector<bool>(n, false));
   std::vector<NvLinkPeers> peers;
   for (const Device& device : devices_) peers.push_back(ReadNvLinks(device.handle));
-  auto reaches = [&](size_t from, size_t to) {
-    for (const PciAddress& remote : peers[from].remotes) {
-      if (remote == devices_[to].pci) return true;
-    }
-    return false;
+  auto links = [&](size_t from, size_t to) {
+    int count = 0;
+    for (const PciAddress& remote : peers[from].remotes) count += remote == devices_[to].pci ? 1 : 0;
+    return count;
   };
   for (size_t i = 0; i < n; ++i) {
     topology[i][i] = Link::kSelf;
@@ -362,14 +366,20 @@ std::vector<std::vector<Link>> NvmlDriver::ReadTopology() {
           api_.device_get_topology_common_ancestor(devices_[i].handle, devices_[j].handle,
                                                    &level) == NVML_SUCCESS) {
         link = LinkFromLevel(level);
+        pcie_multiple[i][j] = pcie_multiple[j][i] = level == NVML_TOPOLOGY_MULTIPLE;
       }
       // All GPUs on one NVSwitch fabric reach each other over NVLink.
       bool both_on_switch = peers[i].reaches_switch && peers[j].reaches_switch;
-      if (reaches(i, j) || reaches(j, i) || both_on_switch) link = Link::kNvLink;
+      int count = std::max(links(i, j), links(j, i));
+      if (both_on_switch) count += std::min(peers[i].switch_links, peers[j].switch_links);
+      if (count > 0) link = Link::kNvLink;
+      nvlinks[i][j] = nvlinks[j][i] = count;
       topology[i][j] = topology[j][i] = link;
     }
   }
-  return topology;
+  fleet->topology = std::move(topology);
+  fleet->nvlinks = std::move(nvlinks);
+  fleet->pcie_multiple = std::move(pcie_multiple);
 }
 
 void NvmlDriver::CreateEventSet() {

@@ -494,6 +494,15 @@ TEST_F(NvmlDriverTest, TopologyLevelsAndNvLinks) {
   EXPECT_THAT(t[1], ElementsAre(Link::kNvLink, Link::kSelf, Link::kHostBridge, Link::kPcieSwitch));
   EXPECT_THAT(t[2], ElementsAre(Link::kCrossSocket, Link::kHostBridge, Link::kSelf, Link::kNvLink));
   EXPECT_THAT(t[3], ElementsAre(Link::kNumaNode, Link::kPcieSwitch, Link::kNvLink, Link::kSelf));
+  // nvidia-smi topo -m's NV# and PXB: one direct link, one link each to the
+  // switch; GPUs 1 and 3 behind several PCIe bridges (NVML MULTIPLE).
+  const auto& n = fleet->nvlinks;
+  ASSERT_EQ(n.size(), 4u);
+  EXPECT_THAT(n[0], ElementsAre(0, 1, 0, 0));
+  EXPECT_THAT(n[2], ElementsAre(0, 0, 0, 1));
+  EXPECT_TRUE(fleet->pcie_multiple[1][3]);
+  EXPECT_TRUE(fleet->pcie_multiple[3][1]);
+  EXPECT_FALSE(fleet->pcie_multiple[0][3]);
 }
 
 TEST_F(NvmlDriverTest, TopologyUnknownWithoutNvmlAnswer) {

@@ -1,5 +1,6 @@
 #include "gpu/sim/sim_driver.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -233,6 +234,16 @@ Result<std::unique_ptr<SimDriver>> OpenSimDriver(const SimOptions& options) {
     fleet.gpus.push_back(std::move(info));
   }
   fleet.topology = Topology(slots, fleet.gpus);
+  // Pairs of one NVLink domain reach each other over all their links (an NVSwitch).
+  fleet.nvlinks.assign(n, std::vector<int>(n, 0));
+  fleet.pcie_multiple.assign(n, std::vector<bool>(n, false));
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (fleet.topology[i][j] == Link::kNvLink) {
+        fleet.nvlinks[i][j] = std::min(slots[i].model->nvlinks, slots[j].model->nvlinks);
+      }
+    }
+  }
 
   std::vector<Card> cards;
   cards.reserve(n);
