@@ -241,10 +241,11 @@ struct WriteBatch {
   std::vector<PipelineRunRecord> pipeline_runs;    // upserted by id
   std::vector<PipelineNodeRecord> pipeline_nodes;  // upserted by (run_id, node_id)
   std::vector<MetricRecord> metrics;               // inserted, replacing a repeated step
+  std::vector<HealthTransitionRecord> health_transitions;  // appended; ids assigned at commit
   bool empty() const {
     return gpus.empty() && rollups.empty() && events.empty() && jobs.empty() && drains.empty() &&
            burnin_runs.empty() && alerts.empty() && pipeline_runs.empty() && pipeline_nodes.empty() &&
-           metrics.empty();
+           metrics.empty() && health_transitions.empty();
   }
 };
 
