@@ -6,6 +6,26 @@ namespace gpuherd::api {
 
 using nlohmann::json;
 
+void to_json(json& j, const GpuHealthState& h) {
+  j = {{"state", h.state},
+       {"since", h.since},
+       {"reason", h.reason},
+       {"evidence", h.evidence},
+       {"requalifications", h.requalifications}};
+  if (!h.rule.empty()) j["rule"] = h.rule;
+  if (h.requalify_job) j["requalify_job"] = h.requalify_job;
+}
+
+void from_json(const json& j, GpuHealthState& h) {
+  h.state = j.value("state", std::string());
+  h.since = j.value("since", int64_t{0});
+  h.reason = j.value("reason", std::string());
+  h.rule = j.value("rule", std::string());
+  if (auto it = j.find("evidence"); it != j.end() && it->is_array()) h.evidence = *it;
+  h.requalify_job = j.value("requalify_job", int64_t{0});
+  h.requalifications = j.value("requalifications", 0);
+}
+
 void to_json(json& j, const Gpu& g) {
   j = g.info;
   j["state"] = g.state;
@@ -16,6 +36,7 @@ void to_json(json& j, const Gpu& g) {
     j["drain_reason"] = g.drain_reason;
   }
   if (g.failure_risk) j["failure_risk"] = *g.failure_risk;
+  if (g.health_state) j["health_state"] = *g.health_state;
 }
 
 void from_json(const json& j, Gpu& g) {
@@ -26,6 +47,9 @@ void from_json(const json& j, Gpu& g) {
   g.drained = j.value("drained", false);
   g.drain_reason = j.value("drain_reason", std::string());
   if (auto it = j.find("failure_risk"); it != j.end() && it->is_number()) g.failure_risk = it->get<double>();
+  if (auto it = j.find("health_state"); it != j.end() && it->is_object()) {
+    g.health_state = it->get<GpuHealthState>();
+  }
 }
 
 void to_json(json& j, const Fleet& f) {

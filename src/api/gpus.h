@@ -15,6 +15,17 @@
 
 namespace gpuherd::api {
 
+// Self-healing's state of a GPU (the daemon's SelfHealService).
+struct GpuHealthState {
+  std::string state;             // "in_service", "suspect", "quarantined", "requalifying", "retired"
+  int64_t since = 0;             // ms since the epoch: when it entered `state`
+  std::string reason;            // why (the latest transition's reason)
+  std::string rule;              // the rule that decided it, when one did
+  nlohmann::json evidence = nlohmann::json::array();  // [{time, kind, xid?, job_id?, detail}]
+  int64_t requalify_job = 0;     // the burn-in job while requalifying
+  int requalifications = 0;      // passed requalifications
+};
+
 struct Gpu {
   gpu::GpuInfo info;
   std::string state = "ok";               // "ok", "lost", or "drained" (an ok GPU kept from work)
@@ -23,6 +34,7 @@ struct Gpu {
   bool drained = false;
   std::string drain_reason;
   std::optional<double> failure_risk;     // where the risk model scored it
+  std::optional<GpuHealthState> health_state;  // from a daemon; absent elsewhere
 };
 
 struct Fleet {
@@ -34,7 +46,10 @@ struct Fleet {
   std::vector<std::vector<gpu::Link>> topology;  // [i][j]: how GPU i reaches GPU j
 };
 
-// {<info>, "state", "sample"?, "last_error"?, "drained"?, "drain_reason"?, "failure_risk"?}
+// {<info>, "state", "sample"?, "last_error"?, "drained"?, "drain_reason"?, "failure_risk"?,
+//  "health_state"?: {"state", "since", "reason", "rule"?, "evidence", "requalify_job"?, "requalifications"}}
+void to_json(nlohmann::json& j, const GpuHealthState& h);
+void from_json(const nlohmann::json& j, GpuHealthState& h);
 void to_json(nlohmann::json& j, const Gpu& g);
 void from_json(const nlohmann::json& j, Gpu& g);
 // {"driver", "simulated", "sim_reason", "hostname", "gpus", "topology": [[link names]]}

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "daemon/job_service.h"
+#include "daemon/self_heal_service.h"
 #include "daemon/slurm_backend.h"
 #include "gpu/open.h"
 #include "host/clock.h"
@@ -45,6 +46,9 @@ struct DaemonOptions {
   // Containment: where control groups are mounted; empty: none, the job
   // shims' subreaper only (README "Containment").
   std::string cgroup_root = "/sys/fs/cgroup";
+  // Self-healing GPUs (self_heal_service.h): --requalify-after, --requalify-level,
+  // --allow-gpu-reset, --self-heal-shadow, --self-heal KEY=VALUE.
+  SelfHealOptions self_heal;
 };
 
 class Daemon {
