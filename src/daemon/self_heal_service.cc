@@ -22,6 +22,9 @@ constexpr char kEventHealth[] = "gpu.health";            // a state transition
 constexpr char kEventJudged[] = "gpu.fault_judged";      // a fault through the rules
 constexpr char kEventRequalify[] = "gpu.requalify";      // the burn-in queued, a drain kept
 constexpr char kEventJobXid[] = "job.xid";               // an owner told
+// A double-bit error or a loss this soon after a fatal XID on the same GPU is
+// the same incident reported twice (the driver logs the XID first).
+constexpr DurationMs kSameIncidentMs = kMinuteMs;
 
 json EvidenceJson(const std::vector<alerts::Evidence>& evidence) {
   json out = json::array();
@@ -291,8 +294,20 @@ void SelfHealService::OnGpuEvents(const std::vector<store::EventRecord>& events)
       json data = json::parse(e.data_json, nullptr, /*allow_exceptions=*/false);
       xid = data.is_object() ? data.value("xid", 0) : 0;
       outcome = alerts::EvaluateXid(options_.rules, memory_, {e.time, e.gpu_uuid, xid, job_id, job.owner});
+      if (gpu::XidIsFatal(xid)) gpus_[pos].last_fatal_xid = e.time;
     } else {
       const char* kind = e.kind == telemetry::kEventGpuLost ? "gpu_lost" : "ecc_dbe";
+      if (gpus_[pos].last_fatal_xid && e.time - gpus_[pos].last_fatal_xid <= kSameIncidentMs) {
+        // XID 48 comes with its double-bit error, XID 79 with the loss: one
+        // incident, counted once towards retirement.
+        outcome.rule = "same_incident";
+        outcome.verdict = gpu::XidVerdict::kFatal;
+        Event(e.time, kEventJudged, store::Severity::kInfo, pos,
+              fmt::format("GPU {}: {} is part of the fatal XID just before it; counted once",
+                          state_->fleet.gpus[pos].index, kind),
+              {{"xid", 0}, {"fault", e.kind}, {"rule", outcome.rule}, {"fatal", false}, {"shadow", false}});
+        continue;
+      }
       outcome = alerts::EvaluateHardwareFault(options_.rules, memory_, e.gpu_uuid, e.time, kind, job_id, e.message);
     }
     Judge(pos, e, outcome, xid, job);

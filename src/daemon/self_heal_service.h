@@ -125,6 +125,7 @@ class SelfHealService {
     bool operator_drained = false;
     bool drained = false;             // as last seen: a lift by someone else shows
     std::string rule;                 // the rule behind the latest transition
+    TimeMs last_fatal_xid = 0;        // for telling one incident's several reports apart
   };
 
   int PositionOf(const std::string& uuid) const;

@@ -271,6 +271,20 @@ TEST_F(SelfHealServiceTest, DoubleBitEccQuarantines) {
                                                      "sbe", "GPU-2", {{"type", "sbe"}})));
 }
 
+TEST_F(SelfHealServiceTest, AFatalXidAndTheLossItCausesCountOnce) {
+  options_.rules.retire_fatal = 2;
+  auto s = Start();
+  s->OnGpuEvents({Xid(0, 79)});
+  clock_.Advance(5 * kSecondMs);
+  s->OnGpuEvents({api::NewEvent(clock_.Now(), telemetry::kEventGpuLost, store::Severity::kCritical, "lost", "GPU-0")});
+  Commit();
+  EXPECT_EQ(s->StateOf(0), GpuHealth::kQuarantined);
+  // A loss on its own, later, is a second incident.
+  clock_.Advance(10 * kMinuteMs);
+  s->OnGpuEvents({api::NewEvent(clock_.Now(), telemetry::kEventGpuLost, store::Severity::kCritical, "lost", "GPU-0")});
+  EXPECT_EQ(s->StateOf(0), GpuHealth::kRetired);
+}
+
 TEST_F(SelfHealServiceTest, AnOperatorsDrainSurvivesRequalification) {
   auto s = Start();
   queue_.drain[0] = "operator";  // "fault: looks like a fault" in its reason changes nothing
