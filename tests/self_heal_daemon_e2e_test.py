@@ -204,7 +204,7 @@ class SelfHealDaemonTest(unittest.TestCase):
         self.assertEqual(self.path_of(0)[-1], ("requalifying", "in_service"))
         g = self.gpus()[0]
         self.assertTrue(g["drained"], g)
-        self.assertEqual(g["drain_reason"], reason)
+        self.assertTrue(g["drain_reason"].startswith(reason), g)  # the operator is named after it
         kept = self.events("gpu.requalify")
         self.assertTrue(any(e["data"].get("drain_kept") for e in kept), kept)
         # Still the operator's after a restart.
@@ -213,7 +213,7 @@ class SelfHealDaemonTest(unittest.TestCase):
         self.home.start("--scenario", self.scenario("calm.yaml", []), "--interval", "200ms")
         g = self.gpus()[0]
         self.assertTrue(g["drained"], g)
-        self.assertEqual(g["drain_reason"], reason)
+        self.assertTrue(g["drain_reason"].startswith(reason), g)  # the operator is named after it
         self.assertEqual(g["health_state"]["state"], "in_service", g)
 
     def test_kill_9_mid_requalification_carries_on(self):

@@ -8,28 +8,21 @@ namespace gpuherd::daemon {
 using nlohmann::json;
 
 void SelfHealJobQueue::DrainForFault(int position, const std::string& reason) {
-  jobs_->MoveJobsOff(position, reason);
+  jobs_->MoveJobsOff(position, reason, queue::DrainOrigin::kFault);
 }
 
 Status SelfHealJobQueue::LiftFaultDrain(int position, const std::string& by) {
-  auto reason = jobs_->DrainReason(state_->fleet.gpus.at(position).uuid);
-  if (!reason) return Status::Ok();
-  if (!DrainedAutomatically(*reason)) {
-    return FailedPrecondition("GPU " + std::to_string(state_->fleet.gpus.at(position).index) +
-                              " is drained by an operator (" + *reason + "); only an operator lifts that");
-  }
-  Caller lifter = caller_;
-  lifter.user = by;
-  return jobs_->Undrain(position, lifter);
+  // The pool refuses an operator's drain (queue/drain_origin.h).
+  return jobs_->LiftAfterBurnIn(position, by);
 }
 
 bool SelfHealJobQueue::OperatorDrained(int position) const {
-  auto reason = jobs_->DrainReason(state_->fleet.gpus.at(position).uuid);
-  return reason && !DrainedAutomatically(*reason);
+  auto drain = jobs_->DrainOf(state_->fleet.gpus.at(position).uuid);
+  return drain && drain->origin == queue::DrainOrigin::kOperator;
 }
 
 bool SelfHealJobQueue::Drained(int position) const {
-  return jobs_->DrainReason(state_->fleet.gpus.at(position).uuid).has_value();
+  return jobs_->DrainOf(state_->fleet.gpus.at(position).uuid).has_value();
 }
 
 Result<sched::JobId> SelfHealJobQueue::QueueRequalification(int position, int level, bool reset_first) {

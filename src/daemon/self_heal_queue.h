@@ -1,6 +1,7 @@
 // The queue as the self-heal service sees it (self_heal_service.h): drains
-// with origin fault through the GPU pool, requalification burn-ins as
-// maintenance jobs of the queue, the jobs that hold a GPU. Loop thread only.
+// with origin fault through the GPU pool (whose typed origins keep an
+// operator's drain the operator's), requalification burn-ins as maintenance
+// jobs of the queue, the jobs that hold a GPU. Loop thread only.
 #pragma once
 
 #include <string>

@@ -269,6 +269,13 @@ Status SelfHealService::Load() {
   return Status::Ok();
 }
 
+void SelfHealService::AfterCommit(bool committed) {
+  if (committed) return;
+  memory_ = alerts::SelfHealState();
+  for (Gpu& g : gpus_) g = Gpu{alerts::GpuStateMachine(options_.states)};
+  if (Status s = Load(); !s.ok()) spdlog::error("self-healing: cannot read the GPUs' states back: {}", s.ToString());
+}
+
 bool SelfHealService::Judges(const store::EventRecord& e) {
   if (e.kind == telemetry::kEventGpuXid || e.kind == telemetry::kEventGpuLost) return true;
   if (e.kind == telemetry::kEventGpuEcc) {

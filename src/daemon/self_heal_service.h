@@ -31,6 +31,7 @@
 #include "burnin/result.h"
 #include "core/status.h"
 #include "daemon/daemon_state.h"
+#include "daemon/turn_participant.h"
 #include "sched/job.h"
 
 namespace gpuherd::daemon {
@@ -82,7 +83,7 @@ class SelfHealQueue {
   virtual std::vector<JobOnGpu> JobsOn(int position) const = 0;
 };
 
-class SelfHealService {
+class SelfHealService : public TurnParticipant {
  public:
   using AlertSink = std::function<void(const alerts::AlertTransition&)>;
 
@@ -93,6 +94,9 @@ class SelfHealService {
   // At start, after the queue has reloaded: the GPUs' states from the stored
   // transitions, the rules' memory from the events of the last window.
   Status Load();
+  // A failed commit dropped the turn's transitions and the queue's drains:
+  // the states are read back from the store (after the queue's own reload).
+  void AfterCommit(bool committed) override;
   // Alerts on jobs (an application's XID) and retirements go here.
   void SetAlertSink(AlertSink sink) { alert_sink_ = std::move(sink); }
 

@@ -380,6 +380,22 @@ TEST_F(SelfHealServiceTest, RequalifyAfterZeroTurnsRequalificationOff) {
   EXPECT_EQ(s->StateOf(0), GpuHealth::kQuarantined);
 }
 
+TEST_F(SelfHealServiceTest, AFailedCommitLeavesNoTrace) {
+  auto s = Start();
+  s->OnGpuEvents({Xid(0, 48)});
+  ASSERT_EQ(s->StateOf(0), GpuHealth::kQuarantined);
+  // The turn's batch is lost; the queue has put its drains back as stored.
+  state_.batch = store::WriteBatch();
+  queue_.drain[0].clear();
+  s->AfterCommit(false);
+  EXPECT_EQ(s->StateOf(0), GpuHealth::kInService);
+  // The fault is seen again and decided again.
+  s->OnGpuEvents({Xid(0, 48)});
+  Commit();
+  EXPECT_EQ(s->StateOf(0), GpuHealth::kQuarantined);
+  EXPECT_EQ(state_.store->ListHealthTransitions("GPU-0")->size(), 1u);
+}
+
 TEST(SelfHealOptionsTest, ThresholdsAreChecked) {
   SelfHealOptions o;
   EXPECT_TRUE(SetSelfHealThreshold(&o, "window=12h").ok());
