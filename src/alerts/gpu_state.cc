@@ -31,6 +31,7 @@ std::string_view HealthInputKindName(HealthInputKind k) {
     case HealthInputKind::kRequalifyStarted: return "requalify_started";
     case HealthInputKind::kRequalifyPassed: return "requalify_passed";
     case HealthInputKind::kRequalifyFailed: return "requalify_failed";
+    case HealthInputKind::kRequalifyAborted: return "requalify_aborted";
     case HealthInputKind::kGpuIdle: return "gpu_idle";
     case HealthInputKind::kGpuBusy: return "gpu_busy";
     case HealthInputKind::kOperatorDrain: return "operator_drain";
@@ -77,7 +78,8 @@ void GpuStateMachine::Act(HealthActionKind kind, std::string reason, HealthDecis
 int GpuStateMachine::QuarantinesSince(TimeMs from) const {
   int n = 0;
   for (const HealthTransition& t : record_.history) {
-    if (t.to == GpuHealth::kQuarantined && t.time >= from) ++n;
+    // A requalification that ended without a result is no new fault.
+    if (t.to == GpuHealth::kQuarantined && t.from != GpuHealth::kRequalifying && t.time >= from) ++n;
   }
   return n;
 }
@@ -161,6 +163,13 @@ HealthDecision GpuStateMachine::Apply(const HealthInput& in) {
       if (s != GpuHealth::kRequalifying) break;
       Move(GpuHealth::kRetired, in, why, d);
       Act(HealthActionKind::kRetire, why, d);
+      break;
+
+    case HealthInputKind::kRequalifyAborted:
+      // Nothing was learnt about the card: quarantined again, and a new
+      // burn-in once it has been idle for a full period.
+      if (s != GpuHealth::kRequalifying) break;
+      Move(GpuHealth::kQuarantined, in, why, d);
       break;
 
     case HealthInputKind::kGpuIdle:

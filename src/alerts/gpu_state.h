@@ -42,6 +42,7 @@ enum class HealthInputKind {
   kRequalifyStarted,     // the daemon launched the requalification burn-in
   kRequalifyPassed,
   kRequalifyFailed,
+  kRequalifyAborted,     // the burn-in ended without a result (cancelled, could not run)
   kGpuIdle,              // the GPU has had no job since `time` (re-sent as time passes)
   kGpuBusy,              // a job holds the GPU again
   kOperatorDrain,        // an operator drained it (any reason text)

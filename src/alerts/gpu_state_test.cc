@@ -229,6 +229,32 @@ TEST(GpuStateMachineTest, RequalificationInputsOutOfOrderAreIgnored) {
   EXPECT_EQ(m.state(), GpuHealth::kQuarantined);
 }
 
+// A burn-in that ended without a result says nothing about the card: it is
+// quarantined again, waits a full idle period, and this is no new quarantine.
+TEST(GpuStateMachineTest, AbortedRequalificationIsQueuedAgainAndCountsNoQuarantine) {
+  GpuStateMachine m;
+  m.Apply(In(HealthInputKind::kQuarantine, kT0, "XID 48"));
+  m.Apply(In(HealthInputKind::kGpuIdle, kT0));
+  EXPECT_TRUE(Has(m.Apply(In(HealthInputKind::kTick, kT0 + 11 * kMin)), HealthActionKind::kQueueRequalification));
+  m.Apply(In(HealthInputKind::kRequalifyStarted, kT0 + 11 * kMin));
+  auto d = m.Apply(In(HealthInputKind::kRequalifyAborted, kT0 + 12 * kMin, "cancelled"));
+  EXPECT_EQ(m.state(), GpuHealth::kQuarantined);
+  EXPECT_TRUE(d.actions.empty());
+  EXPECT_TRUE(m.Apply(In(HealthInputKind::kTick, kT0 + 20 * kMin)).empty());
+  EXPECT_TRUE(Has(m.Apply(In(HealthInputKind::kTick, kT0 + 23 * kMin)), HealthActionKind::kQueueRequalification));
+  // Two more aborted rounds and then a real fault: still only the second quarantine.
+  for (int i = 0; i < 2; ++i) {
+    m.Apply(In(HealthInputKind::kRequalifyStarted, kT0 + (30 + i * 20) * kMin));
+    m.Apply(In(HealthInputKind::kRequalifyAborted, kT0 + (31 + i * 20) * kMin));
+    m.Apply(In(HealthInputKind::kTick, kT0 + (45 + i * 20) * kMin));
+  }
+  m.Apply(In(HealthInputKind::kRequalifyStarted, kT0 + 90 * kMin));
+  m.Apply(In(HealthInputKind::kRequalifyPassed, kT0 + 91 * kMin));
+  ASSERT_EQ(m.state(), GpuHealth::kInService);
+  m.Apply(In(HealthInputKind::kQuarantine, kT0 + 100 * kMin, "XID 48 again"));
+  EXPECT_EQ(m.state(), GpuHealth::kQuarantined);
+}
+
 // Every input in every state: the machine stays within its five states, each
 // transition is recorded, retired leaves only through an operator, and no
 // action ever speaks of the operator's drain.
@@ -237,6 +263,7 @@ TEST(GpuStateMachineTest, ExhaustiveInputsFromEveryState) {
       HealthInputKind::kSuspect,         HealthInputKind::kQuarantine,
       HealthInputKind::kRetire,          HealthInputKind::kRequalifyStarted,
       HealthInputKind::kRequalifyPassed, HealthInputKind::kRequalifyFailed,
+      HealthInputKind::kRequalifyAborted,
       HealthInputKind::kGpuIdle,         HealthInputKind::kGpuBusy,
       HealthInputKind::kOperatorDrain,   HealthInputKind::kOperatorUndrain,
       HealthInputKind::kOperatorReturn,  HealthInputKind::kTick};

@@ -320,4 +320,33 @@ std::string RenderPassportHtml(const Passport& p) {
   return out;
 }
 
+Result<Passport> LoadPassport(store::Store& db, const store::GpuRecord& gpu, const std::string& host) {
+  store::EventFilter filter;
+  filter.gpu_uuid = gpu.uuid;
+  filter.kind_prefix = "gpu.";
+  filter.limit = 100000;
+  auto events = db.ListEvents(filter);
+  if (!events.ok()) return events.status();
+  store::BurnInFilter burnins_of;
+  burnins_of.gpu_uuid = gpu.uuid;
+  burnins_of.limit = 100000;
+  auto burnins = db.ListBurnInRuns(burnins_of);
+  if (!burnins.ok()) return burnins.status();
+  auto transitions = db.ListHealthTransitions(gpu.uuid);
+  if (!transitions.ok()) return transitions.status();
+  auto minutes = db.CountSampledMinutes(gpu.uuid);
+  if (!minutes.ok()) return minutes.status();
+  Passport p = BuildPassport(gpu, *events, *burnins, *transitions, *minutes, host);
+  auto imports = db.ListPassportImports(p.key);
+  if (!imports.ok()) return imports.status();
+  for (const store::PassportImportRecord& r : *imports) {
+    auto parsed = PassportFromJson(nlohmann::json::parse(r.passport_json, nullptr, false));
+    if (!parsed.ok()) continue;  // checked when imported; a damaged row is left out
+    auto merged = MergePassport(std::move(p), *parsed);
+    if (!merged.ok()) return merged.status();
+    p = std::move(merged).value();
+  }
+  return p;
+}
+
 }  // namespace gpuherd::alerts

@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "store/records.h"
+#include "store/store.h"
 
 namespace gpuherd::alerts {
 
@@ -70,6 +71,11 @@ Passport BuildPassport(const store::GpuRecord& gpu, const std::vector<store::Eve
                        const std::vector<store::BurnInRecord>& burnins,
                        const std::vector<store::HealthTransitionRecord>& transitions, int64_t sampled_minutes,
                        const std::string& host);
+
+// BuildPassport over everything `db` holds of `gpu`, merged with the
+// passports imported for the same card: what `gpuherd passport` prints and
+// GET /v1/gpus/{id}/passport serves.
+Result<Passport> LoadPassport(store::Store& db, const store::GpuRecord& gpu, const std::string& host);
 
 // Adds an imported passport of the same card: the earliest first sighting,
 // hours added, histories merged in time order without duplicates. The

@@ -27,6 +27,13 @@ TEST(ApiGpusTest, FleetRoundTripsWithDrainAndRisk) {
   g.sample->temp_c = 61;
   MarkDrained(g, "fan noisy");
   g.failure_risk = 0.25;
+  GpuHealthState h;
+  h.state = "quarantined";
+  h.since = 1000;
+  h.reason = "XID 48";
+  h.rule = "fatal_fault";
+  h.evidence = json::array({{{"kind", "xid"}, {"xid", 48}}});
+  g.health_state = h;
   f.gpus.push_back(g);
   f.topology = {{gpu::Link::kSelf}};
   json j = f;
@@ -39,6 +46,11 @@ TEST(ApiGpusTest, FleetRoundTripsWithDrainAndRisk) {
   EXPECT_EQ(back->gpus[0].info.uuid, "GPU-3");
   EXPECT_TRUE(back->gpus[0].drained);
   EXPECT_EQ(back->gpus[0].failure_risk, 0.25);
+  ASSERT_TRUE(back->gpus[0].health_state);
+  EXPECT_EQ(back->gpus[0].health_state->state, "quarantined");
+  EXPECT_EQ(back->gpus[0].health_state->evidence[0]["xid"], 48);
+  EXPECT_EQ(j["gpus"][0]["health_state"]["rule"], "fatal_fault");
+  EXPECT_FALSE(j["gpus"][0]["health_state"].contains("requalify_job"));
   EXPECT_EQ(back->gpus[0].sample->temp_c, 61);
   EXPECT_EQ(back->topology[0][0], gpu::Link::kSelf);
   EXPECT_EQ(json(*back), j);

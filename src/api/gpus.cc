@@ -23,6 +23,26 @@ void from_json(const json& j, GpuJob& job) {
   job.fence = j.value("fence", std::string());
 }
 
+void to_json(json& j, const GpuHealthState& h) {
+  j = {{"state", h.state},
+       {"since", h.since},
+       {"reason", h.reason},
+       {"evidence", h.evidence},
+       {"requalifications", h.requalifications}};
+  if (!h.rule.empty()) j["rule"] = h.rule;
+  if (h.requalify_job) j["requalify_job"] = h.requalify_job;
+}
+
+void from_json(const json& j, GpuHealthState& h) {
+  h.state = j.value("state", std::string());
+  h.since = j.value("since", int64_t{0});
+  h.reason = j.value("reason", std::string());
+  h.rule = j.value("rule", std::string());
+  if (auto it = j.find("evidence"); it != j.end() && it->is_array()) h.evidence = *it;
+  h.requalify_job = j.value("requalify_job", int64_t{0});
+  h.requalifications = j.value("requalifications", 0);
+}
+
 void to_json(json& j, const Gpu& g) {
   j = g.info;
   j["state"] = g.state;
@@ -41,6 +61,7 @@ void to_json(json& j, const Gpu& g) {
     if (!g.drain_origin.empty()) j["drain_origin"] = g.drain_origin;
   }
   if (g.failure_risk) j["failure_risk"] = *g.failure_risk;
+  if (g.health_state) j["health_state"] = *g.health_state;
 }
 
 void from_json(const json& j, Gpu& g) {
@@ -57,6 +78,9 @@ void from_json(const json& j, Gpu& g) {
   g.health_verdict = j.value("health_verdict", std::string());
   g.health_at = j.value("health_at", TimeMs{0});
   g.jobs = j.value("jobs", std::vector<GpuJob>());
+  if (auto it = j.find("health_state"); it != j.end() && it->is_object()) {
+    g.health_state = it->get<GpuHealthState>();
+  }
 }
 
 void to_json(json& j, const Fleet& f) {

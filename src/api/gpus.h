@@ -31,6 +31,17 @@ struct GpuJob {
   std::string fence;                      // a fraction's fence state ("active", "preloaded", "off"); else ""
 };
 
+// Self-healing's state of a GPU (the daemon's SelfHealService).
+struct GpuHealthState {
+  std::string state;             // "in_service", "suspect", "quarantined", "requalifying", "retired"
+  int64_t since = 0;             // ms since the epoch: when it entered `state`
+  std::string reason;            // why (the latest transition's reason)
+  std::string rule;              // the rule that decided it, when one did
+  nlohmann::json evidence = nlohmann::json::array();  // [{time, kind, xid?, job_id?, detail}]
+  int64_t requalify_job = 0;     // the burn-in job while requalifying
+  int requalifications = 0;      // passed requalifications
+};
+
 struct Gpu {
   gpu::GpuInfo info;
   std::string state = "ok";               // "ok", "lost", or "drained" (an ok GPU kept from work)
@@ -48,6 +59,7 @@ struct Gpu {
   std::string health_verdict;
   TimeMs health_at = 0;
   std::vector<GpuJob> jobs;               // running or stopping jobs on it (the daemon's views only)
+  std::optional<GpuHealthState> health_state;  // from a daemon; absent elsewhere
 };
 
 struct Fleet {
@@ -64,8 +76,12 @@ struct Fleet {
 // {"id", "user", "name", "gpu_twentieths", "share_bytes", "used_bytes"?, "fence"?}
 void to_json(nlohmann::json& j, const GpuJob& job);
 void from_json(const nlohmann::json& j, GpuJob& job);
+// {"state", "since", "reason", "rule"?, "evidence", "requalify_job"?, "requalifications"}
+void to_json(nlohmann::json& j, const GpuHealthState& h);
+void from_json(const nlohmann::json& j, GpuHealthState& h);
 // {<info>, "state", "sample"?, "last_seen"?, "last_error"?, "drained"?, "drain_reason"?,
-//  "failure_risk"?, "health_score"?, "health_verdict"?, "health_at"?, "jobs": [GpuJob]}
+//  "drain_origin"?, "failure_risk"?, "health_score"?, "health_verdict"?, "health_at"?,
+//  "jobs": [GpuJob], "health_state"?: GpuHealthState}
 void to_json(nlohmann::json& j, const Gpu& g);
 void from_json(const nlohmann::json& j, Gpu& g);
 // {"driver", "simulated", "sim_reason", "hostname", "gpus", "topology": [[link names]],

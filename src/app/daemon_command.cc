@@ -37,6 +37,11 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     int slurm_shards = 10;
     std::string cgroup_root = "/sys/fs/cgroup";
     bool adopt_empty_state = false;
+    std::string requalify_after = "10m";
+    int requalify_level = 2;
+    bool allow_gpu_reset = false;
+    std::string self_heal_shadow;
+    std::vector<std::string> self_heal;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("daemon", "Run the gpuherd daemon in the foreground");
@@ -93,8 +98,43 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_flag("--adopt-empty-state", flags->adopt_empty_state,
                 "Start although state.db has no jobs or pipelines while the home holds their folders from an "
                 "earlier database: new ids continue above every folder, which is never reused");
+  cmd->add_option("--requalify-after", flags->requalify_after,
+                  "A GPU quarantined for a fault and idle this long gets a requalification burn-in; it returns to "
+                  "service when that passes and is retired when it fails (0: never; only an operator returns it)")
+      ->capture_default_str();
+  cmd->add_option("--requalify-level", flags->requalify_level,
+                  "Burn-in level of the requalification (2: the quick checks, memory test, load swings and peer "
+                  "checks; 3 adds 15 minutes of stress)")
+      ->check(CLI::Range(1, 3))
+      ->capture_default_str();
+  cmd->add_flag("--allow-gpu-reset", flags->allow_gpu_reset,
+                "Reset a quarantined GPU before its requalification, only when no process uses it");
+  cmd->add_option("--self-heal-shadow", flags->self_heal_shadow,
+                  "Self-healing rules that only record what they would do (comma-separated rule names, or all)");
+  cmd->add_option("--self-heal", flags->self_heal,
+                  "A self-healing threshold, KEY=VALUE (window=24h, suspect_jobs=3, quarantine_jobs=4, "
+                  "retire_fatal=5, retire_quarantines=3, requarantine_window=7d, suspect_clears_after=72h, "
+                  "requalify_timeout=2h); repeatable");
   cmd->callback([ctx, flags] {
     daemon::DaemonOptions options;
+    if (flags->requalify_after == "0") {
+      options.self_heal.states.requalify_after = 0;
+    } else if (!ParseDuration(flags->requalify_after, &options.self_heal.states.requalify_after) ||
+               options.self_heal.states.requalify_after < 0 ||
+               options.self_heal.states.requalify_after > 366LL * 24 * kHourMs) {
+      return ctx->Fail(InvalidArgument("--requalify-after takes a duration like 10m (0: never); got '" +
+                                       flags->requalify_after.substr(0, 60) + "'"));
+    }
+    options.self_heal.requalify_level = flags->requalify_level;
+    options.self_heal.allow_gpu_reset = flags->allow_gpu_reset;
+    if (!flags->self_heal_shadow.empty()) {
+      if (Status s = daemon::SetSelfHealShadow(&options.self_heal, flags->self_heal_shadow); !s.ok()) {
+        return ctx->Fail(s);
+      }
+    }
+    for (const std::string& t : flags->self_heal) {
+      if (Status s = daemon::SetSelfHealThreshold(&options.self_heal, t); !s.ok()) return ctx->Fail(s);
+    }
     options.cgroup_root = flags->cgroup_root == "none" ? "" : flags->cgroup_root;
     options.pipeline_backend = flags->pipeline_backend;
     options.slurm.site.shared_dir = flags->slurm_shared_dir;

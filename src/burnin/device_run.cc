@@ -123,6 +123,7 @@ void RunDeviceWork(gpu::ComputeBackend& backend, const gpu::GpuInfo& gpu,
         }
         done = level == 1 ? run.Level1() : level == 2 ? run.Level2() : run.Level3();
       }
+      if (done.ok() && options.level >= 2) done = run.Requalification();
       if (done.code() == Code::kAborted) {
         result->aborted = true;
         std::lock_guard lock(status->mu);

@@ -43,6 +43,9 @@ struct DeviceResult {
   std::vector<MemErrorRecord> memory_error_samples;
   Rates rates;
   std::optional<TimeMs> stress_begin, stress_end;
+  // The square wave and the steady load of the peer checks (level 2).
+  std::optional<TimeMs> transients_begin, transients_end;
+  std::optional<TimeMs> steady_begin, steady_end;
 };
 
 // Runs on the GPU's own thread. Never throws: every outcome lands in
@@ -63,11 +66,15 @@ class DeviceRun {
   Status Level1();
   Status Level2();
   Status Level3();
+  // Level 2 and up, after the last level's work (so that level 3's stress
+  // meets a compute fault first): the load swings and the steady load of the
+  // peer checks (transient_level.cc).
+  Status Requalification();
 
  private:
   // Progress units: level 1 one, level 2 one per memory pattern and one per
   // other measurement, level 3 nine times the rest, spread over its time.
-  static constexpr double kLevel1Units = 1, kLevel2Units = 13;
+  static constexpr double kLevel1Units = 1, kLevel2Units = 15;
   static constexpr double kStressShareOfUnits = 9;
 
   void Publish(const std::string& phase, double partial_units = 0,
@@ -84,6 +91,13 @@ class DeviceRun {
   Status MemoryBandwidth();
   Status Gemm();
   std::optional<double> NominalMemoryGbs() const;
+
+  // the load swings and steady load (transient_level.cc)
+  Status PowerTransients();
+  Status PeerLoad();
+  // Runs fp32 stress batches of about `batch_ms` each until `until`; a
+  // wrong or NaN result fails the check `name`.
+  Status LoadUntil(TimeMs until, DurationMs batch_ms, const char* name);
 
   // level 3 parts (stress_level.cc)
   Status StressPrecision(gpu::Precision precision, TimeMs until, double units);

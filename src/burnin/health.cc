@@ -52,6 +52,12 @@ constexpr double kBandwidthLowPenalty = 5;
 constexpr double kCheckErrorPenalty = 10;
 // A GPU that fell off the bus during the burn-in.
 constexpr double kGpuLostPenalty = 60;
+// Requalification: a power stage that does not hold load swings is as bad as
+// a lost card; a card well below its peers' clock (or power) under the same
+// load is degraded at best, as DCGM's peer checks flag it.
+constexpr double kTransientsPenalty = 60;
+// Counted once per run, whether the clock, the power or both are low.
+constexpr double kBelowPeersPenalty = 25;
 
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -149,6 +155,12 @@ class Scorer {
     } else if (r == "throttled_at_idle" || r == "hot_at_idle" || r == "high_idle_power" ||
                r == "implausible_reading") {
       Add("idle", kIdleAnomalyPenalty, check.name + ": " + check.message);
+    } else if (r == "xid_under_transients" || r == "lost_under_transients") {
+      Add("power_transients", kTransientsPenalty, check.message);
+    } else if (r == "below_peers_clock" || r == "below_peers_power") {
+      const bool counted = std::any_of(health_->factors.begin(), health_->factors.end(),
+                                       [](const HealthFactor& f) { return f.name == "peers"; });
+      if (!counted) Add("peers", kBelowPeersPenalty, check.message);
     } else if (r == "memory_bandwidth_low" || r == "d2d_bandwidth_low") {
       Add("bandwidth", kBandwidthLowPenalty, check.name + ": " + check.message);
     }

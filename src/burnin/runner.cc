@@ -8,6 +8,7 @@
 
 #include "burnin/device_run.h"
 #include "burnin/idle_checks.h"
+#include "burnin/requalify_checks.h"
 #include "burnin/thermal.h"
 #include "host/virtual_clock.h"
 
@@ -34,6 +35,8 @@ struct GpuRun {
   std::string unanswered;               // the driver's error at the start
   std::optional<int> loaded_gen;        // highest link generation under load
   std::string lost;                     // the driver's error once it stopped answering
+  std::optional<TimeMs> lost_at;
+  std::vector<std::pair<TimeMs, int>> xids;  // XIDs the readings reported, with their time
   std::optional<double> temp_c;         // the last reading, for progress
   std::unique_ptr<DeviceStatus> status = std::make_unique<DeviceStatus>();
   DeviceResult result;
@@ -49,9 +52,13 @@ void Sample(gpu::Driver& driver, GpuRun& g, TimeMs now, TimeMs started) {
   }
   auto sample = driver.Sample(g.index, now);
   if (!sample.ok()) {
-    if (g.lost.empty() && !done) g.lost = sample.status().message();
+    if (g.lost.empty() && !done) {
+      g.lost = sample.status().message();
+      g.lost_at = now;
+    }
     return;
   }
+  for (const gpu::XidEvent& x : sample->xids) g.xids.push_back({x.time ? x.time : now, x.xid});
   TempPoint point;
   point.t = now - started;
   point.temp_c = sample->temp_c;
@@ -119,8 +126,28 @@ void Finish(GpuRun& g, const BurnInOptions& options, TimeMs finished) {
       checks.push_back(std::move(c));
     }
   }
+  if (r.transients_begin && r.transients_end) {
+    const TimeMs begin = *r.transients_begin, end = *r.transients_end;
+    TransientObservation o;
+    for (const TempPoint& p : run.curve) {
+      const TimeMs t = run.started + p.t;
+      if (t < begin || t > end) continue;
+      ++o.readings;
+      if (p.power_w) {
+        o.min_power_w = std::min(o.min_power_w.value_or(*p.power_w), *p.power_w);
+        o.max_power_w = std::max(o.max_power_w.value_or(*p.power_w), *p.power_w);
+      }
+    }
+    // The card fell off under the swings (or right after the last one).
+    if (g.lost_at && *g.lost_at >= begin && *g.lost_at <= end + 2 * options.sample_interval) o.failed_readings = 1;
+    if (!r.lost.empty() && !g.lost_at) o.failed_readings = 1;
+    for (const auto& [t, xid] : g.xids) {
+      if (t >= begin && t <= end + 2 * options.sample_interval) o.xids.push_back(xid);
+    }
+    checks.push_back(JudgeTransients(o, options.transients));
+  }
   const bool lost_reported = std::any_of(checks.begin(), checks.end(), [](const Check& c) {
-    return c.reason == "gpu_lost";
+    return c.reason == "gpu_lost" || c.reason == "lost_under_transients";
   });
   if (!g.lost.empty() && !lost_reported) {
     Check lost;
@@ -144,6 +171,29 @@ void Finish(GpuRun& g, const BurnInOptions& options, TimeMs finished) {
     return c.outcome == CheckOutcome::kFail;
   });
   run.outcome = failed ? RunOutcome::kFaultsFound : RunOutcome::kPassed;
+}
+
+double MedianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// The card's clock and power under the steady load (its median readings);
+// `gpu_index` is the run's position, which PeerChecks hands back.
+PeerReading SteadyReading(const GpuRun& g, int position) {
+  PeerReading r;
+  r.gpu_index = position;
+  r.model = g.info->name;
+  std::vector<double> clocks, powers;
+  for (const TempPoint& p : g.run.curve) {
+    const TimeMs t = g.run.started + p.t;
+    if (t < *g.result.steady_begin || t > *g.result.steady_end) continue;
+    if (p.sm_clock_mhz) clocks.push_back(*p.sm_clock_mhz);
+    if (p.power_w) powers.push_back(*p.power_w);
+  }
+  if (!clocks.empty()) r.sm_clock_mhz = MedianOf(clocks);
+  if (!powers.empty()) r.power_w = MedianOf(powers);
+  return r;
 }
 
 // The reference for one model: the fleet's history from the options, else
@@ -245,7 +295,24 @@ Result<std::vector<BurnInRun>> RunBurnIn(gpu::Driver& driver, const gpu::Fleet& 
     });
   }
 
-  for (TimeMs next = started + options.sample_interval;; next += options.sample_interval) {
+  // The square wave's half periods are shorter than a reading interval: while
+  // it runs, readings come often enough to see both halves.
+  const DurationMs wave_interval =
+      std::min<DurationMs>(options.sample_interval,
+                           options.transients.frequency_hz > 0
+                               ? std::max<DurationMs>(10, static_cast<DurationMs>(400 / options.transients.frequency_hz))
+                               : options.sample_interval);
+  auto in_wave = [&gpus] {
+    for (const GpuRun& g : gpus) {
+      if (!g.started) continue;
+      std::lock_guard lock(g.status->mu);
+      if (g.status->phase == "power_transients") return true;
+    }
+    return false;
+  };
+  TimeMs last_progress = started;
+  for (TimeMs next = started + options.sample_interval;;
+       next += in_wave() ? wave_interval : options.sample_interval) {
     while (clock.Now() < next && clock.SleepUntil(next) == false && !stop.stop_requested()) {
     }
     const TimeMs now = clock.Now();
@@ -256,7 +323,10 @@ Result<std::vector<BurnInRun>> RunBurnIn(gpu::Driver& driver, const gpu::Fleet& 
       std::lock_guard lock(g.status->mu);
       all_done = all_done && g.status->done;
     }
-    if (progress) {
+    // Progress keeps its cadence while the readings come faster.
+    const bool report_now = all_done || now >= last_progress + options.sample_interval;
+    if (progress && report_now) {
+      last_progress = now;
       std::vector<Progress> report;
       for (const GpuRun& g : gpus) report.push_back(ProgressOf(g));
       try {
@@ -272,10 +342,16 @@ Result<std::vector<BurnInRun>> RunBurnIn(gpu::Driver& driver, const gpu::Fleet& 
 
   const TimeMs finished = clock.Now();
   std::vector<BurnInRun> runs;
-  for (GpuRun& g : gpus) {
+  std::vector<PeerReading> peers;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    GpuRun& g = gpus[i];
+    if (g.result.steady_begin && g.result.steady_end && g.lost.empty()) {
+      peers.push_back(SteadyReading(g, static_cast<int>(i)));
+    }
     Finish(g, options, finished);
     runs.push_back(std::move(g.run));
   }
+  for (auto& [i, check] : PeerChecks(peers, options.peers)) runs[i].checks.push_back(std::move(check));
   for (BurnInRun& run : runs) run.health = ScoreRun(run, ReferenceFor(run.gpu_name, options, {}));
   for (BurnInRun& run : runs) run.health = ScoreRun(run, ReferenceFor(run.gpu_name, options, runs));
   return runs;

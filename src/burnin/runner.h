@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "burnin/health.h"
+#include "burnin/requalify_checks.h"
 #include "burnin/result.h"
 #include "core/status.h"
 #include "core/time.h"
@@ -28,6 +29,13 @@ struct BurnInOptions {
   uint64_t seed = 1;                            // memory-test random patterns
   size_t max_memory_error_samples = 64;
   DurationMs sample_interval = 1000;            // temperature curve
+  // Level 2 and up, after the memory work: a full/idle square wave that
+  // trips weak power stages ("power_transients"; duration 0 leaves it out),
+  // then a steady load whose clocks and power are held against the median of
+  // the same model in this run ("peer_clock", "peer_power").
+  TransientOptions transients{4, 10 * kSecondMs};
+  DurationMs peer_load = 5 * kSecondMs;         // 0 leaves the peer checks out
+  PeerOptions peers;
   // Reference rates per GPU model name for the throughput ratio: the fleet's
   // history (see ReferenceFromHistory). Missing models score against the
   // catalogue only.

@@ -443,6 +443,75 @@ faults: [{at: 5m, gpu: 0, kind: xid, xid: 79}])",
   EXPECT_EQ(out.runs[1].outcome, RunOutcome::kPassed);
 }
 
+// Seconds from the start of a level-2 burn-in of `gpus` to its square wave
+// (a clean run on the same seed: the virtual clock makes it repeatable).
+DurationMs WaveStart(const std::string& gpus) {
+  int reports = 0, at_wave = -1;
+  Outcome out = Burn(gpus, Level(2), {}, {}, [&](const std::vector<Progress>& p) {
+    ++reports;
+    if (at_wave < 0 && p[0].phase == "power_transients") at_wave = reports;
+  });
+  EXPECT_GT(at_wave, 0);
+  return at_wave * kSecondMs;
+}
+
+TEST(BurnInTest, ACardThatDropsUnderLoadSwingsFailsPowerTransients) {
+  // The weak power stage is there from just before the wave: the memory
+  // test's own load changes come earlier and are not what is tested here.
+  const std::string gpus = "gpus: [{model: rtx3090, count: 2}]\n";
+  const DurationMs wave = WaveStart(gpus);
+  Outcome out = Burn(gpus + fmt::format("faults: [{{at: {}ms, gpu: 0, kind: transient_drop, count: 6}}]",
+                                        wave - 2 * kSecondMs),
+                     Level(2));
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  const BurnInRun& weak = out.runs[0];
+  SCOPED_TRACE(Describe(weak));
+  EXPECT_EQ(weak.outcome, RunOutcome::kFaultsFound);
+  const Check* swings = Find(weak, "power_transients");
+  ASSERT_TRUE(swings);
+  EXPECT_EQ(swings->outcome, CheckOutcome::kFail);
+  EXPECT_THAT(swings->reason, ::testing::AnyOf("lost_under_transients", "xid_under_transients"));
+  EXPECT_EQ(weak.health.verdict, Verdict::kUnhealthy);
+  // Its steady sibling held the same wave, and the power did swing.
+  const BurnInRun& good = out.runs[1];
+  SCOPED_TRACE(Describe(good));
+  EXPECT_EQ(good.outcome, RunOutcome::kPassed);
+  const Check* held = Find(good, "power_transients");
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->outcome, CheckOutcome::kPass);
+  EXPECT_LT(held->values.at("min_power_w"), 0.5 * held->values.at("max_power_w"));
+}
+
+TEST(BurnInTest, ACardClockingUnderItsPeersIsHeldBack) {
+  Outcome out = Burn(R"(gpus: [{model: rtx3090, count: 4}]
+faults: [{at: 0s, gpu: 2, kind: underclock, factor: 0.85}])",
+                     Level(2));
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  for (int i = 0; i < 4; ++i) {
+    const BurnInRun& run = out.runs[i];
+    SCOPED_TRACE(Describe(run));
+    const Check* clock = Find(run, "peer_clock");
+    const Check* power = Find(run, "peer_power");
+    ASSERT_TRUE(clock && power);
+    if (i == 2) {
+      // 15 % under its peers: below the tolerance in power (and in clock
+      // where the power cap does not hold the peers' clocks down too).
+      EXPECT_EQ(power->outcome, CheckOutcome::kWarn);
+      EXPECT_EQ(power->reason, "below_peers_power");
+      EXPECT_NEAR(power->values.at("ratio"), 0.85, 0.04);
+      EXPECT_LT(clock->values.at("ratio"), 0.95);
+      EXPECT_EQ(run.health.verdict, Verdict::kDegraded);
+      ASSERT_TRUE(Factor(run, "peers"));
+      EXPECT_EQ(Factor(run, "peers")->penalty, 25);
+    } else {
+      EXPECT_EQ(clock->outcome, CheckOutcome::kPass);
+      EXPECT_EQ(power->outcome, CheckOutcome::kPass);
+      EXPECT_NEAR(clock->values.at("ratio"), 1, 0.03);
+      EXPECT_EQ(run.health.verdict, Verdict::kHealthy);
+    }
+  }
+}
+
 TEST(BurnInTest, StopMidStressAbortsQuickly) {
   std::stop_source stop;
   int calls = 0, calls_at_stop = 0;

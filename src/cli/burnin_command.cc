@@ -23,6 +23,7 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/table.h"
+#include "exec/command_runner.h"
 #include "gpu/compute_open.h"
 #include "gpu/open.h"
 #include "host/clock.h"
@@ -46,6 +47,7 @@ struct BurnInFlags {
   bool json = false;
   std::string report;
   bool direct = false;
+  bool reset_first = false;
 };
 
 int Error(int code, const std::string& message) {
@@ -269,6 +271,43 @@ int RunThroughDaemon(const CommandContext& ctx, const BurnInFlags& flags, Daemon
   return code;
 }
 
+// --reset-first (a requalification under `daemon --allow-gpu-reset`): resets
+// the GPU before its burn-in, only when no process uses it. The outcome is a
+// check of the run ("gpu_reset"), so the requalification's evidence shows it.
+burnin::Check ResetGpu(gpu::Driver& driver, const gpu::GpuInfo& info, host::Clock& clock) {
+  burnin::Check c;
+  c.name = "gpu_reset";
+  c.level = 1;
+  c.outcome = burnin::CheckOutcome::kSkipped;
+  auto sample = driver.Sample(info.index, clock.Now());
+  if (!sample.ok()) {
+    c.reason = "gpu_not_answering";
+    c.message = "not reset: the GPU does not answer (" + sample.status().message() + ")";
+  } else if (!sample->processes.empty()) {
+    c.reason = "processes_on_gpu";
+    c.message = fmt::format("not reset: {} process(es) use the GPU", sample->processes.size());
+  } else if (driver.simulated()) {
+    c.reason = "simulated";
+    c.message = "not reset: a simulated card has no hardware to reset";
+  } else {
+    exec::CommandRequest reset;
+    reset.argv = {"nvidia-smi", "--gpu-reset", "-i", info.pci_bus_id};
+    reset.timeout = 2 * kMinuteMs;
+    auto done = exec::NewProcessRunner()->Run(reset);
+    if (done.ok() && done->exit_code == 0) {
+      c.outcome = burnin::CheckOutcome::kPass;
+      c.message = "reset with nvidia-smi --gpu-reset before the burn-in";
+    } else {
+      c.outcome = burnin::CheckOutcome::kWarn;
+      c.reason = "reset_failed";
+      c.message = "nvidia-smi --gpu-reset failed: " +
+                  (done.ok() ? Printable(done->err.substr(0, 200)) : done.status().message());
+    }
+  }
+  std::fprintf(stderr, "GPU %d: %s\n", info.index, Printable(c.message).c_str());
+  return c;
+}
+
 int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
   // First, before any thread starts: every thread must inherit the mask.
   StopOnSignal stop;
@@ -351,6 +390,10 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
   std::fprintf(stderr, "burn-in level %d of %zu GPU%s%s; Ctrl-C stops it\n", options->level, indices->size(),
                indices->size() == 1 ? "" : "s",
                options->level == 3 ? (", stress for " + FormatDuration(options->stress_duration)).c_str() : "");
+  std::map<int, burnin::Check> resets;
+  if (flags.reset_first) {
+    for (int i : *indices) resets[i] = ResetGpu(driver, fleet->gpus[i], *clock);
+  }
   ProgressDisplay display(::isatty(STDERR_FILENO) != 0, labels, kPlainProgressInterval);
   host::Clock* clock_ptr = clock.get();
   auto runs = burnin::RunBurnIn(driver, *fleet, *indices, **compute, *clock, *options, stop.token(),
@@ -363,6 +406,9 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
                  runs.status().message());
   }
 
+  for (burnin::BurnInRun& run : *runs) {
+    if (auto r = resets.find(run.gpu_index); r != resets.end()) run.checks.insert(run.checks.begin(), r->second);
+  }
   // Run as a job of the daemon's queue: the runs name it, and a passing one
   // may return a GPU the daemon drained to work.
   if (const char* job = std::getenv("GPUHERD_JOB_ID")) {
@@ -425,6 +471,8 @@ void AddBurnInCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_flag("--json", flags->json, "Print the runs as JSON");
   cmd->add_option("--report", flags->report, "Also write an HTML report with temperature curves to this file");
   cmd->add_flag("--direct", flags->direct, "Test the GPUs from this process even though a daemon runs");
+  cmd->add_flag("--reset-first", flags->reset_first,
+                "Reset each GPU (nvidia-smi --gpu-reset) before testing it, only when no process uses it");
   flags->driver.AddTo(cmd);
   cmd->callback([ctx, flags] { ctx->exit_code = RunCommand(*ctx, *flags); });
 }

@@ -54,9 +54,10 @@ std::string OutcomeCell(RunOutcome outcome, bool color) {
 }
 
 // A check this run left out (a level 3 too short for the thermal trend), as
-// opposed to one the card cannot answer (no ECC on a GeForce).
+// opposed to one the card or the machine cannot answer (no ECC on a GeForce,
+// no peers: fewer than 3 cards of the model in the machine).
 bool LeftOut(const burnin::Check& c) {
-  return c.outcome == CheckOutcome::kSkipped && c.reason != "not_supported";
+  return c.outcome == CheckOutcome::kSkipped && c.reason != "not_supported" && c.reason != "too_few_peers";
 }
 
 }  // namespace

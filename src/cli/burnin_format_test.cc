@@ -101,6 +101,11 @@ TEST(VerdictTextTest, AShortLevel3SaysTheThermalTrendWasNotChecked) {
   EXPECT_NE(RenderBurnInTable({run}, false).find("passed; thermal not checked"), std::string::npos);
   EXPECT_NE(RenderRunDetail(run, false).find("passed; thermal not checked"), std::string::npos);
   EXPECT_EQ(MainReason(run), "thermal.trend: a stress of 1m is too short");
+  // Nor are peer checks where the machine has too few cards of the model.
+  BurnInRun alone = Passed(2, 95, 35.0);
+  alone.checks.push_back(Check{"peer_clock", 2, CheckOutcome::kSkipped, "too_few_peers",
+                               "1 card(s) of this model ran; a median needs 3", {}});
+  EXPECT_EQ(VerdictText(alone), "healthy");
   // What the card cannot answer (no ECC on a GeForce) is not a check left out.
   BurnInRun geforce = Passed(1, 95, 35.0);
   geforce.checks.push_back(Check{"ecc", 1, CheckOutcome::kSkipped, "not_supported", "", {}});

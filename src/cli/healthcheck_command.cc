@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "burnin/idle_checks.h"
+#include "api/decode.h"
+#include "api/gpus.h"
 #include "burnin/node_health.h"
 #include "cli/burnin_history.h"
 #include "cli/command.h"
@@ -53,36 +55,81 @@ std::map<std::string, burnin::Health> LatestHealth(const CommandContext& ctx, st
   return out;
 }
 
+// One GPU's level-1 checks from a reading; a GPU that did not answer fails.
+std::vector<burnin::Check> Level1(const gpu::GpuInfo& info, const Result<gpu::GpuSample>& sample) {
+  if (!sample.ok()) {
+    burnin::Check lost;
+    lost.name = "driver";
+    lost.outcome = burnin::CheckOutcome::kFail;
+    lost.reason = "gpu_not_answering";
+    return {lost};
+  }
+  std::vector<burnin::Check> checks = burnin::IdleChecks(info, *sample);
+  checks.push_back(burnin::PcieLinkCheck(info, *sample, std::nullopt, 1));
+  return checks;
+}
+
+// The running daemon's GPUs as it reads them, judged with its self-healing
+// state: a quarantined, requalifying or retired GPU is kept from work, so the
+// node is not well. nullopt when no daemon answers.
+std::optional<Result<std::vector<burnin::GpuJudgement>>> JudgeDaemonGpus(
+    const CommandContext& ctx, const std::map<std::string, burnin::Health>& health, bool* simulated) {
+  DaemonClient client(ctx.dir(), 3000);
+  if (!client.Reachable()) return std::nullopt;
+  auto reply = client.Get("/v1/gpus");
+  if (!reply.ok()) return Result<std::vector<burnin::GpuJudgement>>(reply.status());
+  auto fleet = api::Decode<api::Fleet>(*reply, "the daemon's GPUs");
+  if (!fleet.ok()) return Result<std::vector<burnin::GpuJudgement>>(fleet.status());
+  *simulated = fleet->simulated;
+  std::vector<burnin::GpuJudgement> judged;
+  for (const api::Gpu& g : fleet->gpus) {
+    Result<gpu::GpuSample> sample = g.state == "lost" || !g.sample
+                                        ? Result<gpu::GpuSample>(Unavailable(g.last_error))
+                                        : Result<gpu::GpuSample>(*g.sample);
+    std::vector<burnin::Check> checks = Level1(g.info, sample);
+    if (g.health_state && g.health_state->state != "in_service") {
+      burnin::Check state;
+      state.name = "self_heal";
+      const std::string& st = g.health_state->state;
+      state.outcome = st == "suspect" ? burnin::CheckOutcome::kWarn : burnin::CheckOutcome::kFail;
+      state.reason = st;
+      state.message = g.health_state->reason;
+      checks.push_back(state);
+    }
+    auto h = health.find(g.info.uuid);
+    judged.push_back(burnin::JudgeGpu(g.info.index, g.info.uuid, checks,
+                                      h == health.end() ? std::nullopt : std::optional<burnin::Health>(h->second)));
+  }
+  return Result<std::vector<burnin::GpuJudgement>>(std::move(judged));
+}
+
 Status Run(const CommandContext& ctx, const HealthcheckFlags& flags, int* exit_code) {
   auto host = host::NewHost();
   auto clock = host::NewRealClock();
-  auto opened = gpu::OpenDriver(StrictChoice(flags.driver));
-  if (!opened.ok()) {
-    if (!flags.driver.asked_for_sim()) return NoDriver(opened.status());
-    return opened.status().Annotate("cannot open the GPU driver");
-  }
-  auto fleet = opened->driver->Discover();
-  if (!fleet.ok()) return fleet.status().Annotate("cannot enumerate the GPUs");
   std::string note;
   const auto health = LatestHealth(ctx, &note);
-
   std::vector<burnin::GpuJudgement> judged;
-  for (const gpu::GpuInfo& info : fleet->gpus) {
-    std::vector<burnin::Check> checks;
-    auto sample = opened->driver->Sample(info.index, clock->Now());
-    if (!sample.ok()) {
-      burnin::Check lost;
-      lost.name = "driver";
-      lost.outcome = burnin::CheckOutcome::kFail;
-      lost.reason = "gpu_not_answering";
-      checks.push_back(lost);
-    } else {
-      checks = burnin::IdleChecks(info, *sample);
-      checks.push_back(burnin::PcieLinkCheck(info, *sample, std::nullopt, 1));
+  bool simulated = false;
+  // With a daemon running, its GPUs are the node's (a simulated fleet asked
+  // for with --sim is judged here instead).
+  auto from_daemon = flags.driver.asked_for_sim() ? std::nullopt : JudgeDaemonGpus(ctx, health, &simulated);
+  if (from_daemon) {
+    if (!from_daemon->ok()) return from_daemon->status().Annotate("cannot read the daemon's GPUs");
+    judged = std::move(from_daemon->value());
+  } else {
+    auto opened = gpu::OpenDriver(StrictChoice(flags.driver));
+    if (!opened.ok()) {
+      if (!flags.driver.asked_for_sim()) return NoDriver(opened.status());
+      return opened.status().Annotate("cannot open the GPU driver");
     }
-    auto h = health.find(info.uuid);
-    judged.push_back(burnin::JudgeGpu(info.index, info.uuid, checks,
-                                      h == health.end() ? std::nullopt : std::optional<burnin::Health>(h->second)));
+    auto fleet = opened->driver->Discover();
+    if (!fleet.ok()) return fleet.status().Annotate("cannot enumerate the GPUs");
+    simulated = fleet->simulated;
+    for (const gpu::GpuInfo& info : fleet->gpus) {
+      auto h = health.find(info.uuid);
+      judged.push_back(burnin::JudgeGpu(info.index, info.uuid, Level1(info, opened->driver->Sample(info.index, clock->Now())),
+                                        h == health.end() ? std::nullopt : std::optional<burnin::Health>(h->second)));
+    }
   }
 
   std::string node = flags.node.empty() ? host->Hostname().substr(0, host->Hostname().find('.')) : flags.node;
@@ -132,11 +179,11 @@ Status Run(const CommandContext& ctx, const HealthcheckFlags& flags, int* exit_c
                           {"slurm_state", state}, {"slurm_reason", reason},
                           {"action", burnin::NodeActionName(action.kind)},
                           {"command", shell},     {"dry_run", flags.dry_run},
-                          {"simulated", fleet->simulated}, {"message", action.message},
+                          {"simulated", simulated}, {"message", action.message},
                           {"note", note}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    if (fleet->simulated) std::fprintf(stderr, "note: SIMULATED fleet: these are not real GPUs\n");
+    if (simulated) std::fprintf(stderr, "note: SIMULATED fleet: these are not real GPUs\n");
     if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
     if (flags.slurm) {
       std::printf("%s\n", action.message.c_str());

@@ -53,33 +53,7 @@ Result<store::GpuRecord> FindGpu(store::Store& db, const std::string& which) {
 }
 
 Result<alerts::Passport> Build(store::Store& db, const store::GpuRecord& gpu) {
-  store::EventFilter filter;
-  filter.gpu_uuid = gpu.uuid;
-  filter.kind_prefix = "gpu.";
-  filter.limit = 100000;
-  auto events = db.ListEvents(filter);
-  if (!events.ok()) return events.status();
-  store::BurnInFilter burnins_of;
-  burnins_of.gpu_uuid = gpu.uuid;
-  burnins_of.limit = 100000;
-  auto burnins = db.ListBurnInRuns(burnins_of);
-  if (!burnins.ok()) return burnins.status();
-  auto transitions = db.ListHealthTransitions(gpu.uuid);
-  if (!transitions.ok()) return transitions.status();
-  auto minutes = db.CountSampledMinutes(gpu.uuid);
-  if (!minutes.ok()) return minutes.status();
-  alerts::Passport p = alerts::BuildPassport(gpu, *events, *burnins, *transitions, *minutes,
-                                             host::NewHost()->Hostname());
-  auto imports = db.ListPassportImports(p.key);
-  if (!imports.ok()) return imports.status();
-  for (const store::PassportImportRecord& r : *imports) {
-    auto parsed = alerts::PassportFromJson(nlohmann::json::parse(r.passport_json, nullptr, false));
-    if (!parsed.ok()) continue;  // checked when imported; a damaged row is left out
-    auto merged = alerts::MergePassport(std::move(p), *parsed);
-    if (!merged.ok()) return merged.status();
-    p = std::move(merged).value();
-  }
-  return p;
+  return alerts::LoadPassport(db, gpu, host::NewHost()->Hostname());
 }
 
 void PrintText(const alerts::Passport& p) {

@@ -69,9 +69,9 @@ Result<std::vector<int>> ChoosePositions(const json& gpus, const gpu::Fleet& fle
 Result<BurnInJob> PlanBurnInJob(const json& body, const gpu::Fleet& fleet, const BurnInLauncher& launcher) {
   if (!body.is_object()) return InvalidArgument("burn-in request: the body must be a JSON object like {\"level\": 1}");
   for (const auto& [key, value] : body.items()) {
-    static const std::set<std::string> kKnown = {"gpus", "level", "duration", "memtest_fraction"};
+    static const std::set<std::string> kKnown = {"gpus", "level", "duration", "memtest_fraction", "reset_first"};
     if (!kKnown.count(key)) {
-      return FieldError(key, "is not a burn-in option (known: gpus, level, duration, memtest_fraction)");
+      return FieldError(key, "is not a burn-in option (known: gpus, level, duration, memtest_fraction, reset_first)");
     }
   }
   const json level = body.value("level", json());
@@ -96,6 +96,9 @@ Result<BurnInJob> PlanBurnInJob(const json& body, const gpu::Fleet& fleet, const
     }
     fraction = body["memtest_fraction"].get<double>();
   }
+  if (body.contains("reset_first") && !body["reset_first"].is_boolean()) {
+    return FieldError("reset_first", "must be true or false, got " + body["reset_first"].dump());
+  }
   auto positions = ChoosePositions(body.value("gpus", json()), fleet);
   if (!positions.ok()) return positions.status();
 
@@ -112,6 +115,7 @@ Result<BurnInJob> PlanBurnInJob(const json& body, const gpu::Fleet& fleet, const
   for (const std::string& uuid : job.extras.pinned_gpus) argv.back() += (argv.back().empty() ? "" : ",") + uuid;
   if (level.get<int>() == 3) argv.insert(argv.end(), {"--duration", duration});
   if (level.get<int>() >= 2) argv.insert(argv.end(), {"--memtest-fraction", fmt::format("{}", fraction)});
+  if (body.value("reset_first", false)) argv.push_back("--reset-first");
   argv.insert(argv.end(), launcher.driver_args.begin(), launcher.driver_args.end());
   if (!launcher.home.empty()) argv.insert(argv.end(), {"--home", launcher.home});
   job.spec = {{"command", argv},

@@ -41,7 +41,8 @@ struct BurnInJob {
 };
 
 // POST /v1/burnin's body: {"gpus": ["0", "GPU-…"] or "all" (default),
-// "level": 1-3, "duration": "15m" (level 3), "memtest_fraction": 0.9}.
+// "level": 1-3, "duration": "15m" (level 3), "memtest_fraction": 0.9,
+// "reset_first": false (reset each GPU first where no process uses it)}.
 // kInvalidArgument says which field to fix.
 Result<BurnInJob> PlanBurnInJob(const nlohmann::json& body, const gpu::Fleet& fleet, const BurnInLauncher& launcher);
 

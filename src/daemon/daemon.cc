@@ -35,6 +35,8 @@
 #include "daemon/turn_participant.h"
 #include "daemon/pipeline_service.h"
 #include "daemon/risk_service.h"
+#include "daemon/self_heal_queue.h"
+#include "daemon/self_heal_service.h"
 #include "http/server.h"
 #include "daemon/metrics_service.h"
 #include "exec/executor.h"
@@ -140,6 +142,8 @@ struct Daemon::Impl {
   std::unique_ptr<AlertService> alerts;
   std::unique_ptr<MetricsService> metrics;
   std::unique_ptr<RiskService> risk;
+  std::unique_ptr<SelfHealJobQueue> self_heal_queue;
+  std::unique_ptr<SelfHealService> self_heal;  // uses jobs and alerts
   std::unique_ptr<http::Server> server;
   std::unique_ptr<http::Server> metrics_server;  // --metrics-port: /metrics only
 
@@ -206,8 +210,16 @@ struct Daemon::Impl {
   void Ingest(const telemetry::SampleRound& round) {
     auto result = state.telemetry->Ingest(round);
     if (jobs) {
-      jobs->OnGpuEvents(result.events);
+      // Faults self-healing judges go through its rules; the queue keeps the
+      // rest (a critical thermal event drains as before).
+      std::vector<store::EventRecord> for_queue;
+      for (const auto& e : result.events) {
+        if (!self_heal || !SelfHealService::Judges(e)) for_queue.push_back(e);
+      }
+      if (self_heal) self_heal->OnGpuEvents(result.events);
+      jobs->OnGpuEvents(for_queue);
       jobs->OnRound();
+      if (self_heal) self_heal->OnRound(round.time);
     }
     if (pipelines) pipelines->OnRound();
     if (alerts) alerts->AfterRound(round.time);
@@ -276,6 +288,32 @@ struct Daemon::Impl {
     if (!CommitTurn()) return IoError("cannot write " + dir.db_path());
     spdlog::info("{} alert rules ({})", alerts->engine().rules().size(),
                  options.alert_rules_path.empty() ? "built in" : options.alert_rules_path);
+    return Status::Ok();
+  }
+
+  // Self-healing GPUs: the GPUs' states as stored, requalifications under
+  // way carried on. After the queue's and the alerts' reload.
+  Status StartSelfHeal() {
+    Caller daemon_user;
+    daemon_user.uid = ::geteuid();
+    daemon_user.gid = ::getegid();
+    daemon_user.user = UserName(daemon_user.uid);
+    daemon_user.admin = true;
+    daemon_user.authenticated = true;
+    self_heal_queue = std::make_unique<SelfHealJobQueue>(
+        &state, jobs.get(), MakeBurnInLauncher(options.driver, state.sim_reason, state.fleet.gpus.size(), options.home),
+        daemon_user);
+    self_heal = std::make_unique<SelfHealService>(&state, self_heal_queue.get(), options.self_heal);
+    GPUHERD_RETURN_IF_ERROR(self_heal->Load());
+    participants.Add(self_heal.get());  // after the queue: reads its drains back on a failed commit
+    Impl* raw = this;
+    self_heal->SetAlertSink([raw](const alerts::AlertTransition& t) { raw->alerts->RaiseExternal(t); });
+    if (!CommitTurn()) return IoError("cannot write " + dir.db_path());
+    const auto& o = options.self_heal;
+    spdlog::info("self-healing: requalify after {} idle (level {}){}{}",
+                 o.states.requalify_after > 0 ? FormatDuration(o.states.requalify_after) : "never", o.requalify_level,
+                 o.allow_gpu_reset ? ", GPU reset allowed" : "",
+                 o.shadow_rules.empty() ? "" : ", some rules in shadow mode");
     return Status::Ok();
   }
 
@@ -440,20 +478,28 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   impl->pipelines = std::make_unique<PipelineService>(&impl->state, backends, options.pipeline_backend, dir);
   GPUHERD_RETURN_IF_ERROR(impl->pipelines->Load());
   for (JobBackend* b : backends) {
-    b->SetStateListener([raw](const sched::Job& job) { raw->pipelines->OnJobChanged(job); });
+    const bool local = b == impl->local_backend.get();
+    b->SetStateListener([raw, local](const sched::Job& job) {
+      raw->pipelines->OnJobChanged(job);
+      // Requalification burn-ins are jobs of this machine's queue.
+      if (local && raw->self_heal) raw->self_heal->OnJobChanged(job);
+    });
   }
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
   GPUHERD_RETURN_IF_ERROR(impl->StartAlerts());
   impl->pipelines->SetAlertSink(
       [raw](const alerts::AlertTransition& t) { raw->alerts->RaiseExternal(t); });
   impl->risk = RiskService::Create(&impl->state, impl->alerts.get(), predict::ModelPath(impl->dir));
+  GPUHERD_RETURN_IF_ERROR(impl->StartSelfHeal());
   impl->metrics = std::make_unique<MetricsService>(&impl->state, impl->jobs.get(), impl->alerts.get());
+  impl->metrics->SetSelfHeal(impl->self_heal.get());
   routes::RouteContext route_context;
   route_context.state = &impl->state;
   route_context.jobs = impl->jobs.get();
   route_context.pipelines = impl->pipelines.get();
   route_context.alerts = impl->alerts.get();
   route_context.metrics = impl->metrics.get();
+  route_context.self_heal = impl->self_heal.get();
   route_context.burnin_launcher =
       MakeBurnInLauncher(options.driver, impl->state.sim_reason, impl->state.fleet.gpus.size(), options.home);
   route_context.request_stop = [raw] { raw->loop->Stop(); };

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "daemon/job_service.h"
+#include "daemon/self_heal_service.h"
 #include "daemon/slurm_backend.h"
 #include "gpu/open.h"
 #include "host/clock.h"
@@ -48,6 +49,9 @@ struct DaemonOptions {
   // Start on a database that has never assigned an id although the home
   // holds job or pipeline folders, with ids above them (id_folders.h).
   bool adopt_empty_state = false;
+  // Self-healing GPUs (self_heal_service.h): --requalify-after, --requalify-level,
+  // --allow-gpu-reset, --self-heal-shadow, --self-heal KEY=VALUE.
+  SelfHealOptions self_heal;
 };
 
 class Daemon {

@@ -45,6 +45,7 @@ std::string MetricsService::Render() {
         g.verdict = h->second.verdict;
       }
     }
+    if (self_heal_) g.health_state = alerts::GpuHealthName(self_heal_->StateOf(static_cast<int>(i)));
     if (auto r = state_->failure_risk.find(info.uuid); r != state_->failure_risk.end()) g.failure_risk = r->second;
     in.gpus.push_back(g);
   }

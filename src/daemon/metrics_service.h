@@ -10,6 +10,7 @@
 #include "daemon/alert_service.h"
 #include "daemon/daemon_state.h"
 #include "daemon/job_service.h"
+#include "daemon/self_heal_service.h"
 
 namespace gpuherd::daemon {
 
@@ -20,6 +21,8 @@ class MetricsService {
   MetricsService(DaemonState* state, JobService* jobs, AlertService* alerts)
       : state_(state), jobs_(jobs), alerts_(alerts) {}
 
+  // Each GPU's self-healing state (gpuherd_gpu_state); null: left out.
+  void SetSelfHeal(const SelfHealService* self_heal) { self_heal_ = self_heal; }
   // After each sampling round: counts the XIDs of the newest readings.
   void AfterRound();
   // The exposition (telemetry::kMetricsContentType).
@@ -35,6 +38,7 @@ class MetricsService {
   DaemonState* state_;
   JobService* jobs_;
   AlertService* alerts_;
+  const SelfHealService* self_heal_ = nullptr;
   std::map<std::string, XidTally> xids_;  // by GPU UUID
 };
 

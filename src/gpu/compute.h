@@ -119,6 +119,10 @@ class ComputeDevice {
   virtual Status PrepareStress(Precision precision, int n) = 0;
   virtual Result<StressBatch> Stress(Precision precision, int iterations,
                                      std::stop_token stop) = 0;
+  // Leaves the card without work until the next call (the idle half of the
+  // power-transient square wave). A real device is idle once its last call
+  // returned (every call synchronizes), so only a model needs to be told.
+  virtual void Idle() {}
 };
 
 class ComputeBackend {

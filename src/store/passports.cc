@@ -10,28 +10,29 @@
 
 namespace gpuherd::store {
 
+void Store::InsertHealthTransition(HealthTransitionRecord* r) {
+  SQLite::Statement q(*db_,
+                      "INSERT INTO gpu_health_transitions (time, gpu_uuid, from_state, to_state, reason, "
+                      "evidence_json, shadow) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  q.bind(1, r->time);
+  q.bind(2, r->gpu_uuid);
+  q.bind(3, r->from_state);
+  q.bind(4, r->to_state);
+  q.bind(5, r->reason);
+  q.bind(6, r->evidence_json);
+  q.bind(7, r->shadow ? 1 : 0);
+  q.exec();
+  r->id = db_->getLastInsertRowid();
+}
+
 Status Store::AppendHealthTransitions(std::vector<HealthTransitionRecord>* rows) {
   if (Status s = CheckWritable("record GPU health transitions"); !s.ok()) return s;
   try {
     SQLite::Transaction tx(*db_);
-    SQLite::Statement q(*db_,
-                        "INSERT INTO gpu_health_transitions (time, gpu_uuid, from_state, to_state, reason, "
-                        "evidence_json, shadow) VALUES (?, ?, ?, ?, ?, ?, ?)");
-    std::vector<int64_t> ids;
-    for (const HealthTransitionRecord& r : *rows) {
-      q.reset();
-      q.bind(1, r.time);
-      q.bind(2, r.gpu_uuid);
-      q.bind(3, r.from_state);
-      q.bind(4, r.to_state);
-      q.bind(5, r.reason);
-      q.bind(6, r.evidence_json);
-      q.bind(7, r.shadow ? 1 : 0);
-      q.exec();
-      ids.push_back(db_->getLastInsertRowid());
-    }
+    std::vector<HealthTransitionRecord> written = *rows;
+    for (HealthTransitionRecord& r : written) InsertHealthTransition(&r);
     tx.commit();
-    for (size_t i = 0; i < rows->size(); ++i) (*rows)[i].id = ids[i];
+    *rows = std::move(written);
     return Status::Ok();
   } catch (const SQLite::Exception& e) {
     return StatusFromSqlite(e, "cannot record GPU health transitions in " + path_);

@@ -259,10 +259,12 @@ struct WriteBatch {
   std::vector<MetricRecord> metrics;               // inserted, replacing a repeated step
   std::vector<IdempotencyRecord> idempotency;      // upserted by (uid, key)
   TimeMs idempotency_expire_before = 0;            // > 0: deletes keys created before it
+  std::vector<HealthTransitionRecord> health_transitions;  // appended; ids assigned at commit
   bool empty() const {
     return gpus.empty() && rollups.empty() && events.empty() && jobs.empty() && drains.empty() &&
            burnin_runs.empty() && alerts.empty() && pipeline_runs.empty() && pipeline_nodes.empty() &&
-           metrics.empty() && idempotency.empty() && idempotency_expire_before == 0;
+           metrics.empty() && idempotency.empty() && idempotency_expire_before == 0 &&
+           health_transitions.empty();
   }
 };
 

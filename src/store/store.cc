@@ -348,7 +348,7 @@ Status Store::Commit(WriteBatch* batch) {
   if (batch->empty()) return Status::Ok();
 
   // Which row is being written, for the error message only.
-  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kBurnIn, kAlert, kPipeline, kIdempotency, kCommit } stage = Stage::kBegin;
+  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kBurnIn, kAlert, kPipeline, kIdempotency, kHealth, kCommit } stage = Stage::kBegin;
   size_t row = 0;
   std::vector<int64_t> ids;
   ids.reserve(batch->events.size());
@@ -377,6 +377,10 @@ Status Store::Commit(WriteBatch* batch) {
     WritePipelines(*batch, &doing_pipeline);
     stage = Stage::kIdempotency;
     WriteIdempotency(*batch);
+    stage = Stage::kHealth;
+    for (row = 0; row < batch->health_transitions.size(); ++row) {
+      InsertHealthTransition(&batch->health_transitions[row]);
+    }
     stage = Stage::kCommit;
     txn.commit();
   } catch (const SQLite::Exception& e) {
@@ -401,6 +405,9 @@ Status Store::Commit(WriteBatch* batch) {
         break;
       case Stage::kPipeline: doing = doing_pipeline; break;
       case Stage::kIdempotency: doing = "storing the outcome of a request's idempotency key"; break;
+      case Stage::kHealth:
+        doing = "storing a health transition of GPU " + batch->health_transitions[row].gpu_uuid;
+        break;
       case Stage::kCommit: doing = "committing"; break;
     }
     Status st = StatusFromSqlite(e, "cannot commit to " + path_ + " while " + doing);

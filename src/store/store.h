@@ -153,6 +153,8 @@ class Store {
   void WriteDrain(const DrainRecord& drain);
   int64_t InsertBurnIn(const BurnInRecord& run);
   void WriteAlert(const AlertRecord& alert);
+  // Inserts one row and sets its id (store/passports.cc).
+  void InsertHealthTransition(HealthTransitionRecord* row);
   // The batch's pipeline runs, nodes and metric lines; `doing` names the row
   // being written when SQLite throws.
   void WritePipelines(const WriteBatch& batch, std::string* doing);

@@ -194,6 +194,7 @@ std::optional<double> LastXid(const GpuMetrics& g) {
 }
 
 constexpr const char* kVerdicts[] = {"healthy", "degraded", "unhealthy", "unknown"};
+constexpr const char* kHealthStates[] = {"in_service", "suspect", "quarantined", "requalifying", "retired"};
 
 constexpr uint64_t kThrottleBits[] = {
     gpu::throttle::kGpuIdle,           gpu::throttle::kApplicationsClocksSetting,
@@ -299,6 +300,20 @@ void RenderGpuherd(const MetricsInput& in, const std::vector<GpuLabels>& labels,
         verdict.Add(WithLabel(labels[i].herd, "verdict", v), g.verdict == v ? 1.0 : 0.0);
       }
       if (!known) verdict.Add(WithLabel(labels[i].herd, "verdict", g.verdict), 1.0);
+    }
+  }
+  {
+    // One series per state, as kube-state-metrics does for phases: a query
+    // picks the state (gpuherd_gpu_state{state="retired"} == 1).
+    Family state(out, "gpuherd_gpu_state", "gauge",
+                 "Self-healing state of the GPU: 1 for its current state (in_service, suspect, quarantined, "
+                 "requalifying, retired), 0 for the others.");
+    for (size_t i = 0; i < in.gpus.size(); ++i) {
+      const GpuMetrics& g = in.gpus[i];
+      if (g.health_state.empty()) continue;
+      for (const char* s : kHealthStates) {
+        state.Add(WithLabel(labels[i].herd, "state", s), g.health_state == s ? 1.0 : 0.0);
+      }
     }
   }
   RenderSampleGauge(in, labels, out, "gpuherd_gpu_pcie_link_gen", "Current PCIe link generation.",

@@ -30,6 +30,9 @@ struct GpuMetrics {
   std::optional<int> health_score;            // 0-100, from the last burn-in
   std::string verdict;                        // "healthy", ...; empty when never screened
   std::optional<double> failure_risk;         // 0..1 from the risk model; nullopt: none
+  // Self-healing's state ("in_service", "suspect", "quarantined",
+  // "requalifying", "retired"); empty: not tracked (no daemon).
+  std::string health_state;
 };
 
 // One InfiniBand port's error counters ("port_rcv_errors" -> value), as read

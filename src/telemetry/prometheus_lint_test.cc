@@ -91,6 +91,7 @@ std::string RenderSimulatedFleet() {
     g.verdict = i == 3 ? "unhealthy" : "healthy";
     g.xid_count = i == 3 ? 1 : 0;
     g.jobs = i == 0 ? 1 : 0;
+    g.health_state = i == 3 ? "quarantined" : "in_service";
     in.gpus.push_back(g);
   }
   in.jobs_by_state = {{"pending", 2}, {"running", 1}, {"completed", 10}};

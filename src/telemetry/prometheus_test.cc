@@ -163,6 +163,7 @@ TEST_F(RenderTest, GpuherdFigures) {
   input_.gpus[0].jobs = 2;
   input_.gpus[1].health_score = 41;
   input_.gpus[1].verdict = "unhealthy";
+  input_.gpus[1].health_state = "quarantined";
   input_.jobs_by_state = {{"pending", 3}, {"running", 0}};
   input_.gpu_seconds_by_user = {{"ana", 7200.5}};
   input_.alerts_firing = {{"gpu_temp_high", "critical", 2}};
@@ -175,6 +176,9 @@ TEST_F(RenderTest, GpuherdFigures) {
   EXPECT_EQ(ValueOf(text, "gpuherd_gpu_verdict{gpu=\"0\",uuid=\"GPU-0\",verdict=\"healthy\"}"), "1");
   EXPECT_EQ(ValueOf(text, "gpuherd_gpu_verdict{gpu=\"0\",uuid=\"GPU-0\",verdict=\"unhealthy\"}"), "0");
   EXPECT_EQ(ValueOf(text, "gpuherd_gpu_verdict{gpu=\"1\",uuid=\"GPU-1\",verdict=\"unhealthy\"}"), "1");
+  EXPECT_EQ(ValueOf(text, "gpuherd_gpu_state{gpu=\"1\",uuid=\"GPU-1\",state=\"quarantined\"}"), "1");
+  EXPECT_EQ(ValueOf(text, "gpuherd_gpu_state{gpu=\"1\",uuid=\"GPU-1\",state=\"in_service\"}"), "0");
+  EXPECT_THAT(text, Not(HasSubstr("gpuherd_gpu_state{gpu=\"0\"")));
   EXPECT_EQ(ValueOf(text, "gpuherd_gpu_pcie_link_width{gpu=\"0\""), "8");
   EXPECT_EQ(ValueOf(text, "gpuherd_gpu_pcie_link_width_max{gpu=\"0\""), "16");
   EXPECT_EQ(ValueOf(text, "gpuherd_gpu_pcie_tx_bytes_per_second{gpu=\"0\""), "2048");

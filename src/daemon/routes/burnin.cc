@@ -1,5 +1,7 @@
 // /v1/burnin: burn-ins as maintenance jobs of the queue, and the stored runs
 // (including those made outside the daemon, recorded here).
+#include <set>
+
 #include "api/burnins.h"
 #include "burnin/result.h"
 #include "daemon/routes/routes.h"
@@ -94,8 +96,17 @@ http::Response RecordRuns(RouteContext& ctx, const http::Request& request, const
     state.batch.burnin_runs.push_back(api::ToBurnInRecord(run));
   }
   json returned = json::array();
+  // Self-healing decides about the GPUs it keeps out (a requalification's
+  // result included); a plain burn-in returns the others as before.
+  std::set<int> decided;
+  if (ctx.self_heal) decided = ctx.self_heal->OnBurnInRuns(runs);
+  std::vector<burnin::BurnInRun> plain;
+  for (const burnin::BurnInRun& run : runs) {
+    int pos = gpu::FindGpu(state.fleet.gpus, run.gpu_uuid);
+    if (pos < 0 || !decided.count(pos)) plain.push_back(run);
+  }
   if (ctx.jobs) {
-    for (int pos : ReturnPassedGpus(runs, state.fleet, ctx.jobs)) returned.push_back(state.fleet.gpus[pos].index);
+    for (int pos : ReturnPassedGpus(plain, state.fleet, ctx.jobs)) returned.push_back(state.fleet.gpus[pos].index);
   }
   return JsonResponse({{"recorded", runs.size()}, {"returned_to_work", returned}}, 201);
 }

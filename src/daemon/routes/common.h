@@ -18,6 +18,7 @@
 #include "daemon/job_service.h"
 #include "daemon/metrics_service.h"
 #include "daemon/pipeline_service.h"
+#include "daemon/self_heal_service.h"
 #include "http/server.h"
 
 namespace gpuherd::daemon::routes {
@@ -30,6 +31,7 @@ struct RouteContext {
   PipelineService* pipelines = nullptr;
   AlertService* alerts = nullptr;
   MetricsService* metrics = nullptr;
+  SelfHealService* self_heal = nullptr;  // GPU states; null: not shown
   std::optional<BurnInLauncher> burnin_launcher;
   std::function<void()> request_stop;  // POST /v1/shutdown, on the loop thread
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "alerts/passport.h"
 #include "api/gpus.h"
 #include "gpu/json.h"
 #include "daemon/routes/routes.h"
@@ -46,7 +47,19 @@ api::Gpu ViewOf(const RouteContext& ctx, int position, const Extras& extras) {
   if (auto it = ctx.state->failure_risk.find(uuid); it != ctx.state->failure_risk.end()) g.failure_risk = it->second;
   if (auto it = extras.health.find(uuid); it != extras.health.end()) api::SetHealth(g, it->second);
   if (static_cast<size_t>(position) < extras.jobs.size()) g.jobs = extras.jobs[position];
+  if (ctx.self_heal) g.health_state = ctx.self_heal->StateJson(position).get<api::GpuHealthState>();
   return g;
+}
+
+// GET /v1/gpus/{id}/passport: the card's passport (alerts/passport.h), as
+// `gpuherd passport GPU --json` prints it, for the dashboard's GPU card.
+http::Response Passport(const RouteContext& ctx, int position) {
+  auto record = ctx.state->store->GetGpu(ctx.state->fleet.gpus[position].uuid);
+  if (!record.ok()) return StatusResponse(record.status());
+  if (!*record) return http::ErrorResponse(404, "GPU " + ctx.state->fleet.gpus[position].uuid + " is not stored yet");
+  auto passport = alerts::LoadPassport(*ctx.state->store, **record, ctx.state->hostname);
+  if (!passport.ok()) return StatusResponse(passport.status());
+  return JsonResponse(alerts::PassportToJson(*passport));
 }
 
 http::Response Fleet(const RouteContext& ctx) {
@@ -225,12 +238,15 @@ http::Response GpuRoutes(RouteContext& ctx, const Parts& parts, const http::Requ
     if (!IsRead(request)) return MethodNotAllowed("GET", "/v1/gpus/{id}/" + what);
     return what == "samples" ? Samples(ctx, *position, request) : Rollups(ctx, *position, request);
   }
+  if (what == "passport") {
+    return IsRead(request) ? Passport(ctx, *position) : MethodNotAllowed("GET", "/v1/gpus/{id}/passport");
+  }
   if (what == "drain" || what == "undrain") {
     if (request.method != "POST") return MethodNotAllowed("POST", "/v1/gpus/{id}/" + what);
     return Drain(ctx, *position, what == "drain", request, caller);
   }
   return http::ErrorResponse(404, "no such endpoint " + http::Excerpt(request.path) +
-                                      "; a GPU has /samples, /rollups, /drain and /undrain");
+                                      "; a GPU has /samples, /rollups, /passport, /drain and /undrain");
 }
 
 }  // namespace gpuherd::daemon::routes

@@ -203,6 +203,8 @@ class SimComputeDevice : public ComputeDevice {
     return Status::Ok();
   }
 
+  void Idle() override { SetLoad(0, 0); }
+
   Result<StressBatch> Stress(Precision precision, int iterations, std::stop_token stop) override {
     auto it = prepared_.find(precision);
     if (it == prepared_.end()) {

@@ -1,0 +1,68 @@
+#include "daemon/self_heal_queue.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace gpuherd::daemon {
+
+using nlohmann::json;
+
+void SelfHealJobQueue::DrainForFault(int position, const std::string& reason) {
+  jobs_->MoveJobsOff(position, reason, queue::DrainOrigin::kFault);
+}
+
+Status SelfHealJobQueue::LiftFaultDrain(int position, const std::string& by) {
+  // The pool refuses an operator's drain (queue/drain_origin.h).
+  return jobs_->LiftAfterBurnIn(position, by);
+}
+
+bool SelfHealJobQueue::OperatorDrained(int position) const {
+  auto drain = jobs_->DrainOf(state_->fleet.gpus.at(position).uuid);
+  return drain && drain->origin == queue::DrainOrigin::kOperator;
+}
+
+bool SelfHealJobQueue::Drained(int position) const {
+  return jobs_->DrainOf(state_->fleet.gpus.at(position).uuid).has_value();
+}
+
+Result<sched::JobId> SelfHealJobQueue::QueueRequalification(int position, int level, bool reset_first) {
+  const gpu::GpuInfo& info = state_->fleet.gpus.at(position);
+  json body = {{"gpus", json::array({info.uuid})}, {"level", level}};
+  if (reset_first) body["reset_first"] = true;
+  auto plan = PlanBurnInJob(body, state_->fleet, launcher_);
+  if (!plan.ok()) return plan.status();
+  plan->spec["name"] = fmt::format("requalify-L{}-gpu{}", level, info.index);
+  plan->spec["labels"]["gpuherd.requalify"] = "true";
+  return jobs_->Submit(plan->spec, caller_, plan->extras);
+}
+
+void SelfHealJobQueue::CancelRequalification(sched::JobId job, const std::string& reason) {
+  auto done = jobs_->Act(job, "cancel", caller_);
+  if (!done.ok()) spdlog::warn("cannot cancel requalification job {} ({}): {}", job, reason, done.status().message());
+}
+
+std::vector<JobOnGpu> SelfHealJobQueue::JobsOn(int position) const {
+  // The queue's own listing of unfinished jobs (kept serialized between
+  // changes): an XID is rare, and this needs no new view into the queue.
+  std::vector<JobOnGpu> out;
+  const int index = state_->fleet.gpus.at(position).index;
+  json listing = json::parse(jobs_->ListBody(false, "", ""), nullptr, /*allow_exceptions=*/false);
+  if (!listing.is_object() || !listing.contains("jobs") || !listing["jobs"].is_array()) return out;
+  for (const json& j : listing["jobs"]) {
+    if (!j.is_object()) continue;
+    const std::string state = j.value("state", "");
+    if (state != "running" && state != "stopping") continue;
+    const json gpus = j.value("assigned_gpus", json::array());
+    if (!gpus.is_array()) continue;
+    for (const json& g : gpus) {
+      if (g.is_number_integer() && g.get<int>() == index) {
+        out.push_back({j.value("id", sched::JobId{0}), j.value("user", "")});
+        break;
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const JobOnGpu& a, const JobOnGpu& b) { return a.id < b.id; });
+  return out;
+}
+
+}  // namespace gpuherd::daemon
