@@ -338,7 +338,7 @@ Status Store::Commit(WriteBatch* batch) {
   if (batch->empty()) return Status::Ok();
 
   // Which row is being written, for the error message only.
-  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kBurnIn, kAlert, kPipeline, kCommit } stage = Stage::kBegin;
+  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kBurnIn, kAlert, kPipeline, kAttempt, kCommit } stage = Stage::kBegin;
   size_t row = 0;
   std::vector<int64_t> ids;
   ids.reserve(batch->events.size());
@@ -365,6 +365,8 @@ Status Store::Commit(WriteBatch* batch) {
     for (row = 0; row < batch->alerts.size(); ++row) WriteAlert(batch->alerts[row]);
     stage = Stage::kPipeline;
     WritePipelines(*batch, &doing_pipeline);
+    stage = Stage::kAttempt;
+    for (row = 0; row < batch->attempts.size(); ++row) UpsertAttempt(batch->attempts[row]);
     stage = Stage::kCommit;
     txn.commit();
   } catch (const SQLite::Exception& e) {
@@ -388,6 +390,10 @@ Status Store::Commit(WriteBatch* batch) {
         doing = "storing alert " + batch->alerts[row].rule + " of " + batch->alerts[row].subject;
         break;
       case Stage::kPipeline: doing = doing_pipeline; break;
+      case Stage::kAttempt:
+        doing = "storing attempt " + std::to_string(batch->attempts[row].attempt) + " of job " +
+                std::to_string(batch->attempts[row].job_id);
+        break;
       case Stage::kCommit: doing = "committing"; break;
     }
     Status st = StatusFromSqlite(e, "cannot commit to " + path_ + " while " + doing);
