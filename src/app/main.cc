@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
       {{"submit"}, AddSubmitCommand},
       {{"ps"}, AddPsCommand},
       {{"show"}, AddShowCommand},
+      {{"acct"}, AddAcctCommand},
       {{"logs"}, AddLogsCommand},
       {{"cancel", "hold", "release", "requeue"}, AddJobActionCommands},
       {{"drain", "undrain"}, AddDrainCommands},
