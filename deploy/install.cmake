@@ -1,6 +1,6 @@
 # `cmake --install build` and the Debian package (`cpack -G DEB` in build/,
 # scripts/package-deb): the binaries, the systemd unit, the docs and the
-# deployment files. README "Installing for a lab".
+# deployment files. README "Quick start for a lab".
 #
 # The programs find each other beside themselves (gpuherd hands `daemon` to
 # gpuherd-daemon, which starts gpuherd-shim, which preloads
@@ -48,5 +48,4 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/deploy/debian/postinst;${PROJECT_SOURCE_DIR}/deploy/debian/prerm;${PROJECT_SOURCE_DIR}/deploy/debian/postrm")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-set(CPACK_OUTPUT_FILE_PREFIX ${PROJECT_BINARY_DIR}/package)
 include(CPack)
