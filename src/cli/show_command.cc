@@ -63,8 +63,8 @@ void PrintSpec(const api::JobSpecView& s, const nlohmann::json& raw) {
   if (!s.model.empty()) gpus += ", model " + Printable(s.model);
   if (s.min_cc) gpus += ", compute capability >= " + sched::FormatComputeCapability(*s.min_cc);
   if (s.mixed_models) gpus += ", models may be mixed";
-  std::printf("  requests   %s GPU%s; %s CPUs; %s host memory\n", gpus.c_str(), s.gpu_tenths == 10 ? "" : "s",
-              s.cpus > 0 ? std::to_string(s.cpus).c_str() : "no claim on",
+  std::string cpus = s.cpus > 0 ? fmt::format("{} CPU{}", s.cpus, s.cpus == 1 ? "" : "s") : "no claim on CPUs";
+  std::printf("  requests   %s GPU%s; %s; %s host memory\n", gpus.c_str(), s.gpu_tenths == 10 ? "" : "s", cpus.c_str(),
               s.mem_bytes > 0 ? sched::FormatBytes(s.mem_bytes).c_str() : "no limit on");
   std::printf("  limits     time %s, checkpoint grace %s, max restarts %d, %s\n",
               s.time_limit_ms > 0 ? FormatDuration(s.time_limit_ms).c_str() : "none",
