@@ -229,6 +229,83 @@ class QueueTest(unittest.TestCase):
         events = json.loads(self.gh("events", "--json", "--kind", "job.").stdout)
         self.assertTrue(any("preempted for job" in e["message"] for e in events), events)
 
+    def test_urgent_job_stops_each_victim_once_and_starts_on_its_claim(self):
+        # Eight checkpointing preemptible jobs fill eight GPUs; an urgent
+        # two-GPU job arrives. Victims must not come back onto the GPUs being
+        # freed for it (one victim used to start 82 times in 20 s).
+        self.home.start("--sim", "8", "--interval", "200ms")
+        out = self.gh("submit", "--array", "8", "--gpus", "1", "--priority", "-10", "--preemptible",
+                      "--checkpoint-grace", "2s", "--", sys.executable, COUNT, "100000", "5", "0.05").stdout
+        low = [int(x) for x in out.split()]
+        self.assertEqual(len(low), 8)
+        for jid in low:
+            self.wait_state(jid, ["running"])
+        urgent = self.submit("--gpus", "2", "--priority", "50", "--", "sleep", "3")
+        j = self.wait_state(urgent, ["running", "completed"], timeout=30)
+        time.sleep(4)  # passes while the urgent job runs and after it ends
+        attempts = {jid: self.job(jid)["attempt"] for jid in low}
+        self.assertTrue(all(a <= 2 for a in attempts.values()), attempts)
+        self.assertEqual(sum(1 for a in attempts.values() if a == 2), 2, attempts)
+        events = json.loads(self.gh("events", "--json", "--kind", "job.stopping").stdout)
+        preempted = [e for e in events if f"preempted for job {urgent}" in e["message"]]
+        self.assertEqual(len(preempted), 2, preempted)
+        self.assertEqual(len(j["assigned_gpus"]), 2)
+
+    def test_restart_count_agrees_everywhere_and_a_new_attempt_has_no_exit_code(self):
+        self.home.start("--sim", "1", "--interval", "200ms")
+        jid = self.submit("--gpus", "1", "--max-restarts", "1", "--checkpoint-grace", "2s", "--", "sh", "-c",
+                          "echo restart=$GPUHERD_RESTART_COUNT; trap 'exit 7' TERM; sleep 60 & wait")
+        self.wait_state(jid, ["running"])
+        time.sleep(0.5)
+        self.gh("requeue", str(jid))
+        j = self.wait_state(jid, ["running"], timeout=30)
+        deadline = time.time() + 20
+        while j["attempt"] < 2 and time.time() < deadline:
+            time.sleep(0.1)
+            j = self.job(jid)
+        self.assertEqual(j["attempt"], 2, j)
+        self.assertEqual(j["restarts"], 1, j)
+        self.assertEqual(j["fault_restarts"], 0, j)
+        self.assertNotIn("exit_code", j)
+        shown = self.gh("show", str(jid)).stdout
+        self.assertIn("restarts 1; 0 after faults, of 1 allowed", shown)
+        self.assertNotIn("exit code", shown)
+        out, deadline = "", time.time() + 10
+        while "restart=" not in out and time.time() < deadline:
+            time.sleep(0.1)
+            with open(os.path.join(self.home.dir, "jobs", str(jid), "2", "stdout")) as f:
+                out = f.read()
+        self.assertIn("restart=1", out)
+        self.gh("cancel", str(jid))
+
+    def test_a_failed_commit_runs_nothing_of_its_turn(self):
+        import sqlite3
+        self.home.start("--sim", "1", "--interval", "200ms")
+        db = sqlite3.connect(os.path.join(self.home.dir, "state.db"), timeout=10, isolation_level=None)
+        db.execute("BEGIN EXCLUSIVE")  # the daemon's commits fail (busy) while this holds
+        try:
+            refused = self.gh("submit", "--gpus", "1", "--", "touch", os.path.join(self.home.dir, "ran"),
+                              check=False)
+        finally:
+            db.execute("ROLLBACK")
+            db.close()
+        self.assertNotEqual(refused.returncode, 0, refused.stdout)
+        time.sleep(2)  # later turns commit; nothing of the failed one may run
+        self.assertFalse(os.path.exists(os.path.join(self.home.dir, "ran")))
+        self.assertEqual(json.loads(self.gh("ps", "--all", "--json").stdout), [])
+        ok = self.submit("--gpus", "1", "--", "true")
+        self.assertEqual(self.wait_state(ok, ["completed"])["state"], "completed")
+
+    def test_an_operator_drain_survives_a_passing_burnin_whatever_its_reason(self):
+        self.home.start("--sim", "2", "--interval", "200ms")
+        self.gh("drain", "1", "--reason", "fault: fan noisy")
+        out = self.gh("burnin", "--level", "1", "--gpu", "1", "--json", check=False)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        gpus = json.loads(self.gh("gpus", "--json").stdout)["gpus"]
+        self.assertTrue(gpus[1].get("drained"), gpus[1])
+        self.assertEqual(gpus[1]["drain_origin"], "operator")
+        self.assertIn("fan noisy", gpus[1]["drain_reason"])
+
     def test_xid79_moves_the_job_to_another_gpu(self):
         scenario = os.path.join(self.home.dir, "xid.yaml")
         with open(scenario, "w") as f:

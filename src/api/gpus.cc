@@ -14,6 +14,7 @@ void to_json(json& j, const Gpu& g) {
   if (g.drained) {
     j["drained"] = true;
     j["drain_reason"] = g.drain_reason;
+    if (!g.drain_origin.empty()) j["drain_origin"] = g.drain_origin;
   }
   if (g.failure_risk) j["failure_risk"] = *g.failure_risk;
 }
@@ -25,6 +26,7 @@ void from_json(const json& j, Gpu& g) {
   g.last_error = j.value("last_error", std::string());
   g.drained = j.value("drained", false);
   g.drain_reason = j.value("drain_reason", std::string());
+  g.drain_origin = j.value("drain_origin", std::string());
   if (auto it = j.find("failure_risk"); it != j.end() && it->is_number()) g.failure_risk = it->get<double>();
 }
 
@@ -73,9 +75,10 @@ Fleet FleetOf(const gpu::Fleet& fleet, const telemetry::Telemetry& telemetry, co
   return f;
 }
 
-void MarkDrained(Gpu& g, const std::string& reason) {
+void MarkDrained(Gpu& g, const std::string& reason, const std::string& origin) {
   g.drained = true;
   g.drain_reason = reason;
+  g.drain_origin = origin;
   if (g.state == "ok") g.state = "drained";
 }
 

@@ -22,6 +22,7 @@ struct Gpu {
   std::string last_error;                 // why it is lost
   bool drained = false;
   std::string drain_reason;
+  std::string drain_origin;  // who drained it: operator, fault, alert, burnin, risk
   std::optional<double> failure_risk;     // where the risk model scored it
 };
 
@@ -46,7 +47,7 @@ Gpu GpuOf(const gpu::GpuInfo& info, const telemetry::Telemetry& telemetry, int i
 Fleet FleetOf(const gpu::Fleet& fleet, const telemetry::Telemetry& telemetry, const std::string& sim_reason,
               const std::string& hostname);
 // Marks an ok GPU drained for `reason`.
-void MarkDrained(Gpu& g, const std::string& reason);
+void MarkDrained(Gpu& g, const std::string& reason, const std::string& origin = "");
 
 // {"minute", "samples", "failures", "stats": {metric: {min, mean, max}}, "xid_count",
 //  "throttle_reasons_seen", "pcie_replay_count"?, "ecc_sbe"?, "ecc_dbe"?}

@@ -22,6 +22,7 @@ void from_json(const json& j, JobView& v) {
   v.attempt = j.value("attempt", 0);
   v.restarts = j.value("restarts", 0);
   v.max_restarts = j.value("max_restarts", 0);
+  v.fault_restarts = j.value("fault_restarts", 0);
   v.exit_code.reset();
   v.exit_signal.reset();
   if (auto it = j.find("exit_code"); it != j.end() && it->is_number_integer()) v.exit_code = it->get<int>();

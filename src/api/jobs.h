@@ -26,6 +26,7 @@ struct JobView {
   std::vector<std::string> command;   // empty where the caller may not see it
   TimeMs submitted = 0, started = 0, ended = 0;
   int attempt = 0, restarts = 0, max_restarts = 0;
+  int fault_restarts = 0;  // the restarts that count against max_restarts
   std::optional<int> exit_code, exit_signal;
   std::string priority_explained;
   std::string logs;                   // the attempt's folder, once it ran

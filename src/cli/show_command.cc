@@ -108,7 +108,10 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     std::printf("  priority   %d\n", j.priority);
     std::printf("  gpus       %s on %s\n", api::GpusRequested(j).c_str(), api::GpusAssigned(j).c_str());
     std::printf("  time       %s (submitted %s)\n", api::JobTime(j, j.now).c_str(), FormatTimeUtc(j.submitted).c_str());
-    std::printf("  attempt    %d (restarts %d of %d)\n", j.attempt, j.restarts, j.max_restarts);
+    // One restart counter (daemon/job_service.h RestartCount); only those
+    // after faults count against --max-restarts.
+    std::printf("  attempt    %d (restarts %d; %d after faults, of %d allowed)\n", j.attempt, j.restarts,
+                j.fault_restarts, j.max_restarts);
     if (j.exit_code) std::printf("  exit code  %d\n", *j.exit_code);
     if (j.exit_signal) std::printf("  signal     %d\n", *j.exit_signal);
     if (!j.priority_explained.empty()) std::printf("  ranking    %s\n", Printable(j.priority_explained).c_str());

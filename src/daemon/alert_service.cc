@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "alerts/ib_counters.h"
+#include "daemon/risk_service.h"
 
 namespace gpuherd::daemon {
 namespace {
@@ -235,19 +236,14 @@ void AlertService::Act(const alerts::AlertTransition& t) {
     return;
   }
   const std::string reason = "alert " + a.rule;
+  const queue::DrainOrigin origin = a.rule == kRiskRule ? queue::DrainOrigin::kRisk : queue::DrainOrigin::kAlert;
   if (a.action == alerts::Action::kCheckpointAndMove) {
-    int moved = jobs_->MoveJobsOff(pos, reason);
+    int moved = jobs_->MoveJobsOff(pos, reason, origin);
     spdlog::warn("alert {} on GPU {}: drained, {} job(s) checkpointed and requeued", a.rule, a.gpu_index, moved);
     return;
   }
-  if (jobs_->DrainReason(a.subject)) return;  // drained already, by an operator or a fault: keep its reason
-  Caller daemon_itself;
-  daemon_itself.user = "gpuherd";
-  daemon_itself.admin = true;
-  daemon_itself.authenticated = true;
-  if (Status s = jobs_->Drain(pos, reason, daemon_itself); !s.ok()) {
-    spdlog::error("alert {} on GPU {}: cannot drain: {}", a.rule, a.gpu_index, s.ToString());
-  }
+  // Drained already, by an operator or a fault: its origin and reason stay.
+  jobs_->DrainFor(pos, origin, reason + " (gpuherd)");
 }
 
 Result<json> AlertService::ListJson(bool all) {

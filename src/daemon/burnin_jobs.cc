@@ -122,10 +122,6 @@ Result<BurnInJob> PlanBurnInJob(const json& body, const gpu::Fleet& fleet, const
   return job;
 }
 
-bool DrainedAutomatically(const std::string& reason) {
-  return reason.rfind("fault: ", 0) == 0 || reason.rfind("alert ", 0) == 0;
-}
-
 std::vector<int> ReturnPassedGpus(const std::vector<burnin::BurnInRun>& runs, const gpu::Fleet& fleet,
                                   JobService* jobs) {
   std::vector<int> returned;
@@ -137,14 +133,11 @@ std::vector<int> ReturnPassedGpus(const std::vector<burnin::BurnInRun>& runs, co
     auto it = std::find_if(fleet.gpus.begin(), fleet.gpus.end(),
                            [&](const gpu::GpuInfo& g) { return g.uuid == run.gpu_uuid; });
     if (it == fleet.gpus.end()) continue;
-    auto reason = jobs->DrainReason(run.gpu_uuid);
-    if (!reason || !DrainedAutomatically(*reason)) continue;
-    Caller burnin;
-    burnin.user = fmt::format("gpuherd after burn-in job {} passed (score {})", run.job_id, run.health.score);
-    burnin.admin = true;
-    burnin.authenticated = true;
+    // The drain's origin decides (queue/drain_origin.h): an operator's stays.
     const int pos = static_cast<int>(it - fleet.gpus.begin());
-    if (jobs->Undrain(pos, burnin).ok()) returned.push_back(pos);
+    const std::string by =
+        fmt::format("gpuherd after burn-in job {} passed (score {})", run.job_id, run.health.score);
+    if (jobs->LiftAfterBurnIn(pos, by).ok()) returned.push_back(pos);
   }
   return returned;
 }

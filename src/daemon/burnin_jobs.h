@@ -45,9 +45,6 @@ struct BurnInJob {
 // kInvalidArgument says which field to fix.
 Result<BurnInJob> PlanBurnInJob(const nlohmann::json& body, const gpu::Fleet& fleet, const BurnInLauncher& launcher);
 
-// Whether `drain_reason` was set by gpuherd itself (a GPU fault or an alert's
-// action) rather than by a person: only those a passing burn-in may lift.
-bool DrainedAutomatically(const std::string& drain_reason);
 
 // After burn-in runs are recorded: each run made by a queue job (job_id set)
 // with a healthy verdict undrains its GPU when gpuherd drained it. Returns

@@ -82,10 +82,13 @@ TEST(BurnInJobsTest, TheLauncherReopensASimulatedFleetButNotNvml) {
 }
 
 TEST(BurnInJobsTest, OnlyDrainsGpuherdMadeArePassedBack) {
-  EXPECT_TRUE(DrainedAutomatically("fault: GPU 2: XID 79 (gpuherd)"));
-  EXPECT_TRUE(DrainedAutomatically("alert gpu_ecc_dbe (gpuherd)"));
-  EXPECT_FALSE(DrainedAutomatically("drained by alice"));
-  EXPECT_FALSE(DrainedAutomatically("fan replaced (root)"));
+  using queue::DrainLifter;
+  using queue::DrainOrigin;
+  for (DrainOrigin o : {DrainOrigin::kFault, DrainOrigin::kAlert, DrainOrigin::kBurnIn, DrainOrigin::kRisk}) {
+    EXPECT_TRUE(queue::MayLift(DrainLifter::kPassedBurnIn, o));
+  }
+  EXPECT_FALSE(queue::MayLift(DrainLifter::kPassedBurnIn, DrainOrigin::kOperator));
+  EXPECT_TRUE(queue::MayLift(DrainLifter::kOperator, DrainOrigin::kOperator));
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +31,7 @@
 #include "http/token.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_loop.h"
+#include "daemon/turn_participant.h"
 #include "daemon/pipeline_service.h"
 #include "daemon/risk_service.h"
 #include "http/server.h"
@@ -118,6 +121,26 @@ Status LinkHomeSocket(const StateDir& dir, const std::string& target) {
   return Status::Ok();
 }
 
+// A simulated fleet only: what the queue's running jobs put on each GPU, and
+// their memory as the jobs report it (GPUHERD_SIM_GPU_MEM_FILE) or half their
+// share. Real GPUs report their own load.
+void SimulateJobLoad(gpu::sim::SimDriver& sim, const StateDir& dir, size_t gpu_count,
+                     const std::vector<JobLoad>& jobs) {
+  std::map<int, gpu::sim::Load> loads;
+  for (const JobLoad& j : jobs) {
+    uint64_t per_gpu_mem = j.gpu_mem_bytes / 2;
+    std::ifstream reported(fmt::format("{}/{}/sim_gpu_mem_mb", dir.jobs_dir(), j.id));
+    uint64_t mb = 0;
+    if (reported >> mb) per_gpu_mem = mb << 20;
+    for (int g : j.gpus) {
+      auto& load = loads[g];
+      load.util = std::min(1.0, load.util + std::max(0.1, j.gpu_tenths / 10.0 / j.gpus.size()));
+      load.processes.push_back({j.shim_pid, per_gpu_mem, j.name});
+    }
+  }
+  for (int i = 0; i < static_cast<int>(gpu_count); ++i) sim.SetLoad(i, loads[i]);
+}
+
 }  // namespace
 
 struct Daemon::Impl {
@@ -155,35 +178,33 @@ struct Daemon::Impl {
     if (lock_fd >= 0) ::close(lock_fd);
   }
 
-  // End of each loop turn: the scheduling pass, then everything the turn
-  // changed in one transaction, then the launches and signals it decided.
+  // The turn's participants (turn_participant.h), in this order: pipelines
+  // first (the jobs they submit are scheduled in the same turn), the queue,
+  // then the services whose side effects only follow the queue's.
+  TurnParticipants participants;
+  std::vector<std::unique_ptr<TurnParticipant>> adapters;  // for services without the interface
+  bool burnins_recorded = false;
+
+  // End of each loop turn: every participant's end of turn (the scheduling
+  // pass among them), then everything the turn changed in one transaction,
+  // then the side effects it decided, or none of them when the commit failed.
   bool CommitTurn() {
-    // Pipelines first: the jobs they submit are scheduled in the same turn.
-    if (pipelines) pipelines->EndOfTurn();
-    if (jobs) jobs->EndOfTurn();
+    participants.EndOfTurn();
     if (state.batch.empty()) {
-      if (jobs) jobs->AfterCommit();
-      if (slurm_backend) slurm_backend->AfterCommit(true);
-      if (alerts) alerts->AfterCommit(true);
+      participants.AfterCommit(true);
       return true;
     }
-    bool burnins_recorded = !state.batch.burnin_runs.empty();
+    burnins_recorded = !state.batch.burnin_runs.empty();
     Status s = state.store->Commit(&state.batch);
     state.batch = store::WriteBatch();
-    if (!s.ok()) {
-      // Nothing decided in this turn happens: no launch without its record.
-      spdlog::error("cannot commit state: {}", s.ToString());
-      if (slurm_backend) slurm_backend->AfterCommit(false);
-      if (alerts) alerts->AfterCommit(false);
-      return false;
-    }
-    if (jobs) jobs->AfterCommit();
-    if (slurm_backend) slurm_backend->AfterCommit(true);
-    if (alerts) {
-      if (burnins_recorded) alerts->OnBurnInsRecorded();
-      alerts->AfterCommit(true);
-    }
-    return true;
+    if (!s.ok()) spdlog::error("cannot commit state: {}", s.ToString());
+    participants.AfterCommit(s.ok());
+    return s.ok();
+  }
+
+  void AddParticipant(std::function<void()> end_of_turn, std::function<void(bool)> after_commit) {
+    adapters.push_back(std::make_unique<FunctionParticipant>(std::move(end_of_turn), std::move(after_commit)));
+    participants.Add(adapters.back().get());
   }
 
   Caller CallerOf(const http::Request& request) const {
@@ -391,9 +412,22 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   } else {
     spdlog::info("job containment: {}", impl->executor->containment());
   }
-  auto* sim = dynamic_cast<gpu::sim::SimDriver*>(impl->driver.get());
-  impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), sim, dir, options.queue,
+  impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), dir, options.queue,
                                             [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
+  // Pipelines' end of turn runs before the queue's; the service exists later.
+  impl->AddParticipant([raw] { if (raw->pipelines) raw->pipelines->EndOfTurn(); }, nullptr);
+  impl->participants.Add(impl->jobs.get());
+  impl->AddParticipant(nullptr, [raw](bool ok) { if (raw->slurm_backend) raw->slurm_backend->AfterCommit(ok); });
+  impl->AddParticipant(nullptr, [raw](bool ok) {
+    if (!raw->alerts) return;
+    if (ok && raw->burnins_recorded) raw->alerts->OnBurnInsRecorded();
+    raw->alerts->AfterCommit(ok);
+  });
+  if (auto* sim = dynamic_cast<gpu::sim::SimDriver*>(impl->driver.get())) {
+    impl->jobs->SetLoadListener([sim, dir, raw](const std::vector<JobLoad>& jobs) {
+      SimulateJobLoad(*sim, dir, raw->state.fleet.gpus.size(), jobs);
+    });
+  }
   impl->jobs->SetMps(impl->mps.get());
   impl->attempts = std::make_unique<AttemptLog>(&impl->state);
   GPUHERD_RETURN_IF_ERROR(impl->attempts->Load());

@@ -19,7 +19,6 @@
 #include "daemon/attempt_log.h"
 #include "exec/job_files.h"
 #include "fence/fence_report.h"
-#include "gpu/sim/sim_driver.h"
 #include "gpu/xid.h"
 #include "sched/job_spec.h"
 
@@ -33,6 +32,10 @@ namespace fs = std::filesystem;
 constexpr int64_t kLogChunkBytes = 256 * 1024;
 // How many finished jobs `ps --all` lists: the most recent.
 constexpr size_t kMaxListedFinished = 100000;
+// The most pending jobs one scheduling pass ranks (see Schedule).
+constexpr size_t kMaxPassJobs = 2000;
+// A pass at least this often while jobs wait: aging and fair share move.
+constexpr DurationMs kAgingPass = 30 * kSecondMs;
 
 std::vector<int> ParseCpuList(const std::string& list) {
   std::vector<int> cpus;
@@ -79,16 +82,21 @@ bool IsGpuFault(const store::EventRecord& e, const json& data) {
 
 }  // namespace
 
-JobService::JobService(DaemonState* state, exec::Executor* executor, gpu::sim::SimDriver* sim, StateDir dir,
-                       QueueConfig config, PostToLoop post)
+JobService::JobService(DaemonState* state, exec::JobExecutor* executor, StateDir dir, QueueConfig config,
+                       PostToLoop post, RunOffLoop run_off_loop)
     : state_(state),
       executor_(executor),
-      sim_(sim),
       dir_(std::move(dir)),
       config_(std::move(config)),
       static_fleet_(sched::FleetStateFromFleet(state->fleet)),
+      pool_(state),
       post_(std::move(post)),
-      launches_(std::make_unique<WorkQueue>()) {}
+      run_off_loop_(std::move(run_off_loop)) {
+  if (!run_off_loop_) {
+    launches_ = std::make_unique<WorkQueue>();
+    run_off_loop_ = [q = launches_.get()](std::function<void()> task) { q->Post(std::move(task)); };
+  }
+}
 
 std::string JobService::AttemptDir(sched::JobId id, int attempt) const {
   return fmt::format("{}/{}/{}", dir_.jobs_dir(), id, attempt);
@@ -111,6 +119,15 @@ Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
     e->extras.prior_attempts = stored.value("prior_attempts", 0);
     e->extras.pinned_gpus = stored.value("pinned_gpus", std::vector<std::string>());
     job.spec.pinned_gpus = e->extras.pinned_gpus;
+    // Preemption marks (StoreMarks): bounded by what the daemon wrote.
+    if (auto p = stored.find("preempted_for"); p != stored.end() && p->is_array()) {
+      for (const auto& id : *p) {
+        if (id.is_number_integer()) e->preempted_for.insert(id.get<sched::JobId>());
+      }
+    }
+    if (auto s = stored.find("stopping_for"); s != stored.end() && s->is_number_integer()) {
+      e->stopping_for = s->get<sched::JobId>();
+    }
   }
   job.state = sched::ParseJobState(r.state).value_or(JobState::kFailed);
   job.submitted = r.submitted;
@@ -137,9 +154,7 @@ Status JobService::Load() {
   auto last = state_->store->LastJobId();
   if (!last.ok()) return last.status();
   next_id_ = *last + 1;
-  auto drains = state_->store->ListDrains();
-  if (!drains.ok()) return drains.status();
-  for (const auto& d : *drains) drains_[d.uuid] = d.reason;
+  GPUHERD_RETURN_IF_ERROR(pool_.Load());
   TimeMs now = state_->clock->Now();
   auto finished = state_->store->ListFinishedJobs(now - config_.scheduler.weights.fair_window, 100000);
   if (!finished.ok()) return finished.status();
@@ -184,6 +199,7 @@ Status JobService::Load() {
     }
     Insert(std::move(e));
   }
+  ClaimsFromMarks();
   dirty_ = true;
   return Status::Ok();
 }
@@ -204,6 +220,7 @@ void JobService::Erase(sched::JobId id) {
 
 void JobService::Touch(Entry& e) {
   touched_.insert(e.job.id);
+  e.listed.reset();
   dirty_ = true;
 }
 
@@ -330,6 +347,7 @@ Result<std::string> JobService::Act(sched::JobId id, const std::string& action, 
     if (job.state != JobState::kPending) return refuse();
     job.state = JobState::kHeld;
     job.reason = "held by " + caller.user;
+    claims_.erase(id);
     Touch(e);
     Event(job, "job.held", store::Severity::kInfo, job.reason);
     return std::string("held");
@@ -372,23 +390,24 @@ Status JobService::Drain(int pos, const std::string& reason, const Caller& calle
   if (!caller.admin) return PermissionDenied("only an admin (root, the daemon's user or the admin group) may drain GPUs");
   const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
   std::string why = reason.empty() ? "drained by " + caller.user : reason + " (" + caller.user + ")";
-  drains_[g.uuid] = why;
-  state_->batch.drains.push_back({g.uuid, true, why, state_->clock->Now()});
-  store::EventRecord ev{0, state_->clock->Now(), "gpu.drained", store::Severity::kWarning, g.uuid,
-                        fmt::format("GPU {} drained: {}", g.index, why), "{}"};
-  state_->batch.events.push_back(ev);
+  pool_.Drain(pos, queue::DrainOrigin::kOperator, why);
   dirty_ = true;
   return Status::Ok();
 }
 
 Status JobService::Undrain(int pos, const Caller& caller) {
   if (!caller.admin) return PermissionDenied("only an admin (root, the daemon's user or the admin group) may undrain GPUs");
-  const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
-  if (!drains_.erase(g.uuid)) return FailedPrecondition(fmt::format("GPU {} is not drained", g.index));
-  state_->batch.drains.push_back({g.uuid, false, "", state_->clock->Now()});
-  store::EventRecord ev{0, state_->clock->Now(), "gpu.undrained", store::Severity::kInfo, g.uuid,
-                        fmt::format("GPU {} returned to work by {}", g.index, caller.user), "{}"};
-  state_->batch.events.push_back(ev);
+  GPUHERD_RETURN_IF_ERROR(pool_.Lift(pos, queue::DrainLifter::kOperator, caller.user));
+  dirty_ = true;
+  return Status::Ok();
+}
+
+void JobService::DrainFor(int pos, queue::DrainOrigin origin, const std::string& reason) {
+  if (pool_.Drain(pos, origin, reason)) dirty_ = true;
+}
+
+Status JobService::LiftAfterBurnIn(int pos, const std::string& by) {
+  GPUHERD_RETURN_IF_ERROR(pool_.Lift(pos, queue::DrainLifter::kPassedBurnIn, by));
   dirty_ = true;
   return Status::Ok();
 }
@@ -397,44 +416,16 @@ std::vector<sched::RunningJob> JobService::RunningJobs() const {
   std::vector<sched::RunningJob> running;
   for (const auto& [id, e] : jobs_) {
     if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
-    running.push_back({id, e.job.spec, e.job.started, e.job.gpus, e.job.state == JobState::kStopping, e.stop_deadline});
+    running.push_back({id, e.job.spec, e.job.started, e.job.gpus, e.job.state == JobState::kStopping, e.stop_deadline,
+                       e.job.state == JobState::kStopping ? e.stopping_for : 0});
   }
   return running;
 }
 
 sched::FleetState JobService::BuildFleetState(const std::vector<sched::RunningJob>& running) const {
-  RefreshHealth();
-  sched::FleetState fleet = static_fleet_;
-  for (size_t i = 0; i < fleet.gpus.size(); ++i) {
-    sched::GpuState& g = fleet.gpus[i];
-    g.drained = drains_.count(g.uuid) > 0;
-    if (auto h = health_.find(g.uuid); h != health_.end()) {
-      g.health_score = h->second.score;
-      g.healthy = !h->second.unhealthy;
-    }
-    if (!state_->telemetry) continue;
-    g.lost = state_->telemetry->State(static_cast<int>(i)) == telemetry::GpuState::kLost;
-    if (const gpu::GpuSample* s = state_->telemetry->Latest(static_cast<int>(i))) {
-      g.temp_c = s->temp_c;
-      g.memory_used_bytes = s->mem_used_bytes.value_or(0);
-      g.thermal_throttling = s->throttle_reasons && (*s->throttle_reasons & gpu::throttle::kThermalMask);
-    }
-  }
+  sched::FleetState fleet = pool_.View(static_fleet_);
   sched::AccountRunningJobs(running, &fleet);
   return fleet;
-}
-
-void JobService::RefreshHealth() const {
-  constexpr DurationMs kHealthRefresh = 5 * kSecondMs;
-  TimeMs now = state_->clock->Now();
-  if (health_read_at_ != 0 && now - health_read_at_ < kHealthRefresh) return;
-  health_read_at_ = now;
-  auto latest = state_->store->LatestBurnInPerGpu();
-  if (!latest.ok()) return;  // keep the previous verdicts; the store logs its own errors
-  health_.clear();
-  for (const store::BurnInRecord& r : *latest) {
-    health_[r.gpu_uuid] = {r.score, r.verdict == "unhealthy"};
-  }
 }
 
 double JobService::RecentGpuHours(const std::string& user, TimeMs now) const {
@@ -459,9 +450,31 @@ void JobService::Schedule() {
   std::map<std::string, double> hours;  // per user, computed once per pass
   // Cancelled after the loop: Finish erases the job from jobs_.
   std::vector<sched::JobId> dependency_failed;
+  // The work of one pass is bounded: at most kMaxPassJobs pending jobs are
+  // ranked, the first by (priority, submission, id) and every claimant; the
+  // others wait their turn with the reason they had.
+  std::vector<Entry*> candidates;
   for (auto& [id, e] : jobs_) {
+    if (e.job.state == JobState::kPending) candidates.push_back(&e);
+  }
+  if (candidates.size() > kMaxPassJobs) {
+    auto before = [&](const Entry* a, const Entry* b) {
+      const bool ca = claims_.count(a->job.id) > 0, cb = claims_.count(b->job.id) > 0;
+      if (ca != cb) return ca;
+      if (a->job.spec.priority != b->job.spec.priority) return a->job.spec.priority > b->job.spec.priority;
+      if (a->job.submitted != b->job.submitted) return a->job.submitted < b->job.submitted;
+      return a->job.id < b->job.id;
+    };
+    std::nth_element(candidates.begin(), candidates.begin() + kMaxPassJobs, candidates.end(), before);
+    for (auto it = candidates.begin() + kMaxPassJobs; it != candidates.end(); ++it) {
+      if ((*it)->job.reason.empty()) SetReason(**it, fmt::format("waiting: more than {} jobs in line", kMaxPassJobs));
+    }
+    candidates.resize(kMaxPassJobs);
+  }
+  for (Entry* entry : candidates) {
+    Entry& e = *entry;
+    const sched::JobId id = e.job.id;
     const sched::Job& job = e.job;
-    if (job.state != JobState::kPending) continue;
     sched::PendingJob p;
     p.id = id;
     p.spec = job.spec;
@@ -470,6 +483,7 @@ void JobService::Schedule() {
     if (h == hours.end()) h = hours.emplace(job.spec.user, RecentGpuHours(job.spec.user, now)).first;
     p.user_gpu_hours = h->second;
     p.deps = sched::Dependencies::kSatisfied;
+    if (auto c = claims_.find(id); c != claims_.end()) p.claimed_gpus = c->second;
     bool unreadable = false;
     for (sched::JobId dep : job.spec.depends_on) {
       auto d = jobs_.find(dep);
@@ -511,23 +525,133 @@ void JobService::Schedule() {
   }
   if (pending.empty()) return;
   sched::Decisions decisions = sched::Schedule(fleet, pending, running, now, config_.scheduler);
-  for (const auto& start : decisions.starts) {
-    auto it = jobs_.find(start.job);
-    if (it != jobs_.end()) Start(it->second, start.gpus);
-  }
-  for (const auto& p : decisions.preemptions) {
-    for (sched::JobId victim : p.victims) {
-      auto it = jobs_.find(victim);
-      if (it != jobs_.end() && it->second.job.state == JobState::kRunning) {
-        Stop(it->second, StopIntent::kRequeue, fmt::format("preempted for job {}", p.for_job));
-      }
-    }
-  }
+  ApplyDecisions(decisions);
   for (const auto& w : decisions.waiting) {
     auto it = jobs_.find(w.job);
     // Shown live; stored with the job's next change.
-    if (it != jobs_.end()) it->second.job.reason = fmt::format("#{} in line: {}", w.rank, w.reason);
+    if (it != jobs_.end()) SetReason(it->second, fmt::format("#{} in line: {}", w.rank, w.reason));
   }
+}
+
+void JobService::SetReason(Entry& e, std::string reason) {
+  if (e.job.reason == reason) return;
+  e.job.reason = std::move(reason);
+  e.listed.reset();
+}
+
+TimeMs JobService::NextDue(TimeMs now) const {
+  // When a running job's GPUs are expected back (its time limit or its stop
+  // deadline): a reservation may come due then, and backfill changes.
+  TimeMs due = now + kAgingPass;
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state == JobState::kStopping && e.stop_deadline > now) due = std::min(due, e.stop_deadline);
+    if (e.job.state == JobState::kRunning && e.job.spec.time_limit > 0) {
+      TimeMs end = e.job.started + e.job.spec.time_limit;
+      if (end > now) due = std::min(due, end);
+    }
+  }
+  return due;
+}
+
+std::string JobService::GpuSignature() const {
+  // What of the GPUs' live state the scheduler obeys, beyond drains (which
+  // mark the queue dirty themselves): lost, throttling, health.
+  sched::FleetState view = pool_.View(static_fleet_);
+  std::string sig;
+  for (const auto& g : view.gpus) {
+    sig += g.lost ? 'L' : '-';
+    sig += g.thermal_throttling ? 'T' : '-';
+    sig += g.healthy ? 'h' : 'u';
+    sig += g.drained ? 'd' : '-';
+  }
+  return sig;
+}
+
+// The preemption protocol (design-notes "Preemption"): a preemptor P's
+// victims are marked stopping_for P and stopped once each for P; the GPUs
+// the scheduler chose for P are claimed for it from that pass until P starts,
+// leaves the queue, is held, or the scheduler drops the claim; no other job
+// starts on a claimed GPU (checked here as well as in the scheduler), so the
+// victims cannot come back onto the GPUs they were stopped to free.
+void JobService::ApplyDecisions(const sched::Decisions& decisions) {
+  for (sched::JobId p : decisions.dropped_claims) claims_.erase(p);
+  std::map<int, sched::JobId> claimed;  // GPU → the job it is claimed for
+  for (const auto& [p, gpus] : claims_) {
+    for (int g : gpus) claimed.emplace(g, p);
+  }
+  for (const auto& start : decisions.starts) {
+    auto it = jobs_.find(start.job);
+    if (it == jobs_.end() || it->second.job.state != JobState::kPending) continue;
+    auto taken = std::find_if(start.gpus.begin(), start.gpus.end(), [&](int g) {
+      auto c = claimed.find(g);
+      return c != claimed.end() && c->second != start.job;
+    });
+    if (taken != start.gpus.end()) {
+      SetReason(it->second, fmt::format("GPU {} is claimed for job {}", *taken, claimed.at(*taken)));
+      continue;
+    }
+    claims_.erase(start.job);
+    Start(it->second, start.gpus);
+  }
+  for (const auto& p : decisions.preemptions) {
+    auto preemptor = jobs_.find(p.for_job);
+    if (preemptor == jobs_.end() || preemptor->second.job.state != JobState::kPending) continue;
+    // A preemption under way for P is not repeated while its victims stop.
+    if (claims_.count(p.for_job) && StoppingFor(p.for_job) > 0) continue;
+    std::vector<int> claim = p.gpus;
+    std::vector<sched::JobId> victims;
+    for (sched::JobId victim : p.victims) {
+      auto it = jobs_.find(victim);
+      if (it == jobs_.end()) continue;
+      Entry& v = it->second;
+      if (p.gpus.empty()) claim.insert(claim.end(), v.job.gpus.begin(), v.job.gpus.end());
+      // Stopped at most once for one preemptor, over all its attempts.
+      if (v.job.state != JobState::kRunning || v.preempted_for.count(p.for_job)) continue;
+      victims.push_back(victim);
+    }
+    std::sort(claim.begin(), claim.end());
+    claim.erase(std::unique(claim.begin(), claim.end()), claim.end());
+    claims_[p.for_job] = claim;
+    for (sched::JobId victim : victims) {
+      Entry& v = jobs_.at(victim);
+      Stop(v, StopIntent::kRequeue, fmt::format("preempted for job {}", p.for_job));
+      v.stopping_for = p.for_job;
+      v.preempted_for.insert(p.for_job);
+      StoreMarks(v);
+    }
+  }
+  // A claim whose victims are all gone and whose job did not start in this
+  // pass holds GPUs for nothing: dropped, the next pass decides afresh.
+  for (auto it = claims_.begin(); it != claims_.end();) {
+    auto job = jobs_.find(it->first);
+    const bool live = job != jobs_.end() && job->second.job.state == JobState::kPending;
+    const bool decided_now = std::any_of(decisions.preemptions.begin(), decisions.preemptions.end(),
+                                         [&](const sched::PreemptDecision& p) { return p.for_job == it->first; });
+    if (!live || (!decided_now && StoppingFor(it->first) == 0 && !ClaimStillFreeing(it->second))) {
+      it = claims_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+int JobService::StoppingFor(sched::JobId preemptor) const {
+  int n = 0;
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state == JobState::kStopping && e.stopping_for == preemptor) ++n;
+  }
+  return n;
+}
+
+bool JobService::ClaimStillFreeing(const std::vector<int>& gpus) const {
+  // Whether a GPU of the claim is still held by a job that is stopping.
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kStopping) continue;
+    for (int g : e.job.gpus) {
+      if (std::find(gpus.begin(), gpus.end(), g) != gpus.end()) return true;
+    }
+  }
+  return false;
 }
 
 exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
@@ -561,7 +685,7 @@ exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
                                         ? fmt::format("{}/{}", dir_.checkpoint_dir(), job.id)
                                         : e.extras.checkpoint_dir;
   l.env["GPUHERD_METRICS_FILE"] = fmt::format("{}/{}/metrics.jsonl", dir_.jobs_dir(), job.id);
-  l.env["GPUHERD_RESTART_COUNT"] = std::to_string(e.extras.prior_attempts + job.attempt - 1);
+  l.env["GPUHERD_RESTART_COUNT"] = std::to_string(RestartCount(job, e.extras.prior_attempts));
   if (job.attempt > 1) l.env["GPUHERD_RESUME"] = "1";
   if (job.spec.fractional()) {
     l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_tenths * 10);
@@ -601,6 +725,9 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   job.gpu_uuids.clear();
   for (int g : gpus) job.gpu_uuids.push_back(state_->fleet.gpus.at(g).uuid);
   job.reason.clear();
+  // A new attempt has no exit yet: `show` must not print the last one's.
+  job.exit_code.reset();
+  job.exit_signal.reset();
   e.intent = StopIntent::kNone;
   Touch(e);
   std::string where = gpus.empty() ? "no GPU" : "GPU " + fmt::format("{}", fmt::join(gpus, ","));
@@ -615,7 +742,7 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   // for a job the store calls pending.
   after_commit_.push_back([this, id, attempt, launch = std::move(launch)]() mutable {
     // Forks happen on the launch thread, so the loop goes on answering.
-    launches_->Post([this, id, attempt, launch = std::move(launch)] {
+    run_off_loop_([this, id, attempt, launch = std::move(launch)] {
       // The job's own directories (checkpoints, metrics, the attempt's logs
       // below) belong to the user it runs as.
       const std::string job_dir = fs::path(launch.dir).parent_path().string();
@@ -694,7 +821,8 @@ void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   Event(job, "job." + std::string(sched::JobStateName(state)),
         state == JobState::kFailed ? store::Severity::kWarning : store::Severity::kInfo, reason);
   if (listener_) listener_(job);
-  AddFinishedListing(job);
+  AddFinishedListing(job, e.extras.prior_attempts);
+  claims_.erase(job.id);
   Erase(job.id);
   dirty_ = true;
 }
@@ -704,7 +832,8 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
   if (count_restart) {
     if (job.restarts >= job.spec.max_restarts) {
       Finish(e, JobState::kFailed,
-             fmt::format("{}; no restarts left ({} of {} used)", reason, job.restarts, job.spec.max_restarts));
+             fmt::format("{}; no restarts after faults left ({} of {} used)", reason, job.restarts,
+                         job.spec.max_restarts));
       return;
     }
     job.restarts += 1;
@@ -714,6 +843,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
   job.gpus.clear();
   job.reason = reason + "; will resume from its checkpoint";
   e.intent = StopIntent::kNone;
+  e.stopping_for = 0;
   e.shim_pid = 0;
   e.adopted = false;
   Touch(e);
@@ -725,6 +855,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
 void JobService::OnExit(const exec::ExitRecord& r) {
   auto it = jobs_.find(r.job_id);
   if (it == jobs_.end() || it->second.job.attempt != r.attempt) return;  // an old attempt
+  exits_this_turn_.push_back(r);
   Entry& e = it->second;
   sched::Job& job = e.job;
   using How = exec::ExitRecord::How;
@@ -773,16 +904,9 @@ void JobService::OnGpuEvents(const std::vector<store::EventRecord>& events) {
   }
 }
 
-int JobService::MoveJobsOff(int pos, const std::string& why) {
+int JobService::MoveJobsOff(int pos, const std::string& why, queue::DrainOrigin origin) {
   const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
-  TimeMs now = state_->clock->Now();
-  if (!drains_.count(g.uuid)) {
-    drains_[g.uuid] = why;
-    state_->batch.drains.push_back({g.uuid, true, why, now});
-    state_->batch.events.push_back({0, now, "gpu.drained", store::Severity::kWarning, g.uuid,
-                                    fmt::format("GPU {} drained until an operator returns it: {}", g.index, why),
-                                    "{}"});
-  }
+  pool_.Drain(pos, origin, why);
   int moved = 0;
   for (auto& [id, e] : jobs_) {
     if (e.job.state != JobState::kRunning && e.job.state != JobState::kStopping) continue;
@@ -837,24 +961,14 @@ void JobService::OnRound() {
   TimeMs now = state_->clock->Now();
   // Finished jobs older than the fair-share window no longer count.
   std::erase_if(usage_, [&](const auto& u) { return u.second.first < now - config_.scheduler.weights.fair_window; });
-  // Simulated fleet: what the jobs put on each GPU, and their memory as the
-  // jobs report it (GPUHERD_SIM_GPU_MEM_FILE) or their share.
-  std::map<int, gpu::sim::Load> loads;
-  for (auto& [id, e] : jobs_) {
-    if (e.job.state != JobState::kRunning || e.job.gpus.empty()) continue;
-    if (!sim_) continue;
-    uint64_t per_gpu_mem = e.job.spec.fractional() ? e.job.spec.gpu_mem_bytes / 2 : 0;
-    std::ifstream reported(fmt::format("{}/{}/sim_gpu_mem_mb", dir_.jobs_dir(), id));
-    uint64_t mb = 0;
-    if (reported >> mb) per_gpu_mem = mb << 20;
-    for (int g : e.job.gpus) {
-      auto& load = loads[g];
-      load.util = std::min(1.0, load.util + std::max(0.1, e.job.spec.gpu_tenths / 10.0 / e.job.gpus.size()));
-      load.processes.push_back({e.shim_pid, per_gpu_mem, e.job.spec.name});
+  if (load_listener_) {
+    std::vector<JobLoad> loads;
+    for (const auto& [id, e] : jobs_) {
+      if (e.job.state != JobState::kRunning || e.job.gpus.empty()) continue;
+      loads.push_back({id, e.job.spec.name, e.job.gpus, e.job.spec.gpu_tenths,
+                       e.job.spec.fractional() ? e.job.spec.gpu_mem_bytes : 0, e.shim_pid});
     }
-  }
-  if (sim_) {
-    for (int i = 0; i < static_cast<int>(state_->fleet.gpus.size()); ++i) sim_->SetLoad(i, loads[i]);
+    load_listener_(loads);
   }
   // The memory watchdog: a fractional job above its share is warned once,
   // then stopped after the grace; its neighbours are never touched.
@@ -862,6 +976,7 @@ void JobService::OnRound() {
     if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.gpus.empty() || e.shim_pid == 0) {
       continue;
     }
+    if (!state_->telemetry || !state_->host) break;
     const gpu::GpuSample* s = state_->telemetry->Latest(e.job.gpus[0]);
     if (!s) continue;
     uint64_t used = 0;
@@ -884,7 +999,12 @@ void JobService::OnRound() {
       Stop(e, StopIntent::kMemory, what + " for " + FormatDuration(now - e.over_memory_since));
     }
   }
-  dirty_ = true;  // aging and temperatures change what may start
+  // A deep queue costs nothing while nothing changes: a pass only when a
+  // GPU's state changed, a running job's GPUs come due (reservations,
+  // stops), or aging and fair share have moved for kAgingPass.
+  std::string sig = GpuSignature();
+  if (sig != gpu_signature_ || now >= next_due_) dirty_ = true;
+  gpu_signature_ = std::move(sig);
 }
 
 void JobService::EndOfTurn() {
@@ -892,8 +1012,10 @@ void JobService::EndOfTurn() {
     dirty_ = false;
     auto started = std::chrono::steady_clock::now();
     Schedule();
+    next_due_ = NextDue(state_->clock->Now());
     last_pass_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
+  StoreChangedClaims();
   for (sched::JobId id : touched_) {
     auto it = jobs_.find(id);
     if (it != jobs_.end()) state_->batch.jobs.push_back(ToRecord(it->second));
@@ -901,10 +1023,112 @@ void JobService::EndOfTurn() {
   touched_.clear();
 }
 
-void JobService::AfterCommit() {
+void JobService::AfterCommit(bool committed) {
   auto actions = std::move(after_commit_);
   after_commit_.clear();
+  auto exits = std::move(exits_this_turn_);
+  exits_this_turn_.clear();
+  if (!committed) {
+    RestoreFromStore();
+    for (const auto& r : exits) OnExit(r);
+    return;
+  }
   for (auto& action : actions) action();
+}
+
+void JobService::StoreMarks(Entry& e) {
+  json stored = json::parse(e.stored_spec, nullptr, false);
+  if (!stored.is_object()) return;  // unreadable specs were failed at load
+  if (e.preempted_for.empty()) {
+    stored.erase("preempted_for");
+  } else {
+    stored["preempted_for"] = e.preempted_for;
+  }
+  if (e.job.state == JobState::kStopping && e.stopping_for != 0) {
+    stored["stopping_for"] = e.stopping_for;
+  } else {
+    stored.erase("stopping_for");
+  }
+  stored.erase("claimed_gpus");
+  if (auto c = claims_.find(e.job.id); c != claims_.end()) {
+    json uuids = json::array();
+    for (int g : c->second) {
+      if (g >= 0 && g < static_cast<int>(state_->fleet.gpus.size())) uuids.push_back(state_->fleet.gpus[g].uuid);
+    }
+    stored["claimed_gpus"] = uuids;
+  }
+  e.stored_spec = stored.dump();
+  Touch(e);
+}
+
+void JobService::StoreChangedClaims() {
+  if (claims_ == stored_claims_) return;
+  std::set<sched::JobId> changed;
+  for (const auto& [id, gpus] : claims_) {
+    auto s = stored_claims_.find(id);
+    if (s == stored_claims_.end() || s->second != gpus) changed.insert(id);
+  }
+  for (const auto& [id, gpus] : stored_claims_) {
+    if (!claims_.count(id)) changed.insert(id);
+  }
+  for (sched::JobId id : changed) {
+    if (auto it = jobs_.find(id); it != jobs_.end()) StoreMarks(it->second);
+  }
+  stored_claims_ = claims_;
+}
+
+void JobService::ClaimsFromMarks() {
+  claims_.clear();
+  for (const auto& [id, e] : jobs_) {
+    if (e.job.state != JobState::kPending) continue;
+    json stored = json::parse(e.stored_spec, nullptr, false);
+    if (!stored.is_object() || !stored.contains("claimed_gpus") || !stored["claimed_gpus"].is_array()) continue;
+    std::vector<int> gpus;
+    for (const auto& u : stored["claimed_gpus"]) {
+      if (!u.is_string()) continue;
+      for (const auto& g : state_->fleet.gpus) {
+        if (g.uuid == u.get<std::string>()) gpus.push_back(g.index);
+      }
+    }
+    if (!gpus.empty()) claims_[id] = gpus;
+  }
+  stored_claims_ = claims_;
+}
+
+void JobService::RestoreFromStore() {
+  auto unfinished = state_->store->ListUnfinishedJobs();
+  if (!unfinished.ok()) {
+    // Memory stays ahead of the store; the next successful commit writes
+    // every job touched since, and nothing of the failed turn ran.
+    spdlog::error("cannot read the queue back after a failed commit: {}", unfinished.status().ToString());
+    return;
+  }
+  std::map<sched::JobId, Entry> old;
+  old.swap(jobs_);
+  unfinished_by_uid_.clear();
+  touched_.clear();
+  for (const auto& r : *unfinished) {
+    Entry e;
+    (void)FromRecord(r, &e);  // an unreadable spec was failed at load already
+    auto was = old.find(r.id);
+    const bool holds = e.job.state == JobState::kRunning || e.job.state == JobState::kStopping;
+    if (was != old.end() && holds && was->second.job.attempt == e.job.attempt) {
+      // The same attempt in memory: what only memory knows about it stays.
+      Entry& w = was->second;
+      e.shim_pid = w.shim_pid;
+      e.adopted = w.adopted;
+      e.over_memory_since = w.over_memory_since;
+      e.intent = e.job.state == JobState::kStopping ? (w.intent == StopIntent::kNone ? StopIntent::kRequeue : w.intent)
+                                                    : StopIntent::kNone;
+      e.stop_deadline = w.stop_deadline;
+      if (e.job.state == JobState::kStopping) e.stopping_for = w.stopping_for;
+    } else if (e.job.state == JobState::kStopping) {
+      e.intent = StopIntent::kRequeue;
+    }
+    Insert(std::move(e));
+  }
+  ClaimsFromMarks();
+  dirty_ = true;
 }
 
 store::JobRecord JobService::ToRecord(const Entry& e) const {
@@ -929,7 +1153,11 @@ store::JobRecord JobService::ToRecord(const Entry& e) const {
   return r;
 }
 
-json JobService::ToJson(const sched::Job& job, TimeMs now) const {
+int RestartCount(const sched::Job& job, int prior_attempts) {
+  return prior_attempts + std::max(0, job.attempt - 1);
+}
+
+json JobService::ToJson(const sched::Job& job, TimeMs now, int prior_attempts) const {
   json j = {{"id", job.id},
             {"name", job.spec.name},
             {"user", job.spec.user},
@@ -943,7 +1171,8 @@ json JobService::ToJson(const sched::Job& job, TimeMs now) const {
             {"started", job.started},
             {"ended", job.ended},
             {"attempt", job.attempt},
-            {"restarts", job.restarts},
+            {"restarts", RestartCount(job, prior_attempts)},
+            {"fault_restarts", job.restarts},
             {"max_restarts", job.spec.max_restarts},
             {"preemptible", job.spec.preemptible},
             {"time_limit_ms", job.spec.time_limit},
@@ -956,11 +1185,11 @@ json JobService::ToJson(const sched::Job& job, TimeMs now) const {
   return j;
 }
 
-JobService::ListedJob JobService::Listed(const sched::Job& job) const {
+JobService::ListedJob JobService::Listed(const sched::Job& job, int prior_attempts) const {
   // Keys are sorted, so "now" follows "name" and is found after a comma; a
   // quote inside a string value is escaped and cannot fake the match.
   static constexpr char kNowKey[] = ",\"now\":";
-  std::string text = ToJson(job, 0).dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string text = ToJson(job, 0, prior_attempts).dump(-1, ' ', false, json::error_handler_t::replace);
   size_t at = text.find(kNowKey);
   ListedJob listed{job.spec.user, sched::JobStateName(job.state), text, ""};
   if (at == std::string::npos) return listed;  // not reached: ToJson always writes "now"
@@ -970,10 +1199,10 @@ JobService::ListedJob JobService::Listed(const sched::Job& job) const {
   return listed;
 }
 
-void JobService::AddFinishedListing(const sched::Job& job) {
+void JobService::AddFinishedListing(const sched::Job& job, int prior_attempts) {
   // Kept even before the first load, which cannot see what this turn has
   // not committed yet.
-  finished_listing_[job.id] = Listed(job);
+  finished_listing_[job.id] = Listed(job, prior_attempts);
   while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
 }
 
@@ -987,7 +1216,7 @@ void JobService::LoadFinishedListing() {
   for (const auto& r : *finished) {
     Entry e;
     (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
-    finished_listing_.emplace(r.id, Listed(e.job));
+    finished_listing_.emplace(r.id, Listed(e.job, e.extras.prior_attempts));
   }
   while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
   finished_listing_loaded_ = true;
@@ -1005,7 +1234,11 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
     }
     if (!first) out += ',';
     first = false;
-    out += ToJson(e.job, now).dump(-1, ' ', false, json::error_handler_t::replace);
+    // Serialized once per change (Touch, SetReason), spliced around "now".
+    if (!e.listed) e.listed = Listed(e.job, e.extras.prior_attempts);
+    out += e.listed->head;
+    out += now_text;
+    out += e.listed->tail;
   };
   auto add_finished = [&](const ListedJob& f) {
     if ((!user.empty() && f.user != user) || (!state.empty() && f.state != state)) return;
@@ -1053,7 +1286,7 @@ Result<json> JobService::Show(sched::JobId id) {
   TimeMs now = state_->clock->Now();
   if (auto it = jobs_.find(id); it != jobs_.end()) {
     const sched::Job& job = it->second.job;
-    json j = ToJson(job, now);
+    json j = ToJson(job, now, it->second.extras.prior_attempts);
     if (job.state == JobState::kPending) {
       sched::PendingJob p;
       p.id = job.id;
@@ -1064,7 +1297,7 @@ Result<json> JobService::Show(sched::JobId id) {
           sched::ExplainPriority(config_.scheduler.weights, sched::PriorityInputsOf(p, now, config_.scheduler));
     }
     if (job.spec.fractional() && job.attempt > 0) j["memory_fence"] = MemoryFence(job);
-    if (executor_ != nullptr) j["containment"] = executor_->containment();
+    if (executor_ != nullptr && !executor_->containment().empty()) j["containment"] = executor_->containment();
     return j;
   }
   auto stored = state_->store->GetJob(id);
@@ -1074,7 +1307,7 @@ Result<json> JobService::Show(sched::JobId id) {
   // An unreadable spec still shows the stored facts; its error is not needed here.
   (void)FromRecord(**stored, &e);
   const sched::Job& job = e.job;
-  json j = ToJson(job, now);
+  json j = ToJson(job, now, e.extras.prior_attempts);
   if (job.spec.fractional() && job.attempt > 0) j["memory_fence"] = MemoryFence(job);
   return j;
 }

@@ -22,14 +22,12 @@
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
 #include "daemon/mps_control.h"
+#include "daemon/queue/gpu_pool.h"
+#include "daemon/turn_participant.h"
 #include "daemon/work_queue.h"
-#include "exec/executor.h"
+#include "exec/job_executor.h"
 #include "sched/job.h"
 #include "sched/scheduler.h"
-
-namespace gpuherd::gpu::sim {
-class SimDriver;
-}
 
 namespace gpuherd::daemon {
 
@@ -42,6 +40,15 @@ struct QueueConfig {
 
 // What a pipeline fixes for its node's jobs beyond the spec; kept with the
 // stored spec, never settable through the API.
+// How often a job was started again (the one restart counter): every
+// attempt after its first, whatever ended the one before (a GPU fault, a lost
+// supervisor, a preemption, a requeue), plus a pipeline node's runs before
+// this job. `show`, `--json` ("restarts") and GPUHERD_RESTART_COUNT give this
+// number. Only the restarts after faults (GPU faults, lost supervisors; shown
+// as "fault_restarts") count against --max-restarts: a job is never failed
+// for being preempted or requeued.
+int RestartCount(const sched::Job& job, int prior_attempts);
+
 struct SubmitExtras {
   // GPUHERD_CHECKPOINT_DIR for every attempt, instead of checkpoints/<job id>:
   // a retry is a new job and must find the node's checkpoint.
@@ -53,17 +60,30 @@ struct SubmitExtras {
   std::vector<std::string> pinned_gpus;
 };
 
-class JobService {
+// What a running job puts on its GPUs, for a listener after each telemetry
+// round (the simulated driver's load is wired to it in daemon.cc).
+struct JobLoad {
+  sched::JobId id = 0;
+  std::string name;
+  std::vector<int> gpus;       // fleet positions
+  int gpu_tenths = 0;          // the job's whole share (10 per whole GPU)
+  uint64_t gpu_mem_bytes = 0;  // a fraction's memory share; 0 for whole GPUs
+  int shim_pid = 0;            // 0 until launched
+};
+
+class JobService : public TurnParticipant {
  public:
   // Runs `task` on the event loop (thread-safe); how launch results come back.
   using PostToLoop = std::function<void(std::function<void()>)>;
+  // Runs `task` off the loop (launches fork); null: a thread of the service's own.
+  using RunOffLoop = std::function<void(std::function<void()>)>;
 
-  // `state`, `executor` and `sim` (null unless the fleet is simulated) must
-  // outlive the service; `state->fleet` must already be discovered (it is
-  // fixed for the daemon's life). Launches run on a thread of the service's
-  // own and report back through `post`.
-  JobService(DaemonState* state, exec::Executor* executor, gpu::sim::SimDriver* sim, StateDir dir,
-             QueueConfig config, PostToLoop post);
+  // `state` and `executor` must outlive the service; `state->fleet` must
+  // already be discovered (it is fixed for the daemon's life) and
+  // `state->clock` set. Launches run through `run_off_loop` and report back
+  // through `post`; tests pass functions that queue both for them to pump.
+  JobService(DaemonState* state, exec::JobExecutor* executor, StateDir dir, QueueConfig config, PostToLoop post,
+             RunOffLoop run_off_loop = nullptr);
 
   // At start: reloads unfinished jobs and drains from the store and re-adopts
   // running attempts (their shims may have outlived the previous daemon).
@@ -86,18 +106,32 @@ class JobService {
   // turn's commit). The listener must not call back into the service; it
   // may note what to do and act later in the turn.
   void SetStateListener(std::function<void(const sched::Job&)> listener) { listener_ = std::move(listener); }
+  // Called at the end of OnRound with what every running job puts on its GPUs.
+  void SetLoadListener(std::function<void(const std::vector<JobLoad>&)> listener) {
+    load_listener_ = std::move(listener);
+  }
   // Sends `signal` to a running job's processes (SIGUSR1: checkpoint now)
   // once the turn is committed.
   Status Signal(sched::JobId id, int signal);
   // "cancel", "hold", "release", "requeue": the new state, or why not.
   Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller);
+  // An operator's drain (an admin's request): only an operator lifts it,
+  // whatever its reason says.
   Status Drain(int gpu_position, const std::string& reason, const Caller& caller);
+  // An operator lifting any drain.
   Status Undrain(int gpu_position, const Caller& caller);
+  // gpuherd's own drain (an alert's action, the risk model); no-op when the
+  // GPU is drained already (the first origin stays).
+  void DrainFor(int gpu_position, queue::DrainOrigin origin, const std::string& reason);
+  // A passing burn-in returns the GPU when gpuherd drained it (not an
+  // operator); FailedPrecondition otherwise.
+  Status LiftAfterBurnIn(int gpu_position, const std::string& by);
   // Why a GPU is drained; nullopt when it is not.
   std::optional<std::string> DrainReason(const std::string& uuid) const {
-    auto it = drains_.find(uuid);
-    return it == drains_.end() ? std::nullopt : std::optional<std::string>(it->second);
+    auto d = pool_.DrainOf(uuid);
+    return d ? std::optional<std::string>(d->reason) : std::nullopt;
   }
+  std::optional<queue::GpuDrain> DrainOf(const std::string& uuid) const { return pool_.DrainOf(uuid); }
 
   // The body of GET /v1/jobs: {"jobs": [...], "now": N}, jobs by id, finished
   // ones too when `all` (the 100,000 most recent). Finished jobs never change,
@@ -116,7 +150,8 @@ class JobService {
   // unless it is drained already, then checkpoints and requeues every job
   // running on it. Jobs already stopping are left alone, so calling it twice
   // moves a job once. Returns how many jobs were told to move.
-  int MoveJobsOff(int gpu_position, const std::string& reason);
+  int MoveJobsOff(int gpu_position, const std::string& reason,
+                  queue::DrainOrigin origin = queue::DrainOrigin::kFault);
 
   // For monitoring. Per fleet position: how many running or stopping jobs hold it.
   std::vector<int> JobsPerGpu() const;
@@ -127,19 +162,29 @@ class JobService {
   std::map<std::string, double> GpuSecondsByUser(TimeMs now) const;
   // How long the last scheduling pass took; nullopt before the first one.
   std::optional<double> last_pass_seconds() const { return last_pass_seconds_; }
-  // After each telemetry round: the memory watchdog, the simulated load.
+  // After each telemetry round: the memory watchdog, the load listener.
   void OnRound();
 
   // End of turn, before the commit: a scheduling pass when anything changed,
   // then the records of every job changed in this turn.
-  void EndOfTurn();
-  // After a successful commit: the launches and signals this turn decided.
-  void AfterCommit();
+  void EndOfTurn() override;
+  // Committed: the launches and signals this turn decided. Not committed:
+  // they are dropped, and the queue is read back from the store (jobs
+  // submitted in the turn vanish, jobs started in it are pending again), so
+  // that nothing runs without its record.
+  void AfterCommit(bool committed) override;
 
   size_t unfinished() const { return jobs_.size(); }
+  // For tests and views: preemptor → the GPUs claimed for it.
+  const std::map<sched::JobId, std::vector<int>>& claims() const { return claims_; }
 
  private:
   enum class StopIntent { kNone, kCancel, kRequeue, kFault, kMemory };
+  // A job's listing, serialized around the value of its "now" field.
+  struct ListedJob {
+    std::string user, state;
+    std::string head, tail;  // head + now + tail is the job's JSON
+  };
   struct Entry {
     sched::Job job;
     nlohmann::json spec_body;  // the spec as submitted: what is stored and reloaded
@@ -150,11 +195,31 @@ class JobService {
     bool adopted = false;      // running since before this daemon started
     SubmitExtras extras;
     TimeMs over_memory_since = 0;  // watchdog: first reading over the share
+    sched::JobId stopping_for = 0;  // the preemptor this attempt stops for
+    std::set<sched::JobId> preempted_for;  // every preemptor it was stopped for (never twice)
+    // Its listing while unchanged; reset by Touch and SetReason.
+    mutable std::optional<ListedJob> listed;
   };
 
   void Touch(Entry& e);  // marks the job's record for this turn's batch
   void Event(const sched::Job& job, const std::string& kind, store::Severity severity, const std::string& message);
   void Schedule();
+  void ApplyDecisions(const sched::Decisions& decisions);
+  // Changes a reason shown live (not stored until the job's next change).
+  void SetReason(Entry& e, std::string reason);
+  // The next time a pass is due without any other change.
+  TimeMs NextDue(TimeMs now) const;
+  std::string GpuSignature() const;
+  // Jobs stopping now for `preemptor`.
+  int StoppingFor(sched::JobId preemptor) const;
+  // Writes the preemption marks of `e` (preempted_for, stopping_for, its
+  // claim) into its stored spec and touches it.
+  void StoreMarks(Entry& e);
+  // Writes every claim that changed since the last turn (stored_claims_).
+  void StoreChangedClaims();
+  // claims_ and stored_claims_ from the marks of the pending jobs.
+  void ClaimsFromMarks();
+  bool ClaimStillFreeing(const std::vector<int>& gpus) const;
   void Start(Entry& e, const std::vector<int>& gpus);
   void Stop(Entry& e, StopIntent intent, const std::string& reason);
   void Finish(Entry& e, sched::JobState state, const std::string& reason);
@@ -166,26 +231,22 @@ class JobService {
   std::vector<sched::RunningJob> RunningJobs() const;
   // The scheduler's view of the fleet with `running` accounted on it.
   sched::FleetState BuildFleetState(const std::vector<sched::RunningJob>& running) const;
-  // Re-reads the latest burn-in verdict of every GPU from the store, at most
-  // every few seconds (a scheduling pass may run many times a second).
-  void RefreshHealth() const;
   store::JobRecord ToRecord(const Entry& e) const;
   // The inverse of ToRecord; the error says why the stored spec is unusable
   // (the other fields are filled in any case).
   Status FromRecord(const store::JobRecord& record, Entry* e) const;
-  nlohmann::json ToJson(const sched::Job& job, TimeMs now) const;
+  // `prior_attempts`: SubmitExtras::prior_attempts of the job.
+  nlohmann::json ToJson(const sched::Job& job, TimeMs now, int prior_attempts) const;
+  ListedJob Listed(const sched::Job& job, int prior_attempts) const;
   nlohmann::json MemoryFence(const sched::Job& job) const;
   // Whether every running fraction on GPU `gpu` belongs to `uid`.
   bool OneUserOn(int gpu, uint32_t uid) const;
-  // A finished job's listing, serialized around the value of its "now" field.
-  struct ListedJob {
-    std::string user, state;
-    std::string head, tail;  // head + now + tail is the job's JSON
-  };
-  ListedJob Listed(const sched::Job& job) const;
+  // After a failed commit: the unfinished jobs as the store has them, keeping
+  // what only memory knows of attempts that the store also calls running.
+  void RestoreFromStore();
   // Fills finished_listing_ from the store once; later finishes add to it.
   void LoadFinishedListing();
-  void AddFinishedListing(const sched::Job& job);
+  void AddFinishedListing(const sched::Job& job, int prior_attempts);
   // Bookkeeping of jobs_ that Submit's checks need without a scan.
   void Insert(Entry e);
   void Erase(sched::JobId id);
@@ -197,8 +258,7 @@ class JobService {
   void NoteAttemptEnd(const Entry& e, const exec::ExitRecord& r);
 
   DaemonState* state_;
-  exec::Executor* executor_;
-  gpu::sim::SimDriver* sim_;
+  exec::JobExecutor* executor_;
   const MpsControl* mps_ = nullptr;
   AttemptLog* attempt_log_ = nullptr;
   StateDir dir_;
@@ -213,24 +273,30 @@ class JobService {
   const sched::FleetState static_fleet_;      // the fleet's fixed facts: names, memory, topology
   std::map<sched::JobId, ListedJob> finished_listing_;
   bool finished_listing_loaded_ = false;
-  std::map<std::string, std::string> drains_;  // uuid → reason
+  queue::GpuPool pool_;  // drains (typed origin), health, live GPU state
   std::map<std::string, double> gpu_seconds_done_;  // user → GPU-seconds of ended attempts
   std::optional<double> last_pass_seconds_;
   std::set<sched::JobId> touched_;
+  // Preemptor → the GPUs claimed for it (see ApplyDecisions).
+  std::map<sched::JobId, std::vector<int>> claims_;
+  // The claims as the store has them (in each preemptor's record): the
+  // difference is written at the end of the turn, so that a restart keeps
+  // every claim and never stops a victim twice for one preemptor.
+  std::map<sched::JobId, std::vector<int>> stored_claims_;
   std::vector<std::function<void()>> after_commit_;
+  // Exits delivered in this turn: a failed commit replays them onto the
+  // restored queue (the executor reports each end once only).
+  std::vector<exec::ExitRecord> exits_this_turn_;
   bool dirty_ = true;  // something changed that may let a job start
+  TimeMs next_due_ = 0;        // see NextDue
+  std::string gpu_signature_;  // see GpuSignature
   PostToLoop post_;
   std::function<void(const sched::Job&)> listener_;
+  std::function<void(const std::vector<JobLoad>&)> load_listener_;
+  RunOffLoop run_off_loop_;
   // Declared last: destroyed first, finishing the launches it holds while the
   // rest of the service is still alive.
   std::unique_ptr<WorkQueue> launches_;
-  // uuid → latest burn-in (score, verdict unhealthy), which placement obeys.
-  struct GpuHealth {
-    int score = 0;
-    bool unhealthy = false;
-  };
-  mutable std::map<std::string, GpuHealth> health_;
-  mutable TimeMs health_read_at_ = 0;
   // user → (end time, GPU-hours) of recently finished jobs, for fair share.
   std::multimap<std::string, std::pair<TimeMs, double>> usage_;
 };

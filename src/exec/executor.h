@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "exec/exit_watcher.h"
+#include "exec/job_executor.h"
 #include "exec/launch_spec.h"
 #include "exec/launcher.h"
 #include "host/cgroups.h"
@@ -38,7 +39,7 @@ struct ExecutorOptions {
 std::string CgroupParentFor(const std::string& home);
 
 // Thread-safe: any thread may call any method.
-class Executor {
+class Executor : public JobExecutor {
  public:
   // Called on the watcher thread, possibly before the Launch that started
   // the job has returned; must not block long (the daemon posts to its loop).
@@ -47,7 +48,7 @@ class Executor {
   // Spawns the launcher and the watcher thread, and detects control groups
   // and creates the parent group (never fatal: see containment()).
   static Result<std::unique_ptr<Executor>> Start(ExecutorOptions options, ExitCallback on_exit);
-  ~Executor();  // Shutdown()
+  ~Executor() override;  // Shutdown()
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
@@ -59,16 +60,16 @@ class Executor {
   // retried when its shim never got to run, adopted when it did, so the job
   // never runs twice (killed in the instant between recording the shim and
   // starting it, the attempt is reported as kShimLost and never ran).
-  Result<int> Launch(const LaunchSpec& spec);
+  Result<int> Launch(const LaunchSpec& spec) override;
   // SIGUSR1: forwarded to the job's process group (checkpoint now).
   // SIGTERM: a graceful stop: SIGTERM to the group, SIGKILL after the grace.
   // NotFound when the attempt is not running here.
-  Status Signal(int64_t job_id, int attempt, int signal);
+  Status Signal(int64_t job_id, int attempt, int signal) override;
   // At daemon start, for an attempt the store says is running: a live shim
   // is watched again; a finished one delivers its record through the
   // callback; a missing one is delivered as kShimLost. Ok (and nothing new)
   // when the attempt is already watched.
-  Status Adopt(int64_t job_id, int attempt, const std::string& dir);
+  Status Adopt(int64_t job_id, int attempt, const std::string& dir) override;
   // Stops the watcher and the launcher; running shims and jobs are NOT touched
   // (nor their groups: the parent group goes only when no shim of this
   // executor runs or is being started, since a starting shim makes its group).
@@ -76,7 +77,7 @@ class Executor {
   // How many times a dead launcher was replaced (for tests and diagnostics).
   int launcher_restarts() const;
   // "cgroup v1 (memory, cpu, pids, freezer) at ..." or "none (why), subreaper only".
-  std::string containment() const { return cgroups_->Describe(); }
+  std::string containment() const override { return cgroups_->Describe(); }
   const host::Cgroups& cgroups() const { return *cgroups_; }
   // At daemon start, after every running attempt was adopted: ends and
   // removes the control groups of attempts not watched here (their jobs

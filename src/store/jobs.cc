@@ -70,11 +70,13 @@ void Store::UpsertJob(const JobRecord& j) {
 void Store::WriteDrain(const DrainRecord& d) {
   if (d.drained) {
     SQLite::Statement q(*db_,
-                        "INSERT INTO gpu_drains (uuid, reason, since) VALUES (?, ?, ?) "
-                        "ON CONFLICT (uuid) DO UPDATE SET reason = excluded.reason, since = excluded.since");
+                        "INSERT INTO gpu_drains (uuid, reason, since, origin) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (uuid) DO UPDATE SET reason = excluded.reason, since = excluded.since, "
+                        "origin = excluded.origin");
     q.bind(1, d.uuid);
     q.bind(2, d.reason);
     q.bind(3, d.since);
+    q.bind(4, d.origin);
     q.exec();
   } else {
     SQLite::Statement q(*db_, "DELETE FROM gpu_drains WHERE uuid = ?");
@@ -135,10 +137,11 @@ Result<int64_t> Store::LastJobId() {
 
 Result<std::vector<DrainRecord>> Store::ListDrains() {
   try {
-    SQLite::Statement q(*db_, "SELECT uuid, reason, since FROM gpu_drains ORDER BY uuid");
+    SQLite::Statement q(*db_, "SELECT uuid, reason, since, origin FROM gpu_drains ORDER BY uuid");
     std::vector<DrainRecord> drains;
     while (q.executeStep()) {
-      drains.push_back({q.getColumn(0).getString(), true, q.getColumn(1).getString(), q.getColumn(2).getInt64()});
+      drains.push_back({q.getColumn(0).getString(), true, q.getColumn(1).getString(), q.getColumn(2).getInt64(),
+                        q.getColumn(3).getString()});
     }
     return drains;
   } catch (const SQLite::Exception& e) {

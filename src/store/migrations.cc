@@ -242,6 +242,18 @@ CREATE TABLE passport_imports (
 )sql";
 }
 
+// Who drained a GPU, typed. Drains stored before it had only their reason:
+// the prefixes gpuherd itself wrote ("fault: ", "alert ") are read once here,
+// every other drain is an operator's.
+std::string SchemaVersion9() {
+  return R"sql(
+ALTER TABLE gpu_drains ADD COLUMN origin TEXT NOT NULL DEFAULT 'operator'
+  CHECK (origin IN ('operator', 'fault', 'alert', 'burnin', 'risk'));
+UPDATE gpu_drains SET origin = 'fault' WHERE reason LIKE 'fault: %';
+UPDATE gpu_drains SET origin = 'alert' WHERE reason LIKE 'alert %';
+)sql";
+}
+
 // One row per attempt of a job. Jobs that ran before get their last attempt
 // back from their own row (earlier attempts and telemetry were not kept).
 std::string SchemaVersionAttempts() {
@@ -284,7 +296,8 @@ constexpr Migration kMigrations[] = {
     {6, "GPU time of every pipeline node's attempts", &SchemaVersion6},
     {7, "pipeline nodes stopped early, and why each attempt ended", &SchemaVersion7},
     {8, "GPU health transitions and imported card passports", &SchemaVersion8},
-    {9, "one record per attempt of a job", &SchemaVersionAttempts},
+    {9, "who drained each GPU (typed origin)", &SchemaVersion9},
+    {10, "one record per attempt of a job", &SchemaVersionAttempts},
 };
 
 std::string HintFor(int primary_code) {

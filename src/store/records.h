@@ -111,6 +111,9 @@ struct DrainRecord {
   bool drained = false;        // false: the drain is lifted (row deleted)
   std::string reason;
   TimeMs since = 0;
+  // Who drained it: "operator", "fault", "alert", "burnin" or "risk"
+  // (daemon/queue/drain_origin.h decides what may lift each).
+  std::string origin = "operator";
 };
 
 // One burn-in of one GPU. The store keeps the whole record as JSON (the

@@ -19,7 +19,9 @@ constexpr int64_t kMaxTimeMs = int64_t{253402300799000};
 api::Gpu ViewOf(const RouteContext& ctx, int position) {
   api::Gpu g = ctx.state->View(position);
   const std::string& uuid = g.info.uuid;
-  if (auto reason = ctx.jobs ? ctx.jobs->DrainReason(uuid) : std::nullopt) api::MarkDrained(g, *reason);
+  if (auto drain = ctx.jobs ? ctx.jobs->DrainOf(uuid) : std::nullopt) {
+    api::MarkDrained(g, drain->reason, queue::DrainOriginName(drain->origin));
+  }
   if (auto it = ctx.state->failure_risk.find(uuid); it != ctx.state->failure_risk.end()) g.failure_risk = it->second;
   return g;
 }
