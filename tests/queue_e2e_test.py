@@ -81,6 +81,79 @@ class QueueTest(unittest.TestCase):
         self.assertEqual([p["id"] for p in ps], [jid])
         self.assertEqual(json.loads(self.gh("ps", "--json").stdout), [])
 
+    def test_cpus_and_mem_count_against_the_machine(self):
+        # The daemon reads the machine's CPUs and memory; a job that does not
+        # fit waits with a reason, and a finished one is listed from the store.
+        self.home.start("--sim", "2", "--interval", "200ms")
+        cpus = os.cpu_count()
+        too_many = self.submit("--cpus", str(cpus + 1), "--", "true")
+        hog = self.submit("--cpus", str(cpus), "--", "sleep", "30")
+        self.wait_state(hog, ["running"])
+        waiting = self.submit("--cpus", "1", "--", "true")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            j, w = self.job(too_many), self.job(waiting)
+            if "this machine has" in j.get("reason", "") and "CPU" in w.get("reason", ""):
+                break
+            time.sleep(0.2)
+        self.assertEqual(j["state"], "pending", j)
+        self.assertIn(f"asks for {cpus + 1} CPUs but this machine has {cpus}", j["reason"])
+        self.assertEqual(w["state"], "pending", w)
+        self.assertIn(f"waiting for 1 CPU: 0 of {cpus} free", w["reason"])
+        self.gh("cancel", str(hog))
+        self.assertEqual(self.wait_state(waiting, ["completed"])["state"], "completed")
+        shown = self.gh("show", str(hog)).stdout
+        self.assertIn("cancelled", shown)
+        listed = [p["id"] for p in json.loads(self.gh("ps", "--all", "--json").stdout)]
+        self.assertEqual(listed, [too_many, hog, waiting])
+
+    def scenario(self, text):
+        path = os.path.join(self.home.dir + ".scenario.yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        self.addCleanup(os.remove, path)
+        return path
+
+    def test_a_multi_gpu_job_gets_one_model_unless_mixed_models(self):
+        # 4 H100s and 4 3090s: a 5-GPU job cannot start on one model and says
+        # so; with --mixed-models it runs across both.
+        self.home.start("--scenario", self.scenario(
+            "gpus:\n  - {model: h100-sxm, count: 4}\n  - {model: rtx3090, count: 4}\n"), "--interval", "200ms")
+        one = self.submit("--gpus", "5", "--", "sleep", "30")
+        deadline = time.time() + 10
+        while time.time() < deadline and "one model" not in self.job(one).get("reason", ""):
+            time.sleep(0.2)
+        j = self.job(one)
+        self.assertEqual(j["state"], "pending", j)
+        self.assertIn("needs 5 GPUs of one model", j["reason"])
+        self.assertIn("mixed_models", j["reason"])
+        mixed = self.submit("--gpus", "5", "--mixed-models", "--", "sleep", "30")
+        j = self.wait_state(mixed, ["running"])
+        models = {g["name"] for g in json.loads(self.gh("gpus", "--json").stdout)["gpus"]
+                  if g["index"] in j["assigned_gpus"]}
+        self.assertEqual(len(models), 2, models)
+        self.gh("cancel", str(one), str(mixed))
+
+    def test_gpus_of_stopping_jobs_stay_reserved_for_the_first_in_line(self):
+        # 4 fractions hold the 4 H100s; the first in line wants all 4. When
+        # the fractions are cancelled and take their time to stop (they trap
+        # SIGTERM), a later job without a time limit must not take the GPUs.
+        self.home.start("--scenario", self.scenario("gpus:\n  - {model: h100-sxm, count: 4}\n"),
+                        "--interval", "200ms")
+        trap = "trap 'sleep 3; exit 0' TERM; while true; do sleep 0.1; done"
+        fractions = [self.submit("--gpus", "0.5", "--gpu-mem", "1GiB", "--", "sh", "-c", trap)
+                     for _ in range(4)]
+        for f in fractions:
+            self.wait_state(f, ["running"])
+        big = self.submit("--gpus", "4", "--priority", "10", "--", "sleep", "30")
+        self.gh("cancel", *[str(f) for f in fractions])
+        later = self.submit("--gpus", "1", "--", "sleep", "30")
+        j = self.wait_state(big, ["running"], timeout=60)
+        self.assertEqual(sorted(j["assigned_gpus"]), [0, 1, 2, 3])
+        self.assertEqual(self.job(later)["state"], "pending")
+        self.assertEqual(self.job(later).get("started", 0), 0)
+        self.gh("cancel", str(big), str(later))
+
     def test_ids_are_monotonic_and_failures_are_recorded(self):
         self.home.start("--sim", "1", "--interval", "200ms")
         a = self.submit("--", "false")

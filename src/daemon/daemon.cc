@@ -37,6 +37,7 @@
 #include "http/server.h"
 #include "daemon/metrics_service.h"
 #include "exec/executor.h"
+#include "host/machine.h"
 #include "gpu/json.h"
 #include "gpu/sim/sim_driver.h"
 #include "host/host.h"
@@ -412,7 +413,14 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   } else {
     spdlog::info("job containment: {}", impl->executor->containment());
   }
-  impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), dir, options.queue,
+  QueueConfig queue_config = options.queue;
+  if (auto size = host::ReadMachineSize(*impl->state.host); size.ok()) {
+    if (queue_config.host_cpus == 0) queue_config.host_cpus = size->cpus;
+    if (queue_config.host_mem_bytes == 0) queue_config.host_mem_bytes = size->mem_bytes;
+  } else {
+    spdlog::warn("jobs' --cpus and --mem are not counted: {}", size.status().ToString());
+  }
+  impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), dir, queue_config,
                                             [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
   // Pipelines' end of turn runs before the queue's; the service exists later.
   impl->AddParticipant([raw] { if (raw->pipelines) raw->pipelines->EndOfTurn(); }, nullptr);

@@ -20,6 +20,7 @@
 #include "exec/job_files.h"
 #include "fence/fence_report.h"
 #include "gpu/xid.h"
+#include "host/cpulist.h"
 #include "sched/job_spec.h"
 
 namespace gpuherd::daemon {
@@ -30,32 +31,13 @@ using sched::JobState;
 namespace fs = std::filesystem;
 
 constexpr int64_t kLogChunkBytes = 256 * 1024;
-// How many finished jobs `ps --all` lists: the most recent.
-constexpr size_t kMaxListedFinished = 100000;
+// How many finished jobs `ps --all` lists: the most recent, read from the
+// store at each listing (finished jobs are not kept in memory).
+constexpr int kMaxListedFinished = 10000;
 // The most pending jobs one scheduling pass ranks (see Schedule).
 constexpr size_t kMaxPassJobs = 2000;
 // A pass at least this often while jobs wait: aging and fair share move.
 constexpr DurationMs kAgingPass = 30 * kSecondMs;
-
-std::vector<int> ParseCpuList(const std::string& list) {
-  std::vector<int> cpus;
-  size_t pos = 0;
-  while (pos < list.size()) {
-    size_t comma = list.find(',', pos);
-    std::string part = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    size_t dash = part.find('-');
-    try {
-      int lo = std::stoi(part.substr(0, dash));
-      int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
-      for (int c = lo; c <= hi; ++c) cpus.push_back(c);
-    } catch (...) {
-      return {};
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return cpus;
-}
 
 // CPUs of the GPUs' NUMA node that this process may actually use: a simulated
 // fleet's affinity names CPUs this machine may not have.
@@ -66,7 +48,9 @@ std::vector<int> AffinityFor(const gpu::Fleet& fleet, const std::vector<int>& gp
   std::set<int> cpus;
   for (int g : gpus) {
     if (g < 0 || g >= static_cast<int>(fleet.gpus.size())) continue;
-    for (int c : ParseCpuList(fleet.gpus[g].cpu_affinity)) {
+    auto affinity = host::ParseCpuList(fleet.gpus[g].cpu_affinity);
+    if (!affinity.ok()) continue;
+    for (int c : *affinity) {
       if (c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed)) cpus.insert(c);
     }
   }
@@ -80,6 +64,13 @@ bool IsGpuFault(const store::EventRecord& e, const json& data) {
   return false;
 }
 
+sched::FleetState StaticFleet(const gpu::Fleet& fleet, const QueueConfig& config) {
+  sched::FleetState f = sched::FleetStateFromFleet(fleet);
+  f.host_cpus = config.host_cpus;
+  f.host_mem_bytes = config.host_mem_bytes;
+  return f;
+}
+
 }  // namespace
 
 JobService::JobService(DaemonState* state, exec::JobExecutor* executor, StateDir dir, QueueConfig config,
@@ -88,7 +79,7 @@ JobService::JobService(DaemonState* state, exec::JobExecutor* executor, StateDir
       executor_(executor),
       dir_(std::move(dir)),
       config_(std::move(config)),
-      static_fleet_(sched::FleetStateFromFleet(state->fleet)),
+      static_fleet_(StaticFleet(state->fleet, config_)),
       pool_(state),
       post_(std::move(post)),
       run_off_loop_(std::move(run_off_loop)) {
@@ -821,7 +812,6 @@ void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   Event(job, "job." + std::string(sched::JobStateName(state)),
         state == JobState::kFailed ? store::Severity::kWarning : store::Severity::kInfo, reason);
   if (listener_) listener_(job);
-  AddFinishedListing(job, e.extras.prior_attempts);
   claims_.erase(job.id);
   Erase(job.id);
   dirty_ = true;
@@ -1199,33 +1189,26 @@ JobService::ListedJob JobService::Listed(const sched::Job& job, int prior_attemp
   return listed;
 }
 
-void JobService::AddFinishedListing(const sched::Job& job, int prior_attempts) {
-  // Kept even before the first load, which cannot see what this turn has
-  // not committed yet.
-  finished_listing_[job.id] = Listed(job, prior_attempts);
-  while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
-}
-
-void JobService::LoadFinishedListing() {
-  if (finished_listing_loaded_) return;
-  auto finished = state_->store->ListFinishedJobs(0, static_cast<int>(kMaxListedFinished));
-  if (!finished.ok()) {
-    spdlog::warn("cannot list finished jobs: {}", finished.status().ToString());
-    return;  // tried again at the next listing
-  }
-  for (const auto& r : *finished) {
-    Entry e;
-    (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
-    finished_listing_.emplace(r.id, Listed(e.job, e.extras.prior_attempts));
-  }
-  while (finished_listing_.size() > kMaxListedFinished) finished_listing_.erase(finished_listing_.begin());
-  finished_listing_loaded_ = true;
-}
-
 std::string JobService::ListBody(bool all, const std::string& user, const std::string& state) {
   const TimeMs now = state_->clock->Now();
   const std::string now_text = std::to_string(now);
-  if (all) LoadFinishedListing();
+  // Finished jobs live in the store only: read at each listing, oldest first.
+  std::vector<std::pair<sched::JobId, ListedJob>> finished_listing;
+  if (all) {
+    auto finished = state_->store->ListFinishedJobs(0, kMaxListedFinished);
+    if (!finished.ok()) {
+      spdlog::warn("cannot list finished jobs: {}", finished.status().ToString());
+    } else {
+      finished_listing.reserve(finished->size());
+      for (const auto& r : *finished) {
+        Entry e;
+        (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
+        finished_listing.emplace_back(r.id, Listed(e.job, e.extras.prior_attempts));
+      }
+      std::sort(finished_listing.begin(), finished_listing.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+  }
   std::string out = "{\"jobs\":[";
   bool first = true;
   auto add_unfinished = [&](const Entry& e) {
@@ -1251,9 +1234,9 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
   // Both maps are ordered by id, and a job is in one of them only: merged,
   // the listing is ordered by id too.
   auto unfinished = jobs_.begin();
-  auto finished = all ? finished_listing_.begin() : finished_listing_.end();
-  while (unfinished != jobs_.end() || finished != finished_listing_.end()) {
-    if (unfinished != jobs_.end() && (finished == finished_listing_.end() || unfinished->first < finished->first)) {
+  auto finished = finished_listing.begin();
+  while (unfinished != jobs_.end() || finished != finished_listing.end()) {
+    if (unfinished != jobs_.end() && (finished == finished_listing.end() || unfinished->first < finished->first)) {
       add_unfinished((unfinished++)->second);
     } else {
       add_finished((finished++)->second);

@@ -36,6 +36,10 @@ class AttemptLog;
 struct QueueConfig {
   sched::SchedulerConfig scheduler;     // weights, per-user limits, placement
   DurationMs memory_watchdog_grace = 30 * kSecondMs;  // over its share this long → stopped
+  // The machine's CPUs and memory that jobs' --cpus and --mem are counted
+  // against (host/machine.h); 0: unknown, not checked.
+  int host_cpus = 0;
+  uint64_t host_mem_bytes = 0;
 };
 
 // What a pipeline fixes for its node's jobs beyond the spec; kept with the
@@ -134,9 +138,9 @@ class JobService : public TurnParticipant {
   std::optional<queue::GpuDrain> DrainOf(const std::string& uuid) const { return pool_.DrainOf(uuid); }
 
   // The body of GET /v1/jobs: {"jobs": [...], "now": N}, jobs by id, finished
-  // ones too when `all` (the 100,000 most recent). Finished jobs never change,
-  // so each is serialized once and kept (about 0.5 KiB a job): a listing costs
-  // no query and no parsing however often it is polled.
+  // ones too when `all` (the 10,000 most recent, read from the store: the
+  // daemon keeps only unfinished jobs in memory). An unfinished job's listing
+  // is serialized once per change, so polling a deep queue costs no parsing.
   std::string ListBody(bool all, const std::string& user, const std::string& state);
   Result<nlohmann::json> Show(sched::JobId id);
   // A piece of a job's log from `offset` (at most 256 KiB).
@@ -244,9 +248,6 @@ class JobService : public TurnParticipant {
   // After a failed commit: the unfinished jobs as the store has them, keeping
   // what only memory knows of attempts that the store also calls running.
   void RestoreFromStore();
-  // Fills finished_listing_ from the store once; later finishes add to it.
-  void LoadFinishedListing();
-  void AddFinishedListing(const sched::Job& job, int prior_attempts);
   // Bookkeeping of jobs_ that Submit's checks need without a scan.
   void Insert(Entry e);
   void Erase(sched::JobId id);
@@ -271,8 +272,6 @@ class JobService : public TurnParticipant {
   // would otherwise cost a query per dependency in every scheduling pass.
   std::unordered_map<sched::JobId, bool> finished_dep_completed_;
   const sched::FleetState static_fleet_;      // the fleet's fixed facts: names, memory, topology
-  std::map<sched::JobId, ListedJob> finished_listing_;
-  bool finished_listing_loaded_ = false;
   queue::GpuPool pool_;  // drains (typed origin), health, live GPU state
   std::map<std::string, double> gpu_seconds_done_;  // user → GPU-seconds of ended attempts
   std::optional<double> last_pass_seconds_;

@@ -1,4 +1,4 @@
-// Linux CPU lists ("0-31,64-95"), as /sys and NVML's affinity print them.
+// The CPU topology behind the doctor's checks (lists are host/cpulist.h).
 #pragma once
 
 #include <map>
@@ -7,14 +7,13 @@
 #include <vector>
 
 #include "core/status.h"
+#include "host/cpulist.h"
 #include "host/host.h"
 
 namespace gpuherd::doctor {
 
-// Sorted, without duplicates. An empty text is an empty list.
-Result<std::vector<int>> ParseCpuList(std::string_view text);
-// The shortest list form of `cpus` (any order, duplicates allowed).
-std::string FormatCpuList(std::vector<int> cpus);
+using host::FormatCpuList;
+using host::ParseCpuList;
 
 // CPU -> the first hardware thread of its core, from
 // /sys/devices/system/cpu/cpu*/topology/thread_siblings_list; empty when the
