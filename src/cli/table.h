@@ -13,6 +13,7 @@ class Table {
   // Cells may contain ANSI colour codes; they do not count towards width.
   // Any other control character in a cell is printed escaped (Printable).
   void AddRow(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  void Reserve(size_t rows) { rows_.reserve(rows); }
   // Columns listed in `right_aligned` (by index) are aligned right (numbers).
   std::string Render(const std::vector<size_t>& right_aligned = {}) const;
 

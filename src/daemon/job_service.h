@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -251,6 +252,12 @@ class JobService : public TurnParticipant {
   // Bookkeeping of jobs_ that Submit's checks need without a scan.
   void Insert(Entry e);
   void Erase(sched::JobId id);
+  // Every change of an unfinished job's state goes through here, so that
+  // the indexes below stay true: a pass over a deep queue then touches the
+  // jobs it ranks and the running ones, never every pending job.
+  void SetState(Entry& e, sched::JobState state);
+  void Index(const Entry& e);
+  void Unindex(const Entry& e);
   double RecentGpuHours(const std::string& user, TimeMs now) const;
   // Adds a running attempt's GPU time to gpu_seconds_done_ when it ends.
   void AccountGpuTime(const sched::Job& job, TimeMs end);
@@ -266,6 +273,12 @@ class JobService : public TurnParticipant {
   QueueConfig config_;
   sched::JobId next_id_ = 1;
   std::map<sched::JobId, Entry> jobs_;  // unfinished jobs; changed through Insert and Erase only
+  // Indexes of jobs_ (Index, Unindex): running and stopping jobs; pending
+  // jobs in the order a pass takes them (urgency, then submission, then id);
+  // jobs that became pending since the last pass.
+  std::set<sched::JobId> active_;
+  std::set<std::tuple<int, TimeMs, sched::JobId>> pending_order_;
+  std::vector<sched::JobId> unranked_;
   std::map<uint32_t, int> unfinished_by_uid_;  // jobs_ counted per submitting uid
   // Whether a finished job named in a depends_on completed, read from the
   // store once: a final state never changes, and a job held back by busy GPUs
