@@ -25,6 +25,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     std::string log_level = "info";
     std::string memory_grace = "30s";
     std::string admin_group;
+    std::string socket;
     std::vector<std::string> allow_hosts;
     int user_max_gpus = 0, user_max_queued = 0;
     bool no_preemption = false, no_backfill = false;
@@ -54,6 +55,9 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--memory-grace", flags->memory_grace,
                   "How long a fractional job may exceed its GPU memory share before it is stopped");
   cmd->add_option("--admin-group", flags->admin_group, "Members may act on any job and drain GPUs");
+  cmd->add_option("--socket", flags->socket,
+                  "The unix socket, when not <home>/gpuherd.sock (which then links to it); the system daemon "
+                  "listens on /run/gpuherd/gpuherd.sock, where users' commands find it");
   cmd->add_option("--allow-host", flags->allow_hosts,
                   "Also answer TCP requests whose Host is this name (besides localhost, IP addresses and the "
                   "hostname); repeatable");
@@ -157,7 +161,8 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     options.queue.scheduler.preemption = !flags->no_preemption;
     options.queue.scheduler.backfill = !flags->no_backfill;
     options.mps = flags->mps;
-    options.home = ctx->dir().root;
+    options.home = ctx->own_dir().root;
+    options.socket_path = flags->socket;
     options.driver = flags->driver.choice();
     options.port = flags->port;
     options.alert_rules_path = flags->alert_rules;
@@ -171,8 +176,8 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     // Files the daemon creates (the database, job logs) are private unless it
     // opens them up on purpose.
     ::umask(077);
-    if (Status s = EnsureStateDir(ctx->dir()); !s.ok()) return ctx->Fail(s);
-    SetUpLogging(flags->log_level, ctx->dir().log_dir() + "/daemon.log");
+    if (Status s = EnsureStateDir(ctx->own_dir()); !s.ok()) return ctx->Fail(s);
+    SetUpLogging(flags->log_level, ctx->own_dir().log_dir() + "/daemon.log");
 
     // Signals are taken by one thread with sigwait, so no handler runs on a
     // thread that holds a lock; every thread created after this inherits the mask.

@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
       {{"submit"}, AddSubmitCommand},
       {{"ps"}, AddPsCommand},
       {{"show"}, AddShowCommand},
+      {{"acct"}, AddAcctCommand},
       {{"logs"}, AddLogsCommand},
       {{"wait"}, AddWaitCommand},
       {{"cancel", "hold", "release", "requeue"}, AddJobActionCommands},

@@ -15,6 +15,11 @@ namespace gpuherd::cli {
 
 bool CommandContext::color() const { return ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr; }
 
+const DaemonLocation& CommandContext::location() const {
+  if (!located) located = LocateDaemon(home, SystemPaths());
+  return *located;
+}
+
 void CommandContext::Fail(const Status& status) {
   // Messages quote what users and jobs wrote: printed escaped.
   std::fprintf(stderr, "gpuherd: %s\n", PrintableLines(status.message()).c_str());

@@ -2,10 +2,12 @@
 // the registration functions, one per command file.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/daemon_locator.h"
 #include "core/state_dir.h"
 #include "core/status.h"
 #include "gpu/open.h"
@@ -16,7 +18,14 @@ struct CommandContext {
   std::string home;   // --home; empty = $GPUHERD_HOME or the default
   int exit_code = 0;  // set by the command that ran
 
-  StateDir dir() const { return ResolveStateDir(home); }
+  // The daemon this command talks to (daemon_locator.h): --home,
+  // $GPUHERD_HOME, this user's own daemon when it answers, else the system
+  // daemon when it answers. Looked up once per command.
+  StateDir dir() const { return location().dir; }
+  const DaemonLocation& location() const;
+  // This user's own state directory, never the system daemon's: where
+  // `gpuherd daemon` keeps its state.
+  StateDir own_dir() const { return ResolveStateDir(home); }
   // Colours only on a terminal, and never when NO_COLOR is set.
   bool color() const;
   // Prints "gpuherd: <message>" to stderr and sets the exit code: 2 for
@@ -25,6 +34,8 @@ struct CommandContext {
   void Fail(const Status& status);
   // A usage error found by the command itself: exit 2.
   void Usage(const std::string& message) { Fail(InvalidArgument(message)); }
+
+  mutable std::optional<DaemonLocation> located;  // location()'s answer
 };
 
 // Validators whose messages a person can read ("--cpus: must be a whole
@@ -56,6 +67,7 @@ void AddStatusCommand(CLI::App& app, CommandContext* ctx);
 void AddSubmitCommand(CLI::App& app, CommandContext* ctx);
 void AddPsCommand(CLI::App& app, CommandContext* ctx);
 void AddShowCommand(CLI::App& app, CommandContext* ctx);
+void AddAcctCommand(CLI::App& app, CommandContext* ctx);
 void AddLogsCommand(CLI::App& app, CommandContext* ctx);
 void AddWaitCommand(CLI::App& app, CommandContext* ctx);  // wait [--any] ID...
 void AddJobActionCommands(CLI::App& app, CommandContext* ctx);  // cancel, hold, release, requeue

@@ -1,14 +1,19 @@
-// gpuherd show ID: one job in full, with why it is pending.
+// gpuherd show ID: one job in full, like Slurm's `scontrol show job`: its
+// whole spec, where it stands and why, and every attempt with how it ended
+// and what it used of its GPUs.
 #include <cstdio>
 
 #include <fmt/format.h>
 
 #include "api/decode.h"
+#include "api/job_detail.h"
 #include "api/jobs.h"
+#include "cli/acct_format.h"
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/job_format.h"
 #include "cli/table.h"
+#include "sched/job_spec.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -27,6 +32,46 @@ std::string MemoryFenceLine(const nlohmann::json& f) {
   return line + " (no fence; the memory watchdog enforces the share)";
 }
 
+// An argument as a shell would need it: quoted when it holds anything but
+// plain characters, so that the line can be pasted back.
+std::string ShellWord(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                              "-_./=:,+@%") == std::string::npos) {
+    return Printable(word);
+  }
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return Printable(quoted + "'");
+}
+
+std::string Joined(const std::map<std::string, std::string>& pairs) {
+  std::string out;
+  for (const auto& [k, v] : pairs) out += (out.empty() ? "" : " ") + Printable(k) + "=" + ShellWord(v);
+  return out.empty() ? "-" : out;
+}
+
+// The spec's lines; command, cwd and env only when the reply has them.
+void PrintSpec(const api::JobSpecView& s, const nlohmann::json& raw) {
+  if (raw.contains("cwd")) std::printf("  cwd        %s\n", s.cwd.empty() ? "(the submitter's)" : Printable(s.cwd).c_str());
+  if (raw.contains("env")) std::printf("  env        %s\n", Joined(s.env).c_str());
+  std::printf("  labels     %s\n", Joined(s.labels).c_str());
+  std::string deps;
+  for (int64_t d : s.depends_on) deps += (deps.empty() ? "" : ",") + std::to_string(d);
+  std::printf("  depends on %s\n", deps.empty() ? "-" : deps.c_str());
+  std::string gpus = sched::FormatGpuTenths(s.gpu_tenths);
+  if (s.gpu_mem_bytes > 0) gpus += ", " + sched::FormatBytes(s.gpu_mem_bytes) + " of GPU memory";
+  if (!s.model.empty()) gpus += ", model " + Printable(s.model);
+  if (s.min_cc) gpus += ", compute capability >= " + sched::FormatComputeCapability(*s.min_cc);
+  if (s.mixed_models) gpus += ", models may be mixed";
+  std::string cpus = s.cpus > 0 ? fmt::format("{} CPU{}", s.cpus, s.cpus == 1 ? "" : "s") : "no claim on CPUs";
+  std::printf("  requests   %s GPU%s; %s; %s host memory\n", gpus.c_str(), s.gpu_tenths == 10 ? "" : "s", cpus.c_str(),
+              s.mem_bytes > 0 ? sched::FormatBytes(s.mem_bytes).c_str() : "no limit on");
+  std::printf("  limits     time %s, checkpoint grace %s, max restarts %d, %s\n",
+              s.time_limit_ms > 0 ? FormatDuration(s.time_limit_ms).c_str() : "none",
+              FormatDuration(s.checkpoint_grace_ms).c_str(), s.max_restarts,
+              s.preemptible ? "preemptible" : "not preemptible");
+}
+
 }  // namespace
 
 void AddShowCommand(CLI::App& app, CommandContext* ctx) {
@@ -35,7 +80,7 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     bool json = false;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("show", "Show one job, and why it is pending");
+  CLI::App* cmd = app.add_subcommand("show", "Show one job: its whole spec, where it stands and every attempt");
   cmd->add_option("id", f->id, "Job id")->required()->check(PositiveWhole());
   cmd->add_flag("--json", f->json, "Print JSON");
   cmd->callback([ctx, f] {
@@ -49,12 +94,18 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     if (!job.ok()) return ctx->Fail(job.status());
     const api::JobView& j = *job;
     std::string command;
-    for (const std::string& a : j.command) command += (command.empty() ? "" : " ") + Printable(a);
+    for (const std::string& a : j.command) command += (command.empty() ? "" : " ") + ShellWord(a);
     std::printf("job %lld  %s\n", static_cast<long long>(j.id), Printable(j.name).c_str());
     std::printf("  state      %s%s\n", StateCell(j.state, ctx->color()).c_str(),
                 j.reason.empty() ? "" : ("  (" + Printable(j.reason) + ")").c_str());
     std::printf("  user       %s\n", Printable(j.user).c_str());
     std::printf("  command    %s\n", reply->contains("command") ? command.c_str() : "(its owner's)");
+    if (auto spec = reply->find("spec"); spec != reply->end() && spec->is_object()) {
+      auto view = api::Decode<api::JobSpecView>(*spec, "the spec of job " + std::to_string(f->id));
+      if (!view.ok()) return ctx->Fail(view.status());
+      PrintSpec(*view, *spec);
+    }
+    std::printf("  priority   %d\n", j.priority);
     std::printf("  gpus       %s on %s\n", api::GpusRequested(j).c_str(), api::GpusAssigned(j).c_str());
     std::printf("  time       %s (submitted %s)\n", api::JobTime(j, j.now).c_str(), FormatTimeUtc(j.submitted).c_str());
     // One restart counter (daemon/job_service.h RestartCount); only those
@@ -63,7 +114,7 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
                 j.fault_restarts, j.max_restarts);
     if (j.exit_code) std::printf("  exit code  %d\n", *j.exit_code);
     if (j.exit_signal) std::printf("  signal     %d\n", *j.exit_signal);
-    if (!j.priority_explained.empty()) std::printf("  priority   %s\n", Printable(j.priority_explained).c_str());
+    if (!j.priority_explained.empty()) std::printf("  ranking    %s\n", Printable(j.priority_explained).c_str());
     if (reply->contains("memory_fence")) {
       std::printf("  gpu memory %s\n", MemoryFenceLine((*reply)["memory_fence"]).c_str());
     }
@@ -71,6 +122,23 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
       std::printf("  containment %s\n", (*reply)["containment"].get<std::string>().c_str());
     }
     if (!j.logs.empty()) std::printf("  logs       %s\n", Printable(j.logs).c_str());
+    if (auto list = reply->find("attempts"); list != reply->end() && list->is_array()) {
+      auto attempts = api::Decode<std::vector<api::AttemptView>>(*list, "the attempts of job " + std::to_string(f->id));
+      if (!attempts.ok()) return ctx->Fail(attempts.status());
+      if (attempts->empty()) {
+        std::printf("  attempts   none yet\n");
+      } else {
+        std::printf("  attempts\n");
+        std::string table = AttemptsTable(*attempts, j.now);
+        size_t start = 0;
+        while (start < table.size()) {
+          size_t end = table.find('\n', start);
+          if (end == std::string::npos) end = table.size();
+          std::printf("    %s\n", table.substr(start, end - start).c_str());
+          start = end + 1;
+        }
+      }
+    }
   });
 }
 

@@ -1,5 +1,6 @@
 // gpuherd status: whether a daemon runs on this state directory. Exit 0 when
 // it answers, 3 when it does not (as `systemctl status` does), for scripts.
+// It says which daemon it reached and how it was found (daemon_locator.h).
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -22,7 +23,11 @@ void AddStatusCommand(CLI::App& app, CommandContext* ctx) {
       ctx->exit_code = 3;
       return;
     }
+    const DaemonLocation& where = ctx->location();
     if (*json) {
+      (*health)["socket"] = where.dir.socket_path();
+      (*health)["home"] = where.dir.root;
+      (*health)["found_by"] = where.found_by;
       std::printf("%s\n", health->dump(2).c_str());
       return;
     }
@@ -32,7 +37,8 @@ void AddStatusCommand(CLI::App& app, CommandContext* ctx) {
                 health->value("simulated", false)
                     ? (", SIMULATED: " + health->value("sim_reason", std::string())).c_str()
                     : "",
-                FormatDuration(health->value("sample_interval_ms", int64_t{0})).c_str(), ctx->dir().root.c_str());
+                FormatDuration(health->value("sample_interval_ms", int64_t{0})).c_str(), where.dir.root.c_str());
+    std::printf("talking to %s on %s\n", where.Describe().c_str(), where.dir.socket_path().c_str());
   });
 }
 

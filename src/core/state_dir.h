@@ -11,8 +11,11 @@ namespace gpuherd {
 
 struct StateDir {
   std::string root;
+  // The daemon's unix socket when it is not <root>/gpuherd.sock (a system
+  // daemon's /run/gpuherd/gpuherd.sock, found by the CLI).
+  std::string socket = {};
   std::string db_path() const { return root + "/state.db"; }
-  std::string socket_path() const { return root + "/gpuherd.sock"; }
+  std::string socket_path() const { return socket.empty() ? root + "/gpuherd.sock" : socket; }
   std::string token_path() const { return root + "/api-token"; }
   std::string port_path() const { return root + "/api-port"; }    // the TCP port the daemon listens on
   std::string pid_path() const { return root + "/daemon.pid"; }

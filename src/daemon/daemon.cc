@@ -4,12 +4,15 @@
 #include <grp.h>
 #include <pwd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <string_view>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -21,6 +24,7 @@
 #include "core/version.h"
 #include "alerts/rules.h"
 #include "daemon/alert_service.h"
+#include "daemon/attempt_log.h"
 #include "api/events.h"
 #include "daemon/burnin_jobs.h"
 #include "daemon/mps_control.h"
@@ -88,6 +92,43 @@ bool InGroup(const std::string& user, uint32_t primary_gid, const std::string& g
   return false;
 }
 
+// --socket: its folder (a RuntimeDirectory under systemd) is made when
+// missing, open to every user (0755) since the socket is their way in.
+Status PrepareSocketDir(const std::string& socket_path) {
+  if (socket_path.empty() || socket_path[0] != '/') {
+    return InvalidArgument("--socket takes an absolute path, like /run/gpuherd/gpuherd.sock");
+  }
+  if (socket_path.size() >= 100) return InvalidArgument("--socket path is too long for a unix socket: " + socket_path);
+  std::string folder = socket_path.substr(0, socket_path.rfind('/'));
+  if (folder.empty()) return Status::Ok();
+  std::error_code ec;
+  if (!std::filesystem::exists(folder, ec)) {
+    std::filesystem::create_directories(folder, ec);
+    if (ec) return IoError("cannot create " + folder + " for the socket: " + ec.message());
+    ::chmod(folder.c_str(), 0755);
+  }
+  return Status::Ok();
+}
+
+// <home>/gpuherd.sock links to the socket elsewhere, so that everything
+// that knows only the home (--home, `gpuherd stop` in the unit) finds it.
+Status LinkHomeSocket(const StateDir& dir, const std::string& target) {
+  const std::string link = dir.socket_path();
+  struct stat st {};
+  if (::lstat(link.c_str(), &st) == 0) {
+    // The home is the daemon's own and locked by it: what is there is a
+    // previous daemon's socket or link.
+    if (!S_ISLNK(st.st_mode) && !S_ISSOCK(st.st_mode)) {
+      return FailedPrecondition(link + " exists and is neither a socket nor a link to one; move it away");
+    }
+    ::unlink(link.c_str());
+  }
+  if (::symlink(target.c_str(), link.c_str()) != 0) {
+    return IoError("cannot link " + link + " to " + target + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 // A simulated fleet only: what the queue's running jobs put on each GPU, and
 // their memory as the jobs report it (GPUHERD_SIM_GPU_MEM_FILE) or half their
 // share. Real GPUs report their own load.
@@ -131,6 +172,7 @@ struct Daemon::Impl {
   std::unique_ptr<EventLoop> loop;
   std::unique_ptr<exec::Executor> executor;
   std::unique_ptr<MpsControl> mps;  // --mps; quits its control daemons after the jobs are gone
+  std::unique_ptr<AttemptLog> attempts;  // used by jobs: declared before, destroyed after
   std::unique_ptr<JobService> jobs;
   std::unique_ptr<LocalBackend> local_backend;
   std::unique_ptr<exec::CommandRunner> slurm_runner;
@@ -221,6 +263,7 @@ struct Daemon::Impl {
       jobs->OnRound();
       if (self_heal) self_heal->OnRound(round.time);
     }
+    if (attempts) attempts->OnRound();
     if (pipelines) pipelines->OnRound();
     if (alerts) alerts->AfterRound(round.time);
     if (risk) risk->OnRollups(result.rollups, round.time);
@@ -455,6 +498,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
     });
   }
   impl->jobs->SetMps(impl->mps.get());
+  impl->attempts = std::make_unique<AttemptLog>(&impl->state);
+  GPUHERD_RETURN_IF_ERROR(impl->attempts->Load());
+  impl->jobs->SetAttemptLog(impl->attempts.get());
   GPUHERD_RETURN_IF_ERROR(impl->jobs->Load());
   if (!impl->CommitTurn()) return IoError("cannot write " + dir.db_path());
   // Every running attempt is adopted now; the groups of the others are stale.
@@ -496,6 +542,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   routes::RouteContext route_context;
   route_context.state = &impl->state;
   route_context.jobs = impl->jobs.get();
+  route_context.attempts = impl->attempts.get();
   route_context.pipelines = impl->pipelines.get();
   route_context.alerts = impl->alerts.get();
   route_context.metrics = impl->metrics.get();
@@ -516,12 +563,17 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   http::ServerOptions http;
   http.tcp_port = options.port;
   http.unix_path = dir.socket_path();
+  if (!options.socket_path.empty() && options.socket_path != dir.socket_path()) {
+    GPUHERD_RETURN_IF_ERROR(PrepareSocketDir(options.socket_path));
+    http.unix_path = options.socket_path;
+  }
   // Handlers mostly wait for the loop's next commit; more of them let more
   // submissions share one commit.
   http.threads = 8;
   auto server = http::Server::Start(http, [raw](const http::Request& r) { return raw->Serve(r); });
   if (!server.ok()) return server.status();
   impl->server = std::move(server).value();
+  if (http.unix_path != dir.socket_path()) GPUHERD_RETURN_IF_ERROR(LinkHomeSocket(dir, http.unix_path));
   if (options.metrics_port >= 0) {
     http::ServerOptions metrics_http;
     metrics_http.tcp_host = options.metrics_host;

@@ -20,6 +20,10 @@ constexpr int kDefaultApiPort = 7480;
 
 struct DaemonOptions {
   std::string home;              // the state directory, already resolved
+  // The unix socket when not <home>/gpuherd.sock (--socket): the system
+  // daemon's /run/gpuherd/gpuherd.sock, where users find it without a
+  // setting (cli/daemon_locator.h). <home>/gpuherd.sock then links to it.
+  std::string socket_path;
   gpu::DriverChoice driver;
   int port = kDefaultApiPort;    // TCP on 127.0.0.1; 0 = any free port, -1 = none
   DurationMs sample_interval = 5 * kSecondMs;

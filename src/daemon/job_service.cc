@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/owned_dirs.h"
+#include "daemon/attempt_log.h"
 #include "exec/job_files.h"
 #include "fence/fence_report.h"
 #include "gpu/xid.h"
@@ -177,6 +178,7 @@ Status JobService::Load() {
       // The daemon stopped between recording the start and launching it: the
       // attempt never ran, so it does not count as a restart.
       Insert(std::move(e));
+      if (attempt_log_) attempt_log_->Ended(jobs_.at(r.id).job, "launch_failed", "the daemon stopped before launching it", nullptr);
       Requeue(jobs_.at(r.id), "the daemon stopped before launching it", false);
       continue;
     }
@@ -190,6 +192,7 @@ Status JobService::Load() {
       if (auto shim = exec::ReadShimFile(AttemptDir(job.id, job.attempt)); shim.ok() && shim->has_value()) {
         e.shim_pid = (*shim)->pid;  // the watchdog matches the job's processes by its shim's session
       }
+      if (attempt_log_ && e.shim_pid > 0) attempt_log_->Launched(job.id, job.attempt, e.shim_pid);
       if (job.state == JobState::kStopping) e.intent = StopIntent::kRequeue;
     }
     Insert(std::move(e));
@@ -762,6 +765,7 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   Touch(e);
   std::string where = gpus.empty() ? "no GPU" : "GPU " + fmt::format("{}", fmt::join(gpus, ","));
   Event(job, "job.started", store::Severity::kInfo, fmt::format("attempt {} started on {}", job.attempt, where));
+  if (attempt_log_) attempt_log_->Started(job);
   if (listener_) listener_(job);
   exec::LaunchSpec launch = MakeLaunch(e);
   sched::JobId id = job.id;
@@ -798,6 +802,7 @@ void JobService::OnLaunched(sched::JobId id, int attempt, const Result<int>& pid
     return OnExit(failed);
   }
   e.shim_pid = *pid;
+  if (attempt_log_) attempt_log_->Launched(id, attempt, *pid);
   // A stop decided while the launch was under way is delivered now.
   if (e.job.state == JobState::kStopping) {
     Status s = executor_->Signal(id, attempt, SIGTERM);
@@ -890,6 +895,7 @@ void JobService::OnExit(const exec::ExitRecord& r) {
   job.exit_signal.reset();
   if (r.how == How::kExited || r.how == How::kTimeLimit || r.how == How::kStopped) job.exit_code = r.code;
   if (r.signal != 0) job.exit_signal = r.signal;
+  if (attempt_log_) NoteAttemptEnd(e, r);
   switch (e.intent) {
     case StopIntent::kCancel: return Finish(e, JobState::kCancelled, job.reason);
     case StopIntent::kRequeue: return Requeue(e, job.reason, false);
@@ -1478,6 +1484,22 @@ std::vector<std::vector<api::GpuJob>> JobService::JobsByGpu() const {
     }
   }
   return out;
+}
+
+void JobService::NoteAttemptEnd(const Entry& e, const exec::ExitRecord& r) {
+  AttemptStop stop = AttemptStop::kNone;
+  switch (e.intent) {
+    case StopIntent::kNone: stop = AttemptStop::kNone; break;
+    case StopIntent::kCancel: stop = AttemptStop::kCancel; break;
+    case StopIntent::kRequeue: stop = AttemptStop::kRequeue; break;
+    case StopIntent::kFault: stop = AttemptStop::kFault; break;
+    case StopIntent::kMemory: stop = AttemptStop::kMemory; break;
+  }
+  const std::string cause = AttemptEndCause(stop, e.job.reason, r);
+  std::string reason = stop != AttemptStop::kNone ? e.job.reason : r.message;
+  if (reason.empty() && r.how == exec::ExitRecord::How::kExited) reason = fmt::format("exited with code {}", r.code);
+  if (reason.empty() && r.signal != 0) reason = fmt::format("killed by signal {} ({})", r.signal, strsignal(r.signal));
+  attempt_log_->Ended(e.job, cause, reason, &r);
 }
 
 }  // namespace gpuherd::daemon

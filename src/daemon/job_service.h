@@ -33,6 +33,8 @@
 
 namespace gpuherd::daemon {
 
+class AttemptLog;
+
 struct QueueConfig {
   sched::SchedulerConfig scheduler;     // weights, per-user limits, placement
   DurationMs memory_watchdog_grace = 30 * kSecondMs;  // over its share this long → stopped
@@ -95,6 +97,9 @@ class JobService : public TurnParticipant {
   // With --mps: fractional jobs on a GPU whose fractions are all one user's
   // connect to its MPS server. Null (the default): they time-share the SMs.
   void SetMps(const MpsControl* mps) { mps_ = mps; }
+  // Where attempts' starts, launches and ends are recorded (attempt_log.h);
+  // set before Load. Null: not recorded.
+  void SetAttemptLog(AttemptLog* log) { attempt_log_ = log; }
 
   Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& caller,
                               const SubmitExtras& extras = {});
@@ -277,10 +282,13 @@ class JobService : public TurnParticipant {
   // Adds a running attempt's GPU time to gpu_seconds_done_ when it ends.
   void AccountGpuTime(const sched::Job& job, TimeMs end);
   std::string AttemptDir(sched::JobId id, int attempt) const;
+  // Tells the attempt log why the current attempt of `e` ended (OnExit).
+  void NoteAttemptEnd(const Entry& e, const exec::ExitRecord& r);
 
   DaemonState* state_;
   exec::JobExecutor* executor_;
   const MpsControl* mps_ = nullptr;
+  AttemptLog* attempt_log_ = nullptr;
   StateDir dir_;
   QueueConfig config_;
   sched::JobId next_id_ = 1;

@@ -267,6 +267,36 @@ CREATE TABLE idempotency_keys (
   PRIMARY KEY (uid, key)
 ) WITHOUT ROWID;
 CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created);
+// One row per attempt of a job. Jobs that ran before get their last attempt
+// back from their own row (earlier attempts and telemetry were not kept).
+std::string SchemaVersion11() {
+  return R"sql(
+CREATE TABLE job_attempts (
+  job_id INTEGER NOT NULL CHECK (job_id > 0),
+  attempt INTEGER NOT NULL CHECK (attempt >= 1),
+  user TEXT NOT NULL,
+  gpus_json TEXT NOT NULL,
+  gpu_tenths INTEGER NOT NULL CHECK (gpu_tenths >= 0),
+  started INTEGER NOT NULL,
+  ended INTEGER NOT NULL,
+  end_cause TEXT NOT NULL CHECK (end_cause IN ('', 'completed', 'failed', 'preempted', 'requeued',
+    'gpu_fault', 'cancelled', 'time_limit', 'supervisor_lost', 'out_of_memory', 'gpu_memory', 'launch_failed')),
+  exit_code INTEGER,
+  exit_signal INTEGER,
+  reason TEXT NOT NULL,
+  util_samples INTEGER NOT NULL CHECK (util_samples >= 0),
+  gpu_util_mean REAL,
+  peak_gpu_mem_bytes INTEGER,
+  PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID;
+CREATE INDEX job_attempts_by_end ON job_attempts (ended);
+INSERT INTO job_attempts (job_id, attempt, user, gpus_json, gpu_tenths, started, ended, end_cause, exit_code,
+                          exit_signal, reason, util_samples)
+  SELECT id, attempt, user, gpus_json, COALESCE(json_extract(spec_json, '$.gpu_tenths'), 0), started,
+         CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN ended ELSE 0 END,
+         CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN state ELSE '' END,
+         exit_code, exit_signal, reason, 0
+  FROM jobs WHERE attempt > 0 AND started > 0 AND json_valid(spec_json);
 )sql";
 }
 
@@ -281,6 +311,7 @@ constexpr Migration kMigrations[] = {
     {8, "GPU health transitions and imported card passports", &SchemaVersion8},
     {9, "who drained each GPU (typed origin)", &SchemaVersion9},
     {10, "the first outcome of requests sent with an idempotency key", &SchemaVersion10},
+    {11, "one record per attempt of a job", &SchemaVersion11},
 };
 
 std::string HintFor(int primary_code) {

@@ -246,6 +246,36 @@ struct IdempotencyRecord {
   std::string body;
 };
 
+// One run of a job (its attempt N), upserted by (job_id, attempt): written
+// when the attempt starts (ended 0, end_cause empty) and again when it ends,
+// in the same commit as the job's own change. What the attempt used comes
+// from the telemetry sampled while it ran (see daemon/attempt_log.h).
+struct AttemptRecord {
+  int64_t job_id = 0;
+  int attempt = 0;             // from 1
+  std::string user;            // the job's owner, for accounting by user
+  std::string gpus_json = "[]";  // UUIDs of the GPUs it held
+  int gpu_tenths = 0;          // the share it held: 10 per whole GPU
+  TimeMs started = 0, ended = 0;  // ended is 0 while it runs
+  // "" while it runs; then completed, failed, preempted, requeued, gpu_fault,
+  // cancelled, time_limit, supervisor_lost, out_of_memory, gpu_memory,
+  // launch_failed (api::kAttemptEndCauses).
+  std::string end_cause;
+  std::optional<int> exit_code, exit_signal;
+  std::string reason;          // for people: "exited with code 3", "preempted for job 9"
+  int util_samples = 0;        // telemetry readings taken while it ran
+  std::optional<double> gpu_util_mean;        // % over its GPUs and readings; none without readings
+  std::optional<uint64_t> peak_gpu_mem_bytes;  // the most GPU memory it held on one GPU
+};
+
+// Which jobs `acct` covers: those submitted, running or ended at or after
+// `since` (unfinished ones always), of one user or all.
+struct AcctFilter {
+  TimeMs since = 0;
+  std::string user;            // empty: everyone
+  int limit = 100000;          // at most this many jobs, the newest
+};
+
 struct WriteBatch {
   std::vector<GpuRecord> gpus;
   std::vector<RollupRecord> rollups;
@@ -260,11 +290,12 @@ struct WriteBatch {
   std::vector<IdempotencyRecord> idempotency;      // upserted by (uid, key)
   TimeMs idempotency_expire_before = 0;            // > 0: deletes keys created before it
   std::vector<HealthTransitionRecord> health_transitions;  // appended; ids assigned at commit
+  std::vector<AttemptRecord> attempts;             // upserted by (job_id, attempt), after the jobs
   bool empty() const {
     return gpus.empty() && rollups.empty() && events.empty() && jobs.empty() && drains.empty() &&
            burnin_runs.empty() && alerts.empty() && pipeline_runs.empty() && pipeline_nodes.empty() &&
            metrics.empty() && idempotency.empty() && idempotency_expire_before == 0 &&
-           health_transitions.empty();
+           health_transitions.empty() && attempts.empty();
   }
 };
 

@@ -348,7 +348,7 @@ Status Store::Commit(WriteBatch* batch) {
   if (batch->empty()) return Status::Ok();
 
   // Which row is being written, for the error message only.
-  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kBurnIn, kAlert, kPipeline, kIdempotency, kHealth, kCommit } stage = Stage::kBegin;
+  enum class Stage { kBegin, kGpu, kRollup, kEvent, kJob, kDrain, kBurnIn, kAlert, kPipeline, kIdempotency, kHealth, kAttempt, kCommit } stage = Stage::kBegin;
   size_t row = 0;
   std::vector<int64_t> ids;
   ids.reserve(batch->events.size());
@@ -381,6 +381,8 @@ Status Store::Commit(WriteBatch* batch) {
     for (row = 0; row < batch->health_transitions.size(); ++row) {
       InsertHealthTransition(&batch->health_transitions[row]);
     }
+    stage = Stage::kAttempt;
+    for (row = 0; row < batch->attempts.size(); ++row) UpsertAttempt(batch->attempts[row]);
     stage = Stage::kCommit;
     txn.commit();
   } catch (const SQLite::Exception& e) {
@@ -407,6 +409,10 @@ Status Store::Commit(WriteBatch* batch) {
       case Stage::kIdempotency: doing = "storing the outcome of a request's idempotency key"; break;
       case Stage::kHealth:
         doing = "storing a health transition of GPU " + batch->health_transitions[row].gpu_uuid;
+        break;
+      case Stage::kAttempt:
+        doing = "storing attempt " + std::to_string(batch->attempts[row].attempt) + " of job " +
+                std::to_string(batch->attempts[row].job_id);
         break;
       case Stage::kCommit: doing = "committing"; break;
     }

@@ -7,6 +7,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -122,6 +123,14 @@ class Store {
   // A plain job's metric lines, by step.
   Result<std::vector<MetricRecord>> ListJobMetrics(int64_t job_id);
 
+  // Job attempts (store/attempts.cc). One job's, by attempt.
+  Result<std::vector<AttemptRecord>> ListAttempts(int64_t job_id);
+  // The jobs `filter` selects (by id) and all their attempts (by job, then
+  // attempt): what `gpuherd acct` adds up.
+  Result<std::pair<std::vector<JobRecord>, std::vector<AttemptRecord>>> ListAccounting(const AcctFilter& filter);
+  // Attempts still open (ended 0): what a restarted daemon goes on measuring.
+  Result<std::vector<AttemptRecord>> ListOpenAttempts();
+
   // GPU health and passports (store/passports.cc). Appended in one
   // transaction; ids assigned in order.
   Status AppendHealthTransitions(std::vector<HealthTransitionRecord>* rows);
@@ -155,6 +164,7 @@ class Store {
   void WriteAlert(const AlertRecord& alert);
   // Inserts one row and sets its id (store/passports.cc).
   void InsertHealthTransition(HealthTransitionRecord* row);
+  void UpsertAttempt(const AttemptRecord& attempt);
   // The batch's pipeline runs, nodes and metric lines; `doing` names the row
   // being written when SQLite throws.
   void WritePipelines(const WriteBatch& batch, std::string* doing);

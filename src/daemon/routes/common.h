@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "daemon/alert_service.h"
+#include "daemon/attempt_log.h"
 #include "daemon/burnin_jobs.h"
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
@@ -28,6 +29,7 @@ namespace gpuherd::daemon::routes {
 struct RouteContext {
   DaemonState* state = nullptr;
   JobService* jobs = nullptr;
+  AttemptLog* attempts = nullptr;  // the running attempts' use so far (show, acct)
   PipelineService* pipelines = nullptr;
   AlertService* alerts = nullptr;
   MetricsService* metrics = nullptr;

@@ -68,7 +68,9 @@ Result<json> OwnJob(RouteContext& ctx, int64_t id, const Caller& caller, const s
 http::Response Show(RouteContext& ctx, int64_t id, const Caller& caller) {
   auto job = ctx.jobs->Show(id);
   if (!job.ok()) return StatusResponse(job.status());
-  if (!MaySeeJobInternals(caller, job->value("user", std::string()))) HideJobInternals(*job);
+  const bool may_see = MaySeeJobInternals(caller, job->value("user", std::string()));
+  if (!may_see) HideJobInternals(*job);
+  if (Status detail = AddJobDetail(ctx, id, may_see, &*job); !detail.ok()) return StatusResponse(detail);
   return JsonResponse(*job);
 }
 

@@ -37,6 +37,7 @@ http::Response Routes::Route(const http::Request& request, const Caller& caller)
     if (resource == "gpus") return GpuRoutes(ctx_, parts, request, caller);
     if (resource == "events") return EventRoutes(ctx_, parts, request, caller);
     if (resource == "jobs") return JobRoutes(ctx_, parts, request, caller);
+    if (resource == "acct") return AcctRoutes(ctx_, parts, request, caller);
     if (resource == "pipelines" && ctx_.pipelines) return PipelineRoutes(ctx_, parts, request, caller);
     if (resource == "burnin") return BurnInRoutes(ctx_, parts, request, caller);
     if (resource == "alerts" && ctx_.alerts) return AlertRoutes(ctx_, parts, request, caller);

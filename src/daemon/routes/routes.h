@@ -11,6 +11,7 @@
 //   pipelines.cc  /v1/pipelines[/{id}[/metrics|/report|/cancel|/retry]]
 //   burnin.cc     /v1/burnin, /v1/burnin/runs
 //   alerts.cc     /v1/alerts
+//   acct.cc       /v1/acct, and the spec and attempts in /v1/jobs/{id}
 #pragma once
 
 #include <string>
@@ -32,6 +33,10 @@ http::Response PipelineRoutes(RouteContext& ctx, const Parts& parts, const http:
                               const Caller& caller);
 http::Response BurnInRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
 http::Response AlertRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
+
+http::Response AcctRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
+// Adds "spec" (what the caller may see of it) and "attempts" to one job's view.
+Status AddJobDetail(RouteContext& ctx, int64_t id, bool may_see_internals, nlohmann::json* job);
 
 class Routes {
  public:
