@@ -3,11 +3,12 @@
 # deployment files. README "Quick start for a lab".
 #
 # The programs find each other beside themselves (gpuherd hands `daemon` to
-# gpuherd-daemon, which starts gpuherd-shim, which preloads
-# libgpuherd-fence.so), so all four live in <prefix>/lib/gpuherd and
+# gpuherd-daemon and every other command to gpuherd-cli; the daemon starts
+# gpuherd-shim, which preloads
+# libgpuherd-fence.so), so all five live in <prefix>/lib/gpuherd and
 # <prefix>/bin holds links to the two that people run.
 set(GPUHERD_PKG_DIR lib/gpuherd)
-install(TARGETS gpuherd gpuherd-daemon gpuherd-shim RUNTIME DESTINATION ${GPUHERD_PKG_DIR})
+install(TARGETS gpuherd gpuherd-cli gpuherd-daemon gpuherd-shim RUNTIME DESTINATION ${GPUHERD_PKG_DIR})
 install(TARGETS gpuherd-fence LIBRARY DESTINATION ${GPUHERD_PKG_DIR})
 foreach(program gpuherd gpuherd-daemon)
   install(CODE "

@@ -66,7 +66,7 @@ AcctReport Account(const std::vector<store::JobRecord>& jobs, const std::vector<
     AcctUsage one;
     one.attempts = 1;
     const TimeMs end = r.ended > 0 ? r.ended : std::max(now, r.started);
-    const double share = r.gpu_tenths / 10.0;
+    const double share = r.gpu_twentieths / 20.0;
     one.gpu_hours = share * static_cast<double>(std::max<TimeMs>(0, end - r.started)) / 3.6e6;
     if (r.gpu_util_mean && share > 0) {
       const double util = std::clamp(*r.gpu_util_mean, 0.0, 100.0);

@@ -29,7 +29,7 @@ store::AttemptRecord Attempt(int64_t job, int n, int tenths, TimeMs started, Tim
   store::AttemptRecord a;
   a.job_id = job;
   a.attempt = n;
-  a.gpu_tenths = tenths;
+  a.gpu_twentieths = 2 * tenths;
   a.started = started;
   a.ended = ended;
   a.end_cause = ended > 0 ? "completed" : "";

@@ -10,7 +10,7 @@ void to_json(json& j, const JobSpecView& s) {
            {"env", s.env},
            {"labels", s.labels},
            {"depends_on", s.depends_on},
-           {"gpu_tenths", s.gpu_tenths},
+           {"gpu_twentieths", s.gpu_twentieths},
            {"gpu_mem_bytes", s.gpu_mem_bytes},
            {"model", s.model},
            {"min_cc", s.min_cc ? json(*s.min_cc) : json(nullptr)},
@@ -30,7 +30,7 @@ void from_json(const json& j, JobSpecView& s) {
   s.env = j.value("env", std::map<std::string, std::string>());
   s.labels = j.value("labels", std::map<std::string, std::string>());
   s.depends_on = j.value("depends_on", std::vector<int64_t>());
-  s.gpu_tenths = j.value("gpu_tenths", 0);
+  s.gpu_twentieths = j.value("gpu_twentieths", 0);
   s.gpu_mem_bytes = j.value("gpu_mem_bytes", uint64_t{0});
   s.model = j.value("model", std::string());
   s.min_cc.reset();
@@ -49,7 +49,7 @@ void to_json(json& j, const AttemptView& a) {
   j = json{{"attempt", a.attempt},
            {"gpu_uuids", a.gpu_uuids},
            {"gpus", a.gpus},
-           {"gpu_tenths", a.gpu_tenths},
+           {"gpu_twentieths", a.gpu_twentieths},
            {"started", a.started},
            {"ended", a.ended},
            {"end_cause", a.end_cause},
@@ -65,7 +65,7 @@ void from_json(const json& j, AttemptView& a) {
   a.attempt = j.value("attempt", 0);
   a.gpu_uuids = j.value("gpu_uuids", std::vector<std::string>());
   a.gpus = j.value("gpus", std::vector<int>());
-  a.gpu_tenths = j.value("gpu_tenths", 0);
+  a.gpu_twentieths = j.value("gpu_twentieths", 0);
   a.started = j.value("started", TimeMs{0});
   a.ended = j.value("ended", TimeMs{0});
   a.end_cause = j.value("end_cause", std::string());
@@ -98,7 +98,7 @@ AttemptView AttemptViewOf(const store::AttemptRecord& r, const std::vector<int>&
   a.attempt = r.attempt;
   a.gpu_uuids = AttemptGpuUuids(r);
   a.gpus = positions;
-  a.gpu_tenths = r.gpu_tenths;
+  a.gpu_twentieths = r.gpu_twentieths;
   a.started = r.started;
   a.ended = r.ended;
   a.end_cause = r.end_cause;

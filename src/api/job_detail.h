@@ -23,7 +23,7 @@ struct JobSpecView {
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> labels;
   std::vector<int64_t> depends_on;
-  int gpu_tenths = 0;
+  int gpu_twentieths = 0;
   uint64_t gpu_mem_bytes = 0;
   std::string model;
   std::optional<int> min_cc;          // ×10: 80 is 8.0
@@ -49,7 +49,7 @@ struct AttemptView {
   int attempt = 0;
   std::vector<std::string> gpu_uuids;
   std::vector<int> gpus;              // positions in the fleet now (-1: not present)
-  int gpu_tenths = 0;
+  int gpu_twentieths = 0;
   TimeMs started = 0, ended = 0;      // ended 0 while it runs
   std::string end_cause;              // empty while it runs
   std::optional<int> exit_code, exit_signal;

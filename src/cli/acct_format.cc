@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/table.h"
+#include "sched/job_spec.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -10,7 +11,9 @@ namespace {
 std::string Gpus(const api::AttemptView& a) {
   std::string out;
   for (int g : a.gpus) out += (out.empty() ? "" : ",") + (g >= 0 ? std::to_string(g) : std::string("?"));
-  if (a.gpu_tenths > 0 && a.gpu_tenths < 10) out += fmt::format(" (0.{})", a.gpu_tenths);
+  if (a.gpu_twentieths > 0 && a.gpu_twentieths < sched::kTwentiethsPerGpu) {
+    out += " (" + sched::FormatGpuTwentieths(a.gpu_twentieths) + ")";
+  }
   return out.empty() ? "-" : out;
 }
 

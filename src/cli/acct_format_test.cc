@@ -77,7 +77,7 @@ TEST(AcctFormatTest, AttemptsTableSaysHowEachEnded) {
   api::AttemptView first;
   first.attempt = 1;
   first.gpus = {2};
-  first.gpu_tenths = 10;
+  first.gpu_twentieths = 20;
   first.started = kNow - 2 * kHourMs;
   first.ended = kNow - kHourMs;
   first.end_cause = "gpu_fault";
@@ -88,7 +88,7 @@ TEST(AcctFormatTest, AttemptsTableSaysHowEachEnded) {
   api::AttemptView second;
   second.attempt = 2;
   second.gpus = {0, -1};
-  second.gpu_tenths = 5;
+  second.gpu_twentieths = 10;
   second.started = kNow - 30 * kMinuteMs;
   std::string t = AttemptsTable({first, second}, kNow);
   EXPECT_THAT(t, HasSubstr("GPU fault"));

@@ -68,7 +68,7 @@ void AttemptLog::Started(const sched::Job& job) {
   o.record.attempt = job.attempt;
   o.record.user = job.spec.user;
   o.record.gpus_json = nlohmann::json(job.gpu_uuids).dump();
-  o.record.gpu_tenths = job.spec.gpu_tenths;
+  o.record.gpu_twentieths = job.spec.gpu_twentieths;
   o.record.started = job.started;
   o.gpus = job.gpus;
   // A failed commit may bring an attempt number back: the new start wins.
@@ -98,7 +98,7 @@ void AttemptLog::Ended(const sched::Job& job, const std::string& cause, const st
     o.record.attempt = job.attempt;
     o.record.user = job.spec.user;
     o.record.gpus_json = nlohmann::json(job.gpu_uuids).dump();
-    o.record.gpu_tenths = job.spec.gpu_tenths;
+    o.record.gpu_twentieths = job.spec.gpu_twentieths;
     o.record.started = job.started;
   }
   if (o.record.attempt <= 0) return;  // never started: no attempt to end
@@ -131,7 +131,7 @@ store::AttemptRecord AttemptLog::Snapshot(const Open& o) {
 }
 
 void AttemptLog::Sample(Open& o) {
-  const bool fraction = o.record.gpu_tenths > 0 && o.record.gpu_tenths < sched::kTenthsPerGpu;
+  const bool fraction = o.record.gpu_twentieths > 0 && o.record.gpu_twentieths < sched::kTwentiethsPerGpu;
   double util_sum = 0;
   int util_gpus = 0;
   TimeMs newest = o.last_sample;

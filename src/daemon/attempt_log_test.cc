@@ -152,7 +152,7 @@ TEST_F(AttemptLogTest, ACompletedJobsAttemptHasItsUseAndShowHasTheWholeSpec) {
   EXPECT_EQ(spec["cpus"], 1);
   EXPECT_EQ(spec["time_limit_ms"], 3600000);
   EXPECT_EQ(spec["max_restarts"], 2);
-  EXPECT_EQ(spec["gpu_tenths"], 10);
+  EXPECT_EQ(spec["gpu_twentieths"], 20);
   ASSERT_EQ(job["attempts"].size(), 1u);
   const json& a = job["attempts"][0];
   EXPECT_EQ(a["attempt"], 1);

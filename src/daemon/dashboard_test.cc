@@ -309,7 +309,7 @@ TEST_F(DashboardTest, GpusListTheirJobsAndHealth) {
   })) << fleet.dump();
   EXPECT_EQ(on["share_bytes"], uint64_t{4} << 30);
   EXPECT_EQ(on["used_bytes"], uint64_t{2} << 30);  // the simulated job's default: half its share
-  EXPECT_EQ(on["gpu_tenths"], 5);
+  EXPECT_EQ(on["gpu_twentieths"], 10);
   EXPECT_FALSE(on["user"].get<std::string>().empty());
   EXPECT_EQ(fleet["gpus"][0]["health_score"], 71);
   EXPECT_EQ(fleet["gpus"][0]["health_verdict"], "degraded");

@@ -274,7 +274,7 @@ TEST_F(SlurmBackendTest, ARefusedSubmissionSaysWhy) {
   ASSERT_EQ(reports_.size(), 1u);  // no start: it never ran
   EXPECT_EQ(reports_[0].state, sched::JobState::kFailed);
   EXPECT_THAT(reports_[0].reason, HasSubstr("invalid partition specified: gpu"));
-  EXPECT_FALSE(backend_->Submit({{"command", "not a list"}}, Caller{}, SubmitExtras{}, BackendOptions{}).ok());
+  EXPECT_FALSE(backend_->Submit({{"command", 5}}, Caller{}, SubmitExtras{}, BackendOptions{}).ok());
 }
 
 TEST_F(SlurmBackendTest, ARecoveredJobIsPolledUntilItEnds) {

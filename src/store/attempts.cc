@@ -10,7 +10,7 @@ namespace gpuherd::store {
 namespace {
 
 constexpr const char* kAttemptColumns =
-    "job_id, attempt, user, gpus_json, gpu_tenths, started, ended, end_cause, exit_code, exit_signal, reason, "
+    "job_id, attempt, user, gpus_json, gpu_twentieths, started, ended, end_cause, exit_code, exit_signal, reason, "
     "util_samples, gpu_util_mean, peak_gpu_mem_bytes";
 
 AttemptRecord ReadAttempt(SQLite::Statement& q) {
@@ -19,7 +19,7 @@ AttemptRecord ReadAttempt(SQLite::Statement& q) {
   a.attempt = q.getColumn(1).getInt();
   a.user = q.getColumn(2).getString();
   a.gpus_json = q.getColumn(3).getString();
-  a.gpu_tenths = q.getColumn(4).getInt();
+  a.gpu_twentieths = q.getColumn(4).getInt();
   a.started = q.getColumn(5).getInt64();
   a.ended = q.getColumn(6).getInt64();
   a.end_cause = q.getColumn(7).getString();
@@ -42,11 +42,11 @@ constexpr const char* kAcctJobsWhere =
 
 void Store::UpsertAttempt(const AttemptRecord& a) {
   SQLite::Statement q(*db_,
-                      "INSERT INTO job_attempts (job_id, attempt, user, gpus_json, gpu_tenths, started, ended, "
+                      "INSERT INTO job_attempts (job_id, attempt, user, gpus_json, gpu_twentieths, started, ended, "
                       "end_cause, exit_code, exit_signal, reason, util_samples, gpu_util_mean, peak_gpu_mem_bytes) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                       "ON CONFLICT (job_id, attempt) DO UPDATE SET user = excluded.user, "
-                      "gpus_json = excluded.gpus_json, gpu_tenths = excluded.gpu_tenths, "
+                      "gpus_json = excluded.gpus_json, gpu_twentieths = excluded.gpu_twentieths, "
                       "started = excluded.started, ended = excluded.ended, end_cause = excluded.end_cause, "
                       "exit_code = excluded.exit_code, exit_signal = excluded.exit_signal, "
                       "reason = excluded.reason, util_samples = excluded.util_samples, "
@@ -55,7 +55,7 @@ void Store::UpsertAttempt(const AttemptRecord& a) {
   q.bind(2, a.attempt);
   q.bind(3, a.user);
   q.bind(4, a.gpus_json);
-  q.bind(5, a.gpu_tenths);
+  q.bind(5, a.gpu_twentieths);
   q.bind(6, a.started);
   q.bind(7, a.ended);
   q.bind(8, a.end_cause);

@@ -38,7 +38,7 @@ class AttemptsTest : public ::testing::Test {
     j.user = user;
     j.uid = 1000;
     j.state = state;
-    j.spec_json = R"({"spec":{"command":["true"]},"gpu_tenths":10})";
+    j.spec_json = R"({"spec":{"command":["true"]},"gpu_twentieths":20})";
     j.submitted = submitted;
     j.ended = ended;
     return j;
@@ -49,7 +49,7 @@ class AttemptsTest : public ::testing::Test {
     a.attempt = n;
     a.user = "ada";
     a.gpus_json = R"(["GPU-a"])";
-    a.gpu_tenths = 10;
+    a.gpu_twentieths = 20;
     a.started = started;
     a.ended = ended;
     a.end_cause = cause;
@@ -161,7 +161,7 @@ TEST_F(AttemptsTest, UpgradeRebuildsTheLastAttemptOfJobsThatRan) {
   ASSERT_TRUE(failed.ok());
   ASSERT_EQ(failed->size(), 1u);
   EXPECT_EQ((*failed)[0].attempt, 2);
-  EXPECT_EQ((*failed)[0].gpu_tenths, 20);
+  EXPECT_EQ((*failed)[0].gpu_twentieths, 40);  // stored in tenths before v11
   EXPECT_EQ((*failed)[0].end_cause, "failed");
   EXPECT_EQ((*failed)[0].exit_code, 3);
   EXPECT_EQ((*failed)[0].started, 20);
@@ -169,7 +169,7 @@ TEST_F(AttemptsTest, UpgradeRebuildsTheLastAttemptOfJobsThatRan) {
   auto open = store->ListOpenAttempts();
   ASSERT_EQ(open->size(), 1u);
   EXPECT_EQ((*open)[0].job_id, 2);
-  EXPECT_EQ((*open)[0].gpu_tenths, 5);
+  EXPECT_EQ((*open)[0].gpu_twentieths, 10);
   EXPECT_TRUE(store->ListAttempts(3)->empty());
 }
 

@@ -267,6 +267,9 @@ CREATE TABLE idempotency_keys (
   PRIMARY KEY (uid, key)
 ) WITHOUT ROWID;
 CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created);
+)sql";
+}
+
 // One row per attempt of a job. Jobs that ran before get their last attempt
 // back from their own row (earlier attempts and telemetry were not kept).
 std::string SchemaVersion11() {
@@ -276,7 +279,7 @@ CREATE TABLE job_attempts (
   attempt INTEGER NOT NULL CHECK (attempt >= 1),
   user TEXT NOT NULL,
   gpus_json TEXT NOT NULL,
-  gpu_tenths INTEGER NOT NULL CHECK (gpu_tenths >= 0),
+  gpu_twentieths INTEGER NOT NULL CHECK (gpu_twentieths >= 0),
   started INTEGER NOT NULL,
   ended INTEGER NOT NULL,
   end_cause TEXT NOT NULL CHECK (end_cause IN ('', 'completed', 'failed', 'preempted', 'requeued',
@@ -290,9 +293,9 @@ CREATE TABLE job_attempts (
   PRIMARY KEY (job_id, attempt)
 ) WITHOUT ROWID;
 CREATE INDEX job_attempts_by_end ON job_attempts (ended);
-INSERT INTO job_attempts (job_id, attempt, user, gpus_json, gpu_tenths, started, ended, end_cause, exit_code,
+INSERT INTO job_attempts (job_id, attempt, user, gpus_json, gpu_twentieths, started, ended, end_cause, exit_code,
                           exit_signal, reason, util_samples)
-  SELECT id, attempt, user, gpus_json, COALESCE(json_extract(spec_json, '$.gpu_tenths'), 0), started,
+  SELECT id, attempt, user, gpus_json, COALESCE(json_extract(spec_json, '$.gpu_twentieths'), 2 * json_extract(spec_json, '$.gpu_tenths'), 0), started,
          CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN ended ELSE 0 END,
          CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN state ELSE '' END,
          exit_code, exit_signal, reason, 0

@@ -255,7 +255,7 @@ struct AttemptRecord {
   int attempt = 0;             // from 1
   std::string user;            // the job's owner, for accounting by user
   std::string gpus_json = "[]";  // UUIDs of the GPUs it held
-  int gpu_tenths = 0;          // the share it held: 10 per whole GPU
+  int gpu_twentieths = 0;          // the share it held: 10 per whole GPU
   TimeMs started = 0, ended = 0;  // ended is 0 while it runs
   // "" while it runs; then completed, failed, preempted, requeued, gpu_fault,
   // cancelled, time_limit, supervisor_lost, out_of_memory, gpu_memory,

@@ -44,7 +44,7 @@ api::JobSpecView SpecView(const sched::JobSpec& s) {
   v.env = s.env;
   v.labels = s.labels;
   v.depends_on.assign(s.depends_on.begin(), s.depends_on.end());
-  v.gpu_tenths = s.gpu_tenths;
+  v.gpu_twentieths = s.gpu_twentieths;
   v.gpu_mem_bytes = s.gpu_mem_bytes;
   v.model = s.model;
   v.min_cc = s.min_cc;
