@@ -125,6 +125,12 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
       else if (g.health_verdict == "degraded") health = Colored(health, kYellow, color);
     }
     std::string state_cell = g.state == "ok" ? Colored(g.state, kGreen, color) : Colored(g.state, kRed, color);
+    // Self-healing's state (README "Self-healing in the daemon") where it is
+    // not plainly in service: suspect, quarantined, requalifying, retired.
+    if (g.health_state && !g.health_state->state.empty() && g.health_state->state != "in_service") {
+      const std::string& hs = g.health_state->state;
+      state_cell += " " + Colored(Printable(hs), hs == "suspect" || hs == "requalifying" ? kYellow : kRed, color);
+    }
     if (!s.xids.empty()) {
       std::string xids;
       for (const gpu::XidEvent& x : s.xids) xids += (xids.empty() ? "" : ",") + std::to_string(x.xid);
@@ -152,6 +158,11 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
     if (g.state == "lost") {
       notes += fmt::format("GPU {} lost{}{}\n", info.index, g.last_error.empty() ? "" : ": " + Printable(g.last_error),
                            g.last_seen ? " (last answered " + FormatTimeUtc(g.last_seen).substr(0, 19) + " UTC)" : "");
+    }
+    if (g.health_state && !g.health_state->state.empty() && g.health_state->state != "in_service") {
+      notes += fmt::format("GPU {} {} since {} UTC: {}\n", info.index, Printable(g.health_state->state),
+                           FormatTimeUtc(g.health_state->since).substr(0, 19),
+                           g.health_state->reason.empty() ? "(no reason given)" : Printable(g.health_state->reason));
     }
     if (g.drained) {
       notes += fmt::format("GPU {} drained{}: {}\n", info.index,

@@ -95,6 +95,25 @@ TEST(FleetTableTest, ShowsJobsHealthAndWhyDrained) {
       << csv;
 }
 
+// Self-healing's state shows where a GPU is not plainly in service, with why
+// and since when; in service says nothing more.
+TEST(FleetTableTest, ShowsSelfHealingStateAndWhy) {
+  json fleet = Fleet();
+  fleet["gpus"][0]["health_state"] = {{"state", "quarantined"}, {"since", 1800000000000},
+                                      {"reason", "XID 48 (double-bit ECC error)"}, {"evidence", json::array()},
+                                      {"requalifications", 0}};
+  fleet["gpus"][1]["state"] = "ok";
+  fleet["gpus"][1]["health_state"] = {{"state", "in_service"}, {"since", 0}, {"reason", ""},
+                                      {"evidence", json::array()}, {"requalifications", 0}};
+  std::string out = RenderFleetTable(fleet.get<api::Fleet>(), false);
+  EXPECT_NE(out.find("ok quarantined"), std::string::npos) << out;
+  EXPECT_NE(out.find("GPU 0 quarantined since 2027-01-15T08:00:00 UTC: XID 48 (double-bit ECC error)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("in_service"), std::string::npos) << out;
+  EXPECT_EQ(out.find("GPU 1 "), std::string::npos) << out;
+}
+
 TEST(FleetTableTest, CsvQuotesAndEscapesUserText) {
   json fleet = Fleet();
   fleet["gpus"][0]["drained"] = true;
