@@ -123,6 +123,11 @@ Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
     if (auto s = stored.find("stopping_for"); s != stored.end() && s->is_number_integer()) {
       e->stopping_for = s->get<sched::JobId>();
     }
+    if (auto c = stored.find("claimed_gpus"); c != stored.end() && c->is_array()) {
+      for (const auto& u : *c) {
+        if (u.is_string()) AppendPositions(u.get<std::string>(), &e->stored_claim);
+      }
+    }
   }
   job.state = sched::ParseJobState(r.state).value_or(JobState::kFailed);
   job.submitted = r.submitted;
@@ -137,9 +142,7 @@ Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
   if (uuids.is_array()) {
     for (const auto& u : uuids) {
       job.gpu_uuids.push_back(u.get<std::string>());
-      for (const auto& g : state_->fleet.gpus) {
-        if (g.uuid == job.gpu_uuids.back()) job.gpus.push_back(g.index);
-      }
+      AppendPositions(job.gpu_uuids.back(), &job.gpus);
     }
   }
   return spec.ok() ? Status::Ok() : spec.status();
@@ -1124,20 +1127,18 @@ void JobService::StoreChangedClaims() {
 
 void JobService::ClaimsFromMarks() {
   claims_.clear();
-  for (const auto& [id, e] : jobs_) {
-    if (e.job.state != JobState::kPending) continue;
-    json stored = json::parse(e.stored_spec, nullptr, false);
-    if (!stored.is_object() || !stored.contains("claimed_gpus") || !stored["claimed_gpus"].is_array()) continue;
-    std::vector<int> gpus;
-    for (const auto& u : stored["claimed_gpus"]) {
-      if (!u.is_string()) continue;
-      for (const auto& g : state_->fleet.gpus) {
-        if (g.uuid == u.get<std::string>()) gpus.push_back(g.index);
-      }
-    }
-    if (!gpus.empty()) claims_[id] = gpus;
+  // Only pending jobs hold claims; FromRecord read them from the stored spec.
+  for (const auto& [priority, submitted, id] : pending_order_) {
+    const Entry& e = jobs_.at(id);
+    if (!e.stored_claim.empty()) claims_[id] = e.stored_claim;
   }
   stored_claims_ = claims_;
+}
+
+void JobService::AppendPositions(const std::string& uuid, std::vector<int>* positions) const {
+  for (const auto& g : state_->fleet.gpus) {
+    if (g.uuid == uuid) positions->push_back(g.index);
+  }
 }
 
 void JobService::RestoreFromStore() {

@@ -222,6 +222,7 @@ class JobService : public TurnParticipant {
     TimeMs over_memory_since = 0;  // watchdog: first reading over the share
     sched::JobId stopping_for = 0;  // the preemptor this attempt stops for
     std::set<sched::JobId> preempted_for;  // every preemptor it was stopped for (never twice)
+    std::vector<int> stored_claim;  // the claim its stored spec holds (StoreMarks), as fleet positions
     // Its listing while unchanged; reset by Touch and SetReason.
     mutable std::optional<ListedJob> listed;
   };
@@ -244,6 +245,8 @@ class JobService : public TurnParticipant {
   void StoreChangedClaims();
   // claims_ and stored_claims_ from the marks of the pending jobs.
   void ClaimsFromMarks();
+  // The fleet positions of the GPU with this UUID (none when it is gone).
+  void AppendPositions(const std::string& uuid, std::vector<int>* positions) const;
   bool ClaimStillFreeing(const std::vector<int>& gpus) const;
   void Start(Entry& e, const std::vector<int>& gpus);
   void Stop(Entry& e, StopIntent intent, const std::string& reason);
