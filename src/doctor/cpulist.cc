@@ -1,27 +1,14 @@
 #include "doctor/cpulist.h"
 
-#include <algorithm>
-#include <charconv>
-
 #include "doctor/sysfs.h"
 
 namespace gpuherd::doctor {
-namespace {
-
-std::optional<int> ParseCpu(std::string_view text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
-  return value;
-}
-
-}  // namespace
 
 std::map<int, int> ReadFirstThreads(const host::Host& host) {
   std::map<int, int> first;
   for (const std::string& name : internal::List(host, "/sys/devices/system/cpu")) {
     if (name.size() < 4 || name.rfind("cpu", 0) != 0) continue;
-    auto cpu = ParseCpu(std::string_view(name).substr(3));
+    auto cpu = host::ParseCpuNumber(std::string_view(name).substr(3));
     if (!cpu) continue;
     auto siblings = internal::ReadLine(host, "/sys/devices/system/cpu/" + name + "/topology/thread_siblings_list");
     if (!siblings) continue;

@@ -7,13 +7,6 @@
 namespace gpuherd::host {
 namespace {
 
-std::optional<int> ParseCpu(std::string_view text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > kMaxCpu) return std::nullopt;
-  return value;
-}
-
 std::string_view Trim(std::string_view text) {
   const char* kSpace = " \t\r\n";
   size_t first = text.find_first_not_of(kSpace);
@@ -22,6 +15,13 @@ std::string_view Trim(std::string_view text) {
 }
 
 }  // namespace
+
+std::optional<int> ParseCpuNumber(std::string_view text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > kMaxCpu) return std::nullopt;
+  return value;
+}
 
 Result<std::vector<int>> ParseCpuList(std::string_view text) {
   std::vector<int> cpus;
@@ -32,8 +32,8 @@ Result<std::vector<int>> ParseCpuList(std::string_view text) {
     const std::string_view part = rest.substr(0, comma);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     const size_t dash = part.find('-');
-    auto first = ParseCpu(part.substr(0, dash));
-    auto last = dash == std::string_view::npos ? first : ParseCpu(part.substr(dash + 1));
+    auto first = ParseCpuNumber(part.substr(0, dash));
+    auto last = dash == std::string_view::npos ? first : ParseCpuNumber(part.substr(dash + 1));
     if (!first || !last || *last < *first) {
       return InvalidArgument("bad CPU list \"" + std::string(trimmed.substr(0, 200)) +
                              "\": expected numbers (0 to " + std::to_string(kMaxCpu) +
