@@ -1,6 +1,6 @@
-// Jobs as /v1/jobs and /v1/jobs/{id} serve them and as the CLI reads them.
-// The queue still writes this JSON itself; this is the reading side, which
-// takes what it knows and ignores fields it does not.
+// Jobs as /v1/jobs and /v1/jobs/{id} serve them and as the CLI reads them:
+// the queue answers with these types, the routes write them (to_json) and
+// the CLI reads them (from_json takes what it knows, ignores the rest).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,16 @@
 
 namespace gpuherd::api {
 
+// A fractional job's memory fence as its attempt folder tells it (README
+// "Fractional GPUs: the memory fence"): used against the share.
+struct MemoryFenceView {
+  std::string state;                 // fence::FenceReport::state
+  uint64_t share_bytes = 0;          // the job's share as the queue counts it
+  std::string detail;
+  std::optional<uint64_t> used_bytes;
+  std::optional<uint64_t> fence_share_bytes;  // only where the fence saw another share
+};
+
 struct JobView {
   int64_t id = 0;
   std::string name;
@@ -22,16 +32,50 @@ struct JobView {
   std::string reason;                 // why it waits or how it ended
   int priority = 0;
   int gpu_twentieths = 0;             // requested: 20 per whole GPU
+  uint64_t gpu_mem_bytes = 0;         // a fraction's memory share
   std::vector<int> assigned_gpus;
+  std::vector<std::string> gpu_uuids; // the same GPUs by UUID
   std::vector<std::string> command;   // empty where the caller may not see it
   TimeMs submitted = 0, started = 0, ended = 0;
   int attempt = 0, restarts = 0, max_restarts = 0;
   int fault_restarts = 0;  // the restarts that count against max_restarts
+  bool preemptible = false;
+  DurationMs time_limit_ms = 0;
+  std::vector<int64_t> after, after_any, after_not_ok;  // dependencies
   std::optional<int> exit_code, exit_signal;
-  std::string priority_explained;
+  std::string priority_explained;     // a pending job's, in `show`
   std::string logs;                   // the attempt's folder, once it ran
+  std::optional<MemoryFenceView> memory_fence;  // a fraction's, once it ran (`show`)
+  std::string containment;            // how jobs are contained here (`show` of an unfinished job)
   TimeMs now = 0;                     // the daemon's clock when it answered
 };
+
+// The fields that are empty or unset are left out where the queue always
+// left them out (exit_code, logs, after..., priority_explained, memory_fence,
+// containment); the others are always written.
+void to_json(nlohmann::json& j, const MemoryFenceView& v);
+void to_json(nlohmann::json& j, const JobView& v);
+
+// A piece of a job's output (GET /v1/jobs/{id}/logs).
+struct LogChunk {
+  std::string data;         // raw bytes of the file (JSON-escaped when written)
+  int64_t next_offset = 0;  // where the next piece starts
+  bool final = false;       // the job is over: nothing more will come
+  bool truncated = false;   // more is there already past this piece
+};
+void to_json(nlohmann::json& j, const LogChunk& v);
+
+// What POST /v1/jobs/cancel did: jobs cancelled outright, jobs told to stop,
+// and jobs left alone with why.
+struct CancelOutcome {
+  struct Skipped {
+    int64_t id = 0;
+    std::string reason;
+  };
+  std::vector<int64_t> cancelled, stopping;
+  std::vector<Skipped> skipped;
+};
+void to_json(nlohmann::json& j, const CancelOutcome& v);
 
 // The fields that show what a job runs, and what it runs with: left out of
 // job views for callers who may not see them (see routes/access.h).

@@ -118,11 +118,11 @@ Result<BurnInJob> PlanBurnInJob(const json& body, const gpu::Fleet& fleet, const
   if (body.value("reset_first", false)) argv.push_back("--reset-first");
   argv.insert(argv.end(), launcher.driver_args.begin(), launcher.driver_args.end());
   if (!launcher.home.empty()) argv.insert(argv.end(), {"--home", launcher.home});
-  job.spec = {{"command", argv},
-              {"gpus", job.positions.size()},
-              {"name", fmt::format("burnin-L{}-gpu{}", level.get<int>(), ids)},
-              {"labels", {{"gpuherd.kind", "burnin"}}}};
-  if (!launcher.nvml_library.empty()) job.spec["env"] = {{"GPUHERD_NVML_LIBRARY", launcher.nvml_library}};
+  job.spec.argv = std::move(argv);
+  job.spec.gpu_twentieths = static_cast<int>(job.positions.size()) * sched::kTwentiethsPerGpu;
+  job.spec.name = fmt::format("burnin-L{}-gpu{}", level.get<int>(), ids);
+  job.spec.labels = {{"gpuherd.kind", "burnin"}};
+  if (!launcher.nvml_library.empty()) job.spec.env = {{"GPUHERD_NVML_LIBRARY", launcher.nvml_library}};
   return job;
 }
 

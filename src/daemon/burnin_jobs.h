@@ -16,6 +16,7 @@
 #include "daemon/job_service.h"
 #include "gpu/open.h"
 #include "gpu/types.h"
+#include "sched/job.h"
 
 namespace gpuherd::daemon {
 
@@ -35,7 +36,7 @@ BurnInLauncher MakeBurnInLauncher(const gpu::DriverChoice& choice, const std::st
                                   const std::string& home);
 
 struct BurnInJob {
-  nlohmann::json spec;  // the job spec, as POST /v1/jobs takes it
+  sched::JobSpec spec;  // the job: `gpuherd burnin --direct` on the GPUs
   SubmitExtras extras;  // pinned_gpus set
   std::vector<int> positions;  // fleet positions of the GPUs to test
 };

@@ -34,18 +34,18 @@ TEST(BurnInJobsTest, ALevelThreeRequestBecomesAPinnedJobThatReopensTheSameFleet)
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_THAT(job->extras.pinned_gpus, ElementsAre("GPU-1"));
   EXPECT_THAT(job->positions, ElementsAre(1));
-  EXPECT_EQ(job->spec["gpus"], 1);
-  EXPECT_EQ(job->spec["name"], "burnin-L3-gpu1");
-  EXPECT_EQ(job->spec["command"],
-            json({"/opt/gpuherd", "burnin", "--direct", "--json", "--level", "3", "--gpu", "GPU-1", "--duration",
-                  "30s", "--memtest-fraction", "0.9", "--sim", "2", "--seed", "1", "--home", "/var/lib/gpuherd"}));
+  EXPECT_EQ(job->spec.gpu_twentieths, 20);
+  EXPECT_EQ(job->spec.name, "burnin-L3-gpu1");
+  EXPECT_THAT(job->spec.argv,
+            ElementsAre("/opt/gpuherd", "burnin", "--direct", "--json", "--level", "3", "--gpu", "GPU-1", "--duration",
+                  "30s", "--memtest-fraction", "0.9", "--sim", "2", "--seed", "1", "--home", "/var/lib/gpuherd"));
 }
 
 TEST(BurnInJobsTest, AllGpusByDefault) {
   auto job = PlanBurnInJob({{"level", 1}}, TwoGpus(), Launcher());
   ASSERT_TRUE(job.ok());
   EXPECT_THAT(job->extras.pinned_gpus, ElementsAre("GPU-0", "GPU-1"));
-  EXPECT_EQ(job->spec["command"][7], "GPU-0,GPU-1");
+  EXPECT_EQ(job->spec.argv.at(7), "GPU-0,GPU-1");
 }
 
 TEST(BurnInJobsTest, BadRequestsNameTheFieldToFix) {

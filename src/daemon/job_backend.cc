@@ -2,13 +2,23 @@
 
 #include <fmt/format.h>
 
+#include "sched/job_spec.h"
+
 namespace gpuherd::daemon {
 
 bool LocalBackend::Owns(sched::JobId id) const { return id > 0 && id < kSlurmJobIdBase; }
 
 Result<sched::JobId> LocalBackend::Submit(const nlohmann::json& spec, const Caller& owner, const SubmitExtras& extras,
                                           const BackendOptions& /*options: Slurm's only*/) {
-  return jobs_->Submit(spec, owner, extras);
+  auto parsed = sched::ParseJobSpec(spec);
+  if (!parsed.ok()) return parsed.status();
+  return jobs_->Submit(std::move(parsed).value(), owner, extras);
+}
+
+Result<nlohmann::json> LocalBackend::Show(sched::JobId id) {
+  auto job = jobs_->Show(id);
+  if (!job.ok()) return job.status();
+  return nlohmann::json(*job);
 }
 
 std::string LocalBackend::MetricsPath(sched::JobId id) const {

@@ -63,7 +63,7 @@ class LocalBackend : public JobBackend {
     return jobs_->Act(id, action, caller);
   }
   Status Signal(sched::JobId id, int signal) override { return jobs_->Signal(id, signal); }
-  Result<nlohmann::json> Show(sched::JobId id) override { return jobs_->Show(id); }
+  Result<nlohmann::json> Show(sched::JobId id) override;
   std::string MetricsPath(sched::JobId id) const override;
   Result<std::optional<sched::Job>> Recover(sched::JobId id) override;
   void SetStateListener(std::function<void(const sched::Job&)> listener) override {

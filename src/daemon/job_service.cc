@@ -99,10 +99,9 @@ std::string JobService::AttemptDir(sched::JobId id, int attempt) const {
 
 Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
   json stored = json::parse(r.spec_json, nullptr, false);
-  e->spec_body = stored.is_object() ? stored.value("spec", json::object()) : json::object();
   e->stored_spec = r.spec_json;
   sched::Job& job = e->job;
-  auto spec = sched::ParseJobSpec(e->spec_body);
+  auto spec = sched::ParseJobSpec(stored.is_object() ? stored.value("spec", json::object()) : json::object());
   if (spec.ok()) job.spec = *spec;
   job.id = r.id;
   job.spec.name = r.name;
@@ -268,11 +267,10 @@ std::string DefaultJobName(const sched::JobSpec& spec) {
 
 }  // namespace
 
-Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, const SubmitExtras& extras) {
+Result<sched::JobId> JobService::Submit(sched::JobSpec spec, const Caller& caller, const SubmitExtras& extras) {
   if (!caller.authenticated) return Unauthenticated("submitting needs the unix socket or the API token");
-  auto parsed = sched::ParseJobSpec(body);
-  if (!parsed.ok()) return parsed.status();
-  sched::JobSpec spec = std::move(parsed).value();
+  // A typed spec may come from code, not only from ParseJobSpec.
+  GPUHERD_RETURN_IF_ERROR(sched::ValidateJobSpec(spec));
   spec.user = caller.user;
   spec.uid = caller.uid;
   spec.gid = caller.gid;
@@ -291,8 +289,7 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
   GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(
       caller.user, queued == unfinished_by_uid_.end() ? 0 : queued->second, config_.scheduler));
   Entry e;
-  e.spec_body = body;
-  json stored_spec = {{"spec", e.spec_body}, {"gid", spec.gid}, {"gpu_twentieths", spec.gpu_twentieths}};
+  json stored_spec = {{"spec", sched::JobSpecToJson(spec)}, {"gid", spec.gid}, {"gpu_twentieths", spec.gpu_twentieths}};
   if (!extras.checkpoint_dir.empty()) stored_spec["checkpoint_dir"] = extras.checkpoint_dir;
   if (extras.prior_attempts > 0) stored_spec["prior_attempts"] = extras.prior_attempts;
   if (!extras.pinned_gpus.empty()) stored_spec["pinned_gpus"] = extras.pinned_gpus;
@@ -310,27 +307,26 @@ Result<sched::JobId> JobService::Submit(const json& body, const Caller& caller, 
   return id;
 }
 
-Result<std::vector<sched::JobId>> JobService::SubmitArray(const json& body, int count, const Caller& caller) {
+Result<std::vector<sched::JobId>> JobService::SubmitArray(const sched::JobSpec& spec, int count, const Caller& caller) {
   if (count < 1 || count > sched::kMaxArraySize) {
     return InvalidArgument(fmt::format("an array has 1 to {} tasks, got {}", sched::kMaxArraySize, count));
   }
   if (!caller.authenticated) return Unauthenticated("submitting needs the unix socket or the API token");
   // The checks Submit makes, once for the whole array, so that no task can be
   // refused after the first was queued.
-  auto parsed = sched::ParseJobSpec(body);
-  if (!parsed.ok()) return parsed.status();
-  GPUHERD_RETURN_IF_ERROR(sched::CheckFits(*parsed, static_fleet_));
+  GPUHERD_RETURN_IF_ERROR(sched::ValidateJobSpec(spec));
+  GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, static_fleet_));
   auto queued = unfinished_by_uid_.find(caller.uid);
   GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(
       caller.user, (queued == unfinished_by_uid_.end() ? 0 : queued->second) + count - 1, config_.scheduler));
-  const std::string name = parsed->name.empty() ? DefaultJobName(*parsed) : parsed->name;
+  const std::string name = spec.name.empty() ? DefaultJobName(spec) : spec.name;
   std::vector<sched::JobId> ids;
   ids.reserve(static_cast<size_t>(count));
-  json task = body;
+  sched::JobSpec task = spec;
   for (int i = 0; i < count; ++i) {
-    task["name"] = fmt::format("{}[{}]", name, i);
-    task["env"]["GPUHERD_ARRAY_INDEX"] = std::to_string(i);
-    task["env"]["GPUHERD_ARRAY_SIZE"] = std::to_string(count);
+    task.name = fmt::format("{}[{}]", name, i);
+    task.env["GPUHERD_ARRAY_INDEX"] = std::to_string(i);
+    task.env["GPUHERD_ARRAY_SIZE"] = std::to_string(count);
     auto id = Submit(task, caller);
     // Cannot happen after the checks above; a failure here is a bug, and the
     // tasks queued so far still commit with the turn.
@@ -1206,56 +1202,43 @@ int RestartCount(const sched::Job& job, int prior_attempts) {
   return prior_attempts + std::max(0, job.attempt - 1);
 }
 
-json JobService::ToJson(const sched::Job& job, TimeMs now, int prior_attempts) const {
-  json j = {{"id", job.id},
-            {"name", job.spec.name},
-            {"user", job.spec.user},
-            {"state", sched::JobStateName(job.state)},
-            {"priority", job.spec.priority},
-            {"gpu_twentieths", job.spec.gpu_twentieths},
-            {"gpu_mem_bytes", job.spec.gpu_mem_bytes},
-            {"assigned_gpus", job.gpus},
-            {"gpu_uuids", job.gpu_uuids},
-            {"submitted", job.submitted},
-            {"started", job.started},
-            {"ended", job.ended},
-            {"attempt", job.attempt},
-            {"restarts", RestartCount(job, prior_attempts)},
-            {"fault_restarts", job.restarts},
-            {"max_restarts", job.spec.max_restarts},
-            {"preemptible", job.spec.preemptible},
-            {"time_limit_ms", job.spec.time_limit},
-            {"command", job.spec.argv},
-            {"reason", job.reason},
-            {"now", now}};
-  if (job.exit_code) j["exit_code"] = *job.exit_code;
-  if (job.exit_signal) j["exit_signal"] = *job.exit_signal;
-  if (job.attempt > 0) j["logs"] = AttemptDir(job.id, job.attempt);
-  if (!job.spec.depends_on.empty()) j["after"] = job.spec.depends_on;
-  if (!job.spec.after_any.empty()) j["after_any"] = job.spec.after_any;
-  if (!job.spec.after_not_ok.empty()) j["after_not_ok"] = job.spec.after_not_ok;
-  return j;
+api::JobView JobService::View(const sched::Job& job, TimeMs now, int prior_attempts) const {
+  api::JobView v;
+  v.id = job.id;
+  v.name = job.spec.name;
+  v.user = job.spec.user;
+  v.state = sched::JobStateName(job.state);
+  v.priority = job.spec.priority;
+  v.gpu_twentieths = job.spec.gpu_twentieths;
+  v.gpu_mem_bytes = job.spec.gpu_mem_bytes;
+  v.assigned_gpus = job.gpus;
+  v.gpu_uuids = job.gpu_uuids;
+  v.submitted = job.submitted;
+  v.started = job.started;
+  v.ended = job.ended;
+  v.attempt = job.attempt;
+  v.restarts = RestartCount(job, prior_attempts);
+  v.fault_restarts = job.restarts;
+  v.max_restarts = job.spec.max_restarts;
+  v.preemptible = job.spec.preemptible;
+  v.time_limit_ms = job.spec.time_limit;
+  v.command = job.spec.argv;
+  v.reason = job.reason;
+  v.now = now;
+  v.exit_code = job.exit_code;
+  v.exit_signal = job.exit_signal;
+  if (job.attempt > 0) v.logs = AttemptDir(job.id, job.attempt);
+  v.after = job.spec.depends_on;
+  v.after_any = job.spec.after_any;
+  v.after_not_ok = job.spec.after_not_ok;
+  return v;
 }
 
-JobService::ListedJob JobService::Listed(const sched::Job& job, int prior_attempts) const {
-  // Keys are sorted, so "now" follows "name" and is found after a comma; a
-  // quote inside a string value is escaped and cannot fake the match.
-  static constexpr char kNowKey[] = ",\"now\":";
-  std::string text = ToJson(job, 0, prior_attempts).dump(-1, ' ', false, json::error_handler_t::replace);
-  size_t at = text.find(kNowKey);
-  ListedJob listed{job.spec.user, sched::JobStateName(job.state), text, ""};
-  if (at == std::string::npos) return listed;  // not reached: ToJson always writes "now"
-  size_t value = at + sizeof(kNowKey) - 1;
-  listed.head = text.substr(0, value);
-  listed.tail = text.substr(value + 1);  // past the "0"
-  return listed;
-}
-
-std::string JobService::ListBody(bool all, const std::string& user, const std::string& state) {
-  const TimeMs now = state_->clock->Now();
-  const std::string now_text = std::to_string(now);
+JobService::JobListing JobService::List(bool all, const std::string& user, const std::string& state) const {
+  JobListing listing;
+  listing.now = state_->clock->Now();
   // Finished jobs live in the store only: read at each listing, oldest first.
-  std::vector<std::pair<sched::JobId, ListedJob>> finished_listing;
+  std::vector<ListedJob> finished_listing;
   if (all) {
     auto finished = state_->store->ListFinishedJobs(0, kMaxListedFinished);
     if (!finished.ok()) {
@@ -1263,49 +1246,38 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
     } else {
       finished_listing.reserve(finished->size());
       for (const auto& r : *finished) {
+        if ((!user.empty() && r.user != user) || (!state.empty() && r.state != state)) continue;
         Entry e;
         (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
-        finished_listing.emplace_back(r.id, Listed(e.job, e.extras.prior_attempts));
+        finished_listing.push_back(
+            {std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts)), false});
       }
       std::sort(finished_listing.begin(), finished_listing.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
+                [](const ListedJob& a, const ListedJob& b) { return a.view->id < b.view->id; });
     }
   }
-  std::string out = "{\"jobs\":[";
-  bool first = true;
+  listing.jobs.reserve(jobs_.size() + finished_listing.size());
   auto add_unfinished = [&](const Entry& e) {
     if ((!user.empty() && e.job.spec.user != user) || (!state.empty() && sched::JobStateName(e.job.state) != state)) {
       return;
     }
-    if (!first) out += ',';
-    first = false;
-    // Serialized once per change (Touch, SetReason), spliced around "now".
-    if (!e.listed) e.listed = Listed(e.job, e.extras.prior_attempts);
-    out += e.listed->head;
-    out += now_text;
-    out += e.listed->tail;
+    // Made once per change (Touch, SetReason).
+    if (!e.listed) e.listed = std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts));
+    listing.jobs.push_back({e.listed, true});
   };
-  auto add_finished = [&](const ListedJob& f) {
-    if ((!user.empty() && f.user != user) || (!state.empty() && f.state != state)) return;
-    if (!first) out += ',';
-    first = false;
-    out += f.head;
-    out += now_text;
-    out += f.tail;
-  };
-  // Both maps are ordered by id, and a job is in one of them only: merged,
-  // the listing is ordered by id too.
+  // Both are ordered by id, and a job is in one of them only: merged, the
+  // listing is ordered by id too.
   auto unfinished = jobs_.begin();
   auto finished = finished_listing.begin();
   while (unfinished != jobs_.end() || finished != finished_listing.end()) {
-    if (unfinished != jobs_.end() && (finished == finished_listing.end() || unfinished->first < finished->first)) {
+    if (unfinished != jobs_.end() &&
+        (finished == finished_listing.end() || unfinished->first < finished->view->id)) {
       add_unfinished((unfinished++)->second);
     } else {
-      add_finished((finished++)->second);
+      listing.jobs.push_back(std::move(*finished++));
     }
   }
-  out += "],\"now\":" + now_text + "}";
-  return out;
+  return listing;
 }
 
 bool JobService::OneUserOn(int gpu, uint32_t uid) const {
@@ -1319,31 +1291,33 @@ bool JobService::OneUserOn(int gpu, uint32_t uid) const {
 
 // A fractional job's memory fence as its attempt folder tells it (README
 // "Fractional GPUs: the memory fence"): used against the share.
-json JobService::MemoryFence(const sched::Job& job) const {
+api::MemoryFenceView JobService::MemoryFence(const sched::Job& job) const {
   fence::FenceReport report = fence::ReadFenceReport(AttemptDir(job.id, job.attempt));
-  json j = {{"state", report.state}, {"share_bytes", job.spec.gpu_mem_bytes}};
-  if (!report.detail.empty()) j["detail"] = report.detail;
-  if (report.used_bytes) j["used_bytes"] = *report.used_bytes;
-  if (report.share_bytes && *report.share_bytes != job.spec.gpu_mem_bytes) j["fence_share_bytes"] = *report.share_bytes;
-  return j;
+  api::MemoryFenceView v;
+  v.state = report.state;
+  v.share_bytes = job.spec.gpu_mem_bytes;
+  v.detail = report.detail;
+  v.used_bytes = report.used_bytes;
+  if (report.share_bytes && *report.share_bytes != job.spec.gpu_mem_bytes) v.fence_share_bytes = *report.share_bytes;
+  return v;
 }
 
-Result<json> JobService::Show(sched::JobId id) {
+Result<api::JobView> JobService::Show(sched::JobId id) {
   TimeMs now = state_->clock->Now();
   if (auto it = jobs_.find(id); it != jobs_.end()) {
     const sched::Job& job = it->second.job;
-    json j = ToJson(job, now, it->second.extras.prior_attempts);
+    api::JobView j = View(job, now, it->second.extras.prior_attempts);
     if (job.state == JobState::kPending) {
       sched::PendingJob p;
       p.id = job.id;
       p.spec = job.spec;
       p.submitted = job.submitted;
       p.user_gpu_hours = RecentGpuHours(job.spec.user, now);
-      j["priority_explained"] =
+      j.priority_explained =
           sched::ExplainPriority(config_.scheduler.weights, sched::PriorityInputsOf(p, now, config_.scheduler));
     }
-    if (job.spec.fractional() && job.attempt > 0) j["memory_fence"] = MemoryFence(job);
-    if (executor_ != nullptr && !executor_->containment().empty()) j["containment"] = executor_->containment();
+    if (job.spec.fractional() && job.attempt > 0) j.memory_fence = MemoryFence(job);
+    if (executor_ != nullptr) j.containment = executor_->containment();
     return j;
   }
   auto stored = state_->store->GetJob(id);
@@ -1353,19 +1327,20 @@ Result<json> JobService::Show(sched::JobId id) {
   // An unreadable spec still shows the stored facts; its error is not needed here.
   (void)FromRecord(**stored, &e);
   const sched::Job& job = e.job;
-  json j = ToJson(job, now, e.extras.prior_attempts);
-  if (job.spec.fractional() && job.attempt > 0) j["memory_fence"] = MemoryFence(job);
+  api::JobView j = View(job, now, e.extras.prior_attempts);
+  if (job.spec.fractional() && job.attempt > 0) j.memory_fence = MemoryFence(job);
   return j;
 }
 
-Result<json> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset) {
+Result<api::LogChunk> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset) {
   if (stream != "stdout" && stream != "stderr") return InvalidArgument("stream must be stdout or stderr");
   if (offset < 0) return InvalidArgument("offset must not be negative");
   auto job = Show(id);
   if (!job.ok()) return job.status();
-  bool final = sched::IsFinal(sched::ParseJobState((*job)["state"].get<std::string>()).value_or(JobState::kFailed));
-  int attempt = (*job)["attempt"].get<int>();
-  json out = {{"data", ""}, {"next_offset", offset}, {"final", final}, {"truncated", false}};
+  const int attempt = job->attempt;
+  api::LogChunk out;
+  out.next_offset = offset;
+  out.final = sched::IsFinal(sched::ParseJobState(job->state).value_or(JobState::kFailed));
   if (attempt == 0) return out;
   std::ifstream in(AttemptDir(id, attempt) + "/" + stream, std::ios::binary);
   if (!in) return out;
@@ -1376,13 +1351,13 @@ Result<json> JobService::Logs(sched::JobId id, const std::string& stream, int64_
   std::string data(static_cast<size_t>(n), '\0');
   in.seekg(offset);
   in.read(data.data(), n);
-  out["data"] = data;
-  out["next_offset"] = offset + n;
-  out["truncated"] = offset + n < size;
+  out.data = std::move(data);
+  out.next_offset = offset + n;
+  out.truncated = offset + n < size;
   return out;
 }
 
-Result<json> JobService::CancelMany(const CancelRequest& request, const Caller& caller) {
+Result<api::CancelOutcome> JobService::CancelMany(const CancelRequest& request, const Caller& caller) {
   if (!caller.authenticated) return Unauthenticated("cancelling needs the unix socket or the API token");
   if (request.ids.empty() && !request.filtered()) {
     return InvalidArgument("name the jobs to cancel: ids, or filters (user, state, name, all)");
@@ -1406,7 +1381,7 @@ Result<json> JobService::CancelMany(const CancelRequest& request, const Caller& 
   };
   // Every check before the first cancel: all or nothing.
   std::vector<sched::JobId> chosen;
-  json skipped = json::array();
+  api::CancelOutcome outcome;
   if (!request.ids.empty()) {
     std::vector<sched::JobId> ids = request.ids;
     std::sort(ids.begin(), ids.end());
@@ -1419,7 +1394,7 @@ Result<json> JobService::CancelMany(const CancelRequest& request, const Caller& 
         if (!stored->has_value()) {
           return NotFound("no job " + std::to_string(id) + " (nothing was cancelled); `gpuherd ps --all` lists them");
         }
-        skipped.push_back({{"id", id}, {"reason", "already " + (*stored)->state}});
+        outcome.skipped.push_back({id, "already " + (*stored)->state});
         continue;
       }
       const sched::Job& job = it->second.job;
@@ -1435,18 +1410,17 @@ Result<json> JobService::CancelMany(const CancelRequest& request, const Caller& 
       if (matches(e.job)) chosen.push_back(id);
     }
   }
-  json cancelled = json::array(), stopping = json::array();
   for (sched::JobId id : chosen) {
     auto done = Act(id, "cancel", caller);
     if (!done.ok()) {
-      skipped.push_back({{"id", id}, {"reason", done.status().message()}});
+      outcome.skipped.push_back({id, done.status().message()});
     } else if (*done == "cancelled") {
-      cancelled.push_back(id);
+      outcome.cancelled.push_back(id);
     } else {
-      stopping.push_back(id);
+      outcome.stopping.push_back(id);
     }
   }
-  return json{{"cancelled", std::move(cancelled)}, {"stopping", std::move(stopping)}, {"skipped", std::move(skipped)}};
+  return outcome;
 }
 
 std::vector<std::vector<api::GpuJob>> JobService::JobsByGpu() const {

@@ -16,9 +16,8 @@
 #include <tuple>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "api/gpus.h"
+#include "api/jobs.h"
 #include "core/state_dir.h"
 #include "core/status.h"
 #include "daemon/caller.h"
@@ -101,13 +100,14 @@ class JobService : public TurnParticipant {
   // set before Load. Null: not recorded.
   void SetAttemptLog(AttemptLog* log) { attempt_log_ = log; }
 
-  Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& caller,
-                              const SubmitExtras& extras = {});
+  // A parsed spec (sched::ParseJobSpec); user, uid and gid come from
+  // `caller`, pinned_gpus from `extras`.
+  Result<sched::JobId> Submit(sched::JobSpec spec, const Caller& caller, const SubmitExtras& extras = {});
   // A job array: `count` jobs from one spec, task i with GPUHERD_ARRAY_INDEX=i
   // and GPUHERD_ARRAY_SIZE=count in its environment and "[i]" after its name.
   // All or nothing: every check runs before the first job is queued, and the
   // jobs are committed in the same turn. Ids are consecutive.
-  Result<std::vector<sched::JobId>> SubmitArray(const nlohmann::json& spec, int count, const Caller& caller);
+  Result<std::vector<sched::JobId>> SubmitArray(const sched::JobSpec& spec, int count, const Caller& caller);
   // Called on the loop when a job starts, is requeued or finishes (before the
   // turn's commit). The listener must not call back into the service; it
   // may note what to do and act later in the turn.
@@ -128,15 +128,14 @@ class JobService : public TurnParticipant {
   // every user with `all` (admins only), else of the caller. With both, the
   // named ids that match the filters. An id that names no job, or a job the
   // caller may not cancel, refuses the whole request; a finished one is
-  // reported as skipped. {"cancelled": [ids], "stopping": [ids],
-  // "skipped": [{"id", "reason"}]}.
+  // reported as skipped.
   struct CancelRequest {
     std::vector<sched::JobId> ids;
     std::string user, state, name;
     bool all = false;
     bool filtered() const { return all || !user.empty() || !state.empty() || !name.empty(); }
   };
-  Result<nlohmann::json> CancelMany(const CancelRequest& request, const Caller& caller);
+  Result<api::CancelOutcome> CancelMany(const CancelRequest& request, const Caller& caller);
   // An operator's drain (an admin's request): only an operator lifts it,
   // whatever its reason says.
   Status Drain(int gpu_position, const std::string& reason, const Caller& caller);
@@ -155,14 +154,25 @@ class JobService : public TurnParticipant {
   }
   std::optional<queue::GpuDrain> DrainOf(const std::string& uuid) const { return pool_.DrainOf(uuid); }
 
-  // The body of GET /v1/jobs: {"jobs": [...], "now": N}, jobs by id, finished
+  // GET /v1/jobs: jobs by id, of `user` and in `state` when given, finished
   // ones too when `all` (the 10,000 most recent, read from the store: the
-  // daemon keeps only unfinished jobs in memory). An unfinished job's listing
-  // is serialized once per change, so polling a deep queue costs no parsing.
-  std::string ListBody(bool all, const std::string& user, const std::string& state);
-  Result<nlohmann::json> Show(sched::JobId id);
+  // daemon keeps only unfinished jobs in memory). An unfinished job's view is
+  // made once per change and shared until the next (ListedJob::live), so
+  // polling a deep queue builds nothing.
+  struct ListedJob {
+    std::shared_ptr<const api::JobView> view;  // its `now` is 0: the listing's is JobListing::now
+    bool live = false;  // unfinished: this view object stands for the job until it changes
+  };
+  struct JobListing {
+    std::vector<ListedJob> jobs;
+    TimeMs now = 0;
+  };
+  JobListing List(bool all, const std::string& user, const std::string& state) const;
+  // One job as `show` has it: with its ranking when pending, its memory fence
+  // when a fraction that ran, how jobs are contained when unfinished.
+  Result<api::JobView> Show(sched::JobId id);
   // A piece of a job's log from `offset` (at most 256 KiB).
-  Result<nlohmann::json> Logs(sched::JobId id, const std::string& stream, int64_t offset);
+  Result<api::LogChunk> Logs(sched::JobId id, const std::string& stream, int64_t offset);
 
   // From the executor's watcher thread, posted to the loop.
   void OnExit(const exec::ExitRecord& record);
@@ -205,15 +215,11 @@ class JobService : public TurnParticipant {
 
  private:
   enum class StopIntent { kNone, kCancel, kRequeue, kFault, kMemory };
-  // A job's listing, serialized around the value of its "now" field.
-  struct ListedJob {
-    std::string user, state;
-    std::string head, tail;  // head + now + tail is the job's JSON
-  };
   struct Entry {
     sched::Job job;
-    nlohmann::json spec_body;  // the spec as submitted: what is stored and reloaded
-    std::string stored_spec;   // spec_body and the fields stored with it, serialized once
+    // The spec as stored (sched::JobSpecToJson) with the fields stored beside
+    // it, serialized once: what is stored and reloaded.
+    std::string stored_spec;
     StopIntent intent = StopIntent::kNone;
     TimeMs stop_deadline = 0;
     int shim_pid = 0;          // 0 until the launch thread reports back
@@ -223,8 +229,8 @@ class JobService : public TurnParticipant {
     sched::JobId stopping_for = 0;  // the preemptor this attempt stops for
     std::set<sched::JobId> preempted_for;  // every preemptor it was stopped for (never twice)
     std::vector<int> stored_claim;  // the claim its stored spec holds (StoreMarks), as fleet positions
-    // Its listing while unchanged; reset by Touch and SetReason.
-    mutable std::optional<ListedJob> listed;
+    // Its view while unchanged; reset by Touch and SetReason.
+    mutable std::shared_ptr<const api::JobView> listed;
   };
 
   void Touch(Entry& e);  // marks the job's record for this turn's batch
@@ -264,9 +270,8 @@ class JobService : public TurnParticipant {
   // (the other fields are filled in any case).
   Status FromRecord(const store::JobRecord& record, Entry* e) const;
   // `prior_attempts`: SubmitExtras::prior_attempts of the job.
-  nlohmann::json ToJson(const sched::Job& job, TimeMs now, int prior_attempts) const;
-  ListedJob Listed(const sched::Job& job, int prior_attempts) const;
-  nlohmann::json MemoryFence(const sched::Job& job) const;
+  api::JobView View(const sched::Job& job, TimeMs now, int prior_attempts) const;
+  api::MemoryFenceView MemoryFence(const sched::Job& job) const;
   // Whether every running fraction on GPU `gpu` belongs to `uid`.
   bool OneUserOn(int gpu, uint32_t uid) const;
   // After a failed commit: the unfinished jobs as the store has them, keeping

@@ -15,10 +15,10 @@ using nlohmann::json;
 using testing::QueueHarness;
 using How = exec::ExitRecord::How;
 
-json Spec(double gpus = 1, json extra = json::object()) {
+sched::JobSpec Spec(double gpus = 1, json extra = json::object()) {
   json s = {{"command", {"train"}}, {"gpus", gpus}};
   for (auto& [k, v] : extra.items()) s[k] = v;
-  return s;
+  return testing::ParsedSpec(s);
 }
 
 TEST(QueueTest, LaunchesOnceCommitted) {

@@ -1,5 +1,7 @@
 #include "daemon/self_heal_queue.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -31,8 +33,8 @@ Result<sched::JobId> SelfHealJobQueue::QueueRequalification(int position, int le
   if (reset_first) body["reset_first"] = true;
   auto plan = PlanBurnInJob(body, state_->fleet, launcher_);
   if (!plan.ok()) return plan.status();
-  plan->spec["name"] = fmt::format("requalify-L{}-gpu{}", level, info.index);
-  plan->spec["labels"]["gpuherd.requalify"] = "true";
+  plan->spec.name = fmt::format("requalify-L{}-gpu{}", level, info.index);
+  plan->spec.labels["gpuherd.requalify"] = "true";
   return jobs_->Submit(plan->spec, caller_, plan->extras);
 }
 
@@ -42,24 +44,14 @@ void SelfHealJobQueue::CancelRequalification(sched::JobId job, const std::string
 }
 
 std::vector<JobOnGpu> SelfHealJobQueue::JobsOn(int position) const {
-  // The queue's own listing of unfinished jobs (kept serialized between
-  // changes): an XID is rare, and this needs no new view into the queue.
+  // The queue's own listing of unfinished jobs (views kept between changes):
+  // an XID is rare, and this needs no new view into the queue.
   std::vector<JobOnGpu> out;
   const int index = state_->fleet.gpus.at(position).index;
-  json listing = json::parse(jobs_->ListBody(false, "", ""), nullptr, /*allow_exceptions=*/false);
-  if (!listing.is_object() || !listing.contains("jobs") || !listing["jobs"].is_array()) return out;
-  for (const json& j : listing["jobs"]) {
-    if (!j.is_object()) continue;
-    const std::string state = j.value("state", "");
-    if (state != "running" && state != "stopping") continue;
-    const json gpus = j.value("assigned_gpus", json::array());
-    if (!gpus.is_array()) continue;
-    for (const json& g : gpus) {
-      if (g.is_number_integer() && g.get<int>() == index) {
-        out.push_back({j.value("id", sched::JobId{0}), j.value("user", "")});
-        break;
-      }
-    }
+  for (const JobService::ListedJob& j : jobs_->List(false, "", "").jobs) {
+    if (j.view->state != "running" && j.view->state != "stopping") continue;
+    const auto& gpus = j.view->assigned_gpus;
+    if (std::find(gpus.begin(), gpus.end(), index) != gpus.end()) out.push_back({j.view->id, j.view->user});
   }
   std::sort(out.begin(), out.end(), [](const JobOnGpu& a, const JobOnGpu& b) { return a.id < b.id; });
   return out;

@@ -312,6 +312,37 @@ Status ParseJobSpecField(const std::string& key, const nlohmann::json& value, Jo
   }
 }
 
+nlohmann::json JobSpecToJson(const JobSpec& spec) {
+  const JobSpec d;
+  nlohmann::json j = nlohmann::json::object();
+  j["command"] = spec.argv;
+  if (spec.cwd != d.cwd) j["cwd"] = spec.cwd;
+  if (!spec.env.empty()) j["env"] = spec.env;
+  // Twentieths, bytes and milliseconds written as the numbers the reader
+  // scales back: a twentieth divided by 20, MiB as a power-of-two division
+  // and seconds all round to the same integers on reading.
+  if (spec.gpu_twentieths != d.gpu_twentieths) j["gpus"] = static_cast<double>(spec.gpu_twentieths) / kTwentiethsPerGpu;
+  if (spec.gpu_mem_bytes != d.gpu_mem_bytes) j["gpu_mem"] = static_cast<double>(spec.gpu_mem_bytes) / kMiB;
+  if (spec.model != d.model) j["model"] = spec.model;
+  if (spec.min_cc) j["min_cc"] = FormatComputeCapability(*spec.min_cc);
+  if (spec.cpus != d.cpus) j["cpus"] = spec.cpus;
+  if (spec.mem_bytes != d.mem_bytes) j["mem"] = static_cast<double>(spec.mem_bytes) / kMiB;
+  if (spec.priority != d.priority) j["priority"] = spec.priority;
+  if (spec.time_limit != d.time_limit) j["time_limit"] = static_cast<double>(spec.time_limit) / kSecondMs;
+  if (spec.checkpoint_grace != d.checkpoint_grace) {
+    j["checkpoint"] = {{"grace", static_cast<double>(spec.checkpoint_grace) / kSecondMs}};
+  }
+  if (spec.preemptible != d.preemptible) j["preemptible"] = spec.preemptible;
+  if (spec.mixed_models != d.mixed_models) j["mixed_models"] = spec.mixed_models;
+  if (spec.max_restarts != d.max_restarts) j["max_restarts"] = spec.max_restarts;
+  if (!spec.depends_on.empty()) j["after"] = spec.depends_on;
+  if (!spec.after_any.empty()) j["after_any"] = spec.after_any;
+  if (!spec.after_not_ok.empty()) j["after_not_ok"] = spec.after_not_ok;
+  if (!spec.name.empty()) j["name"] = spec.name;
+  if (!spec.labels.empty()) j["labels"] = spec.labels;
+  return j;
+}
+
 Result<int> ParseGpuTwentieths(double gpus) {
   const std::string kRule = "gpus must be 0, a fraction from 0.05 to 0.95 in steps of 0.05 (0.25, "
                             "0.5, 0.75, 0.1, ...), or a whole number";

@@ -29,6 +29,12 @@ inline constexpr int kMaxArraySize = 100000;
 // The user comes from the caller's credentials, never from the spec.
 Result<JobSpec> ParseJobSpec(const nlohmann::json& j);
 
+// The spec in the form ParseJobSpec reads, with the fields that differ from
+// a default JobSpec: ParseJobSpec(JobSpecToJson(s)) gives `s` back (less
+// user, uid, gid and pinned_gpus, which never come from a spec). What the
+// queue stores for a job it was handed as a typed spec.
+nlohmann::json JobSpecToJson(const JobSpec& spec);
+
 // One field of a spec into `spec`, checked as ParseJobSpec checks it: for
 // readers that know where each field came from (a YAML file's line).
 Status ParseJobSpecField(const std::string& key, const nlohmann::json& value, JobSpec* spec);

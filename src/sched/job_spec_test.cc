@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "sched/test_fleet.h"
 
 namespace gpuherd::sched {
@@ -312,6 +314,41 @@ TEST_F(CheckFitsTest, FiltersTogetherLeaveTooFew) {
   spec = testing::Gpus(40);
   spec.gpu_mem_bytes = 60 * kGiB;  // the A100 is too small
   EXPECT_FALSE(CheckFits(spec, fleet_).ok());
+}
+
+// The typed spec written back as JSON reads as the same spec: what the queue
+// stores for a spec it was handed typed (a pipeline node, a burn-in).
+TEST(JobSpecToJsonTest, RoundTripsEveryField) {
+  for (const char* text : {
+           R"({"command": ["python", "train.py"]})",
+           // 0.0001 MiB is 105 bytes: not a whole MiB.
+           R"({"command": "echo hi | tee out", "gpus": 0.35, "gpu_mem": 0.0001, "time_limit": 7.001,
+               "checkpoint": {"grace": 0}, "mem": "3.5GiB", "cpus": 3})",
+           R"({"command": ["x"], "cwd": "/d", "env": {"A": "1"}, "gpus": 4, "model": "H100", "min_cc": "9.0",
+               "priority": -7, "preemptible": true, "mixed_models": true, "max_restarts": 3, "after": [1, 2],
+               "after_any": [3], "after_not_ok": [4], "name": "n", "labels": {"team": "v"}})"}) {
+    auto a = ParseJobSpec(Json::parse(text));
+    ASSERT_TRUE(a.ok()) << text << ": " << a.status().ToString();
+    auto b = ParseJobSpec(JobSpecToJson(*a));
+    ASSERT_TRUE(b.ok()) << JobSpecToJson(*a).dump() << ": " << b.status().ToString();
+    EXPECT_EQ(JobSpecToJson(*b), JobSpecToJson(*a));
+    EXPECT_EQ(b->argv, a->argv);
+    EXPECT_EQ(b->env, a->env);
+    EXPECT_EQ(b->gpu_twentieths, a->gpu_twentieths);
+    EXPECT_EQ(b->gpu_mem_bytes, a->gpu_mem_bytes);
+    EXPECT_EQ(b->mem_bytes, a->mem_bytes);
+    EXPECT_EQ(b->min_cc, a->min_cc);
+    EXPECT_EQ(b->time_limit, a->time_limit);
+    EXPECT_EQ(b->checkpoint_grace, a->checkpoint_grace);
+    EXPECT_EQ(b->depends_on, a->depends_on);
+    EXPECT_EQ(b->after_any, a->after_any);
+    EXPECT_EQ(b->after_not_ok, a->after_not_ok);
+    EXPECT_EQ(b->labels, a->labels);
+    EXPECT_EQ(std::tie(b->cwd, b->model, b->cpus, b->priority, b->preemptible, b->mixed_models, b->max_restarts,
+                       b->name),
+              std::tie(a->cwd, a->model, a->cpus, a->priority, a->preemptible, a->mixed_models, a->max_restarts,
+                       a->name));
+  }
 }
 
 }  // namespace

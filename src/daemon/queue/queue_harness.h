@@ -21,9 +21,17 @@
 #include "exec/fake_executor.h"
 #include "gpu/sim/sim_driver.h"
 #include "host/virtual_clock.h"
+#include "sched/job_spec.h"
 #include "store/store.h"
 
 namespace gpuherd::daemon::testing {
+
+// A spec in the API's JSON form, parsed as POST /v1/jobs parses it.
+inline sched::JobSpec ParsedSpec(const nlohmann::json& j) {
+  auto spec = sched::ParseJobSpec(j);
+  EXPECT_TRUE(spec.ok()) << j.dump() << ": " << spec.status().ToString();
+  return spec.ok() ? *spec : sched::JobSpec();
+}
 
 class QueueHarness {
  public:
@@ -118,7 +126,7 @@ class QueueHarness {
   nlohmann::json Show(sched::JobId id) {
     auto j = jobs_->Show(id);
     EXPECT_TRUE(j.ok()) << j.status().ToString();
-    return j.ok() ? *j : nlohmann::json::object();
+    return j.ok() ? nlohmann::json(*j) : nlohmann::json::object();
   }
   std::string StateOf(sched::JobId id) { return Show(id).value("state", std::string()); }
 

@@ -91,9 +91,21 @@ class RandomQueue {
     return s;
   }
 
+  // A spec the parser refuses is refused as POST /v1/jobs refuses it.
+  Result<sched::JobId> Submit(const json& body, const Caller& caller) {
+    auto spec = sched::ParseJobSpec(body);
+    if (!spec.ok()) return spec.status();
+    return q_.jobs().Submit(*spec, caller);
+  }
+  Result<std::vector<sched::JobId>> SubmitArray(const json& body, int n, const Caller& caller) {
+    auto spec = sched::ParseJobSpec(body);
+    if (!spec.ok()) return spec.status();
+    return q_.jobs().SubmitArray(*spec, n, caller);
+  }
+
   // Submits are acknowledged only by the commit of their turn.
   void Submit() {
-    auto id = q_.jobs().Submit(RandomSpec(), AnyUser());
+    auto id = Submit(RandomSpec(), AnyUser());
     if (!id.ok()) return;
     std::vector<sched::JobId> ids = {*id};
     if (q_.Turn()) Acknowledge(ids);
@@ -101,7 +113,7 @@ class RandomQueue {
   }
   void SubmitArray() {
     int n = std::uniform_int_distribution<int>(2, 5)(rng_);
-    auto ids = q_.jobs().SubmitArray(RandomSpec(), n, AnyUser());
+    auto ids = SubmitArray(RandomSpec(), n, AnyUser());
     if (!ids.ok()) return;
     if (q_.Turn()) Acknowledge(*ids);
     q_.Settle();
@@ -172,7 +184,7 @@ class RandomQueue {
   void FailedCommit() {
     const size_t launches = q_.executor().launches().size();
     const size_t signals = q_.executor().signals().size();
-    auto id = q_.jobs().Submit(RandomSpec(), AnyUser());
+    auto id = Submit(RandomSpec(), AnyUser());
     if (!q_.executor().running().empty() && std::bernoulli_distribution(0.5)(rng_)) {
       auto key = *q_.executor().running().begin();
       if (!signalled_.count(key)) q_.executor().Exit(key.first, key.second, How::kExited, 0);
@@ -207,7 +219,7 @@ class RandomQueue {
       signalled_.insert(key);
       auto shown = q_.jobs().Show(s.job_id);
       if (!shown.ok()) continue;
-      std::string reason = shown->value("reason", std::string());
+      std::string reason = shown->reason;
       if (std::getenv("GPUHERD_QUEUE_TRACE")) {
         std::fprintf(stderr, "  SIGTERM job %lld attempt %d: %s\n", static_cast<long long>(s.job_id), s.attempt,
                      reason.c_str());
@@ -239,13 +251,13 @@ class RandomQueue {
     for (const auto& [id, attempt] : q_.executor().running()) {
       auto shown = q_.jobs().Show(id);
       ASSERT_TRUE(shown.ok()) << Where() << "running job " << id << " unknown";
-      const json& j = *shown;
-      const std::string state = j.value("state", std::string());
+      const api::JobView& j = *shown;
+      const std::string state = j.state;
       EXPECT_TRUE(state == "running" || state == "stopping")
           << Where() << "job " << id << " runs while " << state;
-      EXPECT_EQ(j.value("attempt", 0), attempt) << Where() << "job " << id << " runs a stale attempt";
-      double share = j.value("gpus", 1.0);
-      for (int g : j.value("assigned_gpus", std::vector<int>{})) {
+      EXPECT_EQ(j.attempt, attempt) << Where() << "job " << id << " runs a stale attempt";
+      double share = j.gpu_twentieths / 20.0;
+      for (int g : j.assigned_gpus) {
         ASSERT_TRUE(g >= 0 && g < kGpus);
         if (share < 1) {
           used[g] += share;
@@ -275,14 +287,14 @@ class RandomQueue {
     for (sched::JobId id : acknowledged_) {
       auto shown = q_.jobs().Show(id);
       ASSERT_TRUE(shown.ok()) << Where() << "acknowledged job " << id << " unknown";
-      std::string state = shown->value("state", std::string());
+      std::string state = shown->state;
       if (Terminal(ended_[id])) {
         EXPECT_EQ(state, ended_[id]) << Where() << "job " << id << " left " << ended_[id];
       }
       if (Terminal(state)) ended_[id] = state;
       // A running job's attempt runs: no exit was lost on the way.
       if (state == "running") {
-        exec::FakeExecutor::Key key{id, shown->value("attempt", 0)};
+        exec::FakeExecutor::Key key{id, shown->attempt};
         EXPECT_TRUE(q_.executor().running().count(key)) << Where() << "job " << id << " running without a process";
       }
     }

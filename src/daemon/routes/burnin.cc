@@ -28,7 +28,7 @@ http::Response Start(RouteContext& ctx, const http::Request& request, const Call
   for (int p : job->positions) {
     gpus.push_back({{"index", ctx.state->fleet.gpus[p].index}, {"uuid", ctx.state->fleet.gpus[p].uuid}});
   }
-  return JsonResponse({{"id", *id}, {"gpus", gpus}, {"name", job->spec["name"]}}, 201);
+  return JsonResponse({{"id", *id}, {"gpus", gpus}, {"name", job->spec.name}}, 201);
 }
 
 // GET /v1/burnin/runs?gpu=&model=&limit=&latest=1. GPUs tested outside the

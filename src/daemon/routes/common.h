@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "daemon/job_service.h"
 #include "daemon/metrics_service.h"
 #include "daemon/pipeline_service.h"
+#include "daemon/routes/job_listing.h"
 #include "daemon/self_heal_service.h"
 #include "http/server.h"
 
@@ -35,6 +37,8 @@ struct RouteContext {
   MetricsService* metrics = nullptr;
   SelfHealService* self_heal = nullptr;  // GPU states; null: not shown
   std::optional<BurnInLauncher> burnin_launcher;
+  // GET /v1/jobs's written jobs, kept between answers.
+  std::shared_ptr<JobListingWriter> job_listing = std::make_shared<JobListingWriter>();
   std::function<void()> request_stop;  // POST /v1/shutdown, on the loop thread
 };
 

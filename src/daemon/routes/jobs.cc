@@ -1,8 +1,10 @@
 // /v1/jobs: submit, the queue, one job, its output and metric lines, the
-// actions on it, and many jobs cancelled at once (/v1/jobs/cancel). JobService still writes the job JSON (ListBody, Show,
-// Logs); the routes pass it through, less what the caller may not read
-// (access.h).
+// actions on it, and many jobs cancelled at once (/v1/jobs/cancel). Requests
+// become typed calls on JobService (a parsed sched::JobSpec, a CancelRequest)
+// and its typed answers (api/jobs.h) become JSON here, less what the caller
+// may not read (access.h).
 #include <algorithm>
+#include <optional>
 
 #include "daemon/routes/access.h"
 #include "daemon/routes/routes.h"
@@ -13,8 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-// The listing as JobService writes it, with other users' commands left out
-// for a caller who is not an admin.
+// The listing, with other users' commands left out for a caller who is not
+// an admin.
 http::Response List(RouteContext& ctx, const http::Request& request, const Caller& caller) {
   std::string state = QueryText(request, "state");
   if (!state.empty() && !sched::ParseJobState(state)) {
@@ -22,14 +24,9 @@ http::Response List(RouteContext& ctx, const http::Request& request, const Calle
                                         "'; use pending, held, running, stopping, completed, failed or cancelled");
   }
   http::Response response;
-  response.body = ctx.jobs->ListBody(QueryFlag(request, "all"), QueryText(request, "user"), state);
-  if (caller.admin) return response;  // the common case stays a copy of text
-  auto listing = http::ParseJson(response.body, {.max_bytes = response.body.size(), .max_depth = 64});
-  if (!listing.ok()) return StatusResponse(Internal("the job listing is not JSON: " + listing.status().message()));
-  for (json& job : (*listing)["jobs"]) {
-    if (!MaySeeJobInternals(caller, job.value("user", std::string()))) HideJobInternals(job);
-  }
-  return JsonResponse(*listing);
+  response.body =
+      ctx.job_listing->Body(ctx.jobs->List(QueryFlag(request, "all"), QueryText(request, "user"), state), caller);
+  return response;
 }
 
 http::Response Submit(RouteContext& ctx, const http::Request& request, const Caller& caller) {
@@ -38,28 +35,38 @@ http::Response Submit(RouteContext& ctx, const http::Request& request, const Cal
   if (!body->is_object()) {
     return http::ErrorResponse(400, "body must be a job spec, a JSON object like {\"command\": [\"python3\", \"train.py\"], \"gpus\": 1}");
   }
+  // Who submits is checked before what: a caller without credentials learns
+  // nothing from the spec's errors.
+  if (!caller.authenticated) {
+    return StatusResponse(Unauthenticated("submitting needs the unix socket or the API token"));
+  }
+  std::optional<int> count;
   if (auto array = body->find("array"); array != body->end()) {
     // {"array": N, ...spec}: N tasks from one spec, in one commit.
     if (!array->is_number_integer()) {
       return http::ErrorResponse(400, "array must be a whole number of tasks, e.g. \"array\": 100");
     }
-    int count = static_cast<int>(std::clamp<int64_t>(array->get<int64_t>(), -1, int64_t{sched::kMaxArraySize} + 1));
+    count = static_cast<int>(std::clamp<int64_t>(array->get<int64_t>(), -1, int64_t{sched::kMaxArraySize} + 1));
     body->erase(array);
-    auto ids = ctx.jobs->SubmitArray(*body, count, caller);
+  }
+  auto spec = sched::ParseJobSpec(*body);
+  if (!spec.ok()) return StatusResponse(spec.status());
+  if (count) {
+    auto ids = ctx.jobs->SubmitArray(*spec, *count, caller);
     if (!ids.ok()) return StatusResponse(ids.status());
     return JsonResponse({{"ids", *ids}}, 201);
   }
-  auto id = ctx.jobs->Submit(*body, caller);
+  auto id = ctx.jobs->Submit(std::move(spec).value(), caller);
   if (!id.ok()) return StatusResponse(id.status());
   return JsonResponse({{"id", *id}}, 201);
 }
 
-// The job's JSON when the caller may read its internals; otherwise the
-// refusal naming `what`.
-Result<json> OwnJob(RouteContext& ctx, int64_t id, const Caller& caller, const std::string& what) {
+// The job when the caller may read its internals; otherwise the refusal
+// naming `what`.
+Result<api::JobView> OwnJob(RouteContext& ctx, int64_t id, const Caller& caller, const std::string& what) {
   auto job = ctx.jobs->Show(id);
   if (!job.ok()) return job.status();
-  if (!MaySeeJobInternals(caller, job->value("user", std::string()))) {
+  if (!MaySeeJobInternals(caller, job->user)) {
     return JobInternalsRefused(caller, what + " of job " + std::to_string(id));
   }
   return job;
@@ -68,10 +75,11 @@ Result<json> OwnJob(RouteContext& ctx, int64_t id, const Caller& caller, const s
 http::Response Show(RouteContext& ctx, int64_t id, const Caller& caller) {
   auto job = ctx.jobs->Show(id);
   if (!job.ok()) return StatusResponse(job.status());
-  const bool may_see = MaySeeJobInternals(caller, job->value("user", std::string()));
-  if (!may_see) HideJobInternals(*job);
-  if (Status detail = AddJobDetail(ctx, id, may_see, &*job); !detail.ok()) return StatusResponse(detail);
-  return JsonResponse(*job);
+  const bool may_see = MaySeeJobInternals(caller, job->user);
+  json shown = *job;
+  if (!may_see) HideJobInternals(shown);
+  if (Status detail = AddJobDetail(ctx, id, may_see, &shown); !detail.ok()) return StatusResponse(detail);
+  return JsonResponse(shown);
 }
 
 http::Response Logs(RouteContext& ctx, int64_t id, const http::Request& request, const Caller& caller) {
@@ -83,10 +91,11 @@ http::Response Logs(RouteContext& ctx, int64_t id, const http::Request& request,
   auto logs = ctx.jobs->Logs(id, stream.empty() ? "stdout" : stream, *offset);
   if (!logs.ok()) return StatusResponse(logs.status());
   // Where the job stands, so a client can say why there is no output yet.
-  for (const char* key : {"state", "attempt", "reason"}) {
-    if (job->contains(key)) (*logs)[key] = (*job)[key];
-  }
-  return JsonResponse(*logs);
+  json out = *logs;
+  out["state"] = job->state;
+  out["attempt"] = job->attempt;
+  out["reason"] = job->reason;
+  return JsonResponse(out);
 }
 
 // The metric lines a job wrote to GPUHERD_METRICS_FILE, by step.
@@ -136,7 +145,7 @@ http::Response CancelMany(RouteContext& ctx, const http::Request& request, const
     }
   }
   auto result = ctx.jobs->CancelMany(cancel, caller);
-  return result.ok() ? JsonResponse(*result) : StatusResponse(result.status());
+  return result.ok() ? JsonResponse(json(*result)) : StatusResponse(result.status());
 }
 
 }  // namespace

@@ -26,9 +26,7 @@ http::Response Report(RouteContext& ctx, int64_t id, const http::Request& reques
     for (json& node : data.pipeline["nodes"]) {
       const int64_t job_id = node.value("job_id", int64_t{0});
       if (job_id <= 0 || node.contains("gpu_twentieths")) continue;
-      if (auto job = ctx.jobs->Show(job_id); job.ok() && job->contains("gpu_twentieths")) {
-        node["gpu_twentieths"] = (*job)["gpu_twentieths"];
-      }
+      if (auto job = ctx.jobs->Show(job_id); job.ok()) node["gpu_twentieths"] = job->gpu_twentieths;
     }
   }
   data.metrics = metrics->value("metrics", json::array());
