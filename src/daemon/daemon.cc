@@ -173,7 +173,13 @@ struct Daemon::Impl {
   std::unique_ptr<exec::Executor> executor;
   std::unique_ptr<MpsControl> mps;  // --mps; quits its control daemons after the jobs are gone
   std::unique_ptr<AttemptLog> attempts;  // used by jobs: declared before, destroyed after
+  // The queue's parts (job_service.h's QueueParts).
+  std::unique_ptr<queue::FairShare> fair_share;
+  std::unique_ptr<queue::MemoryWatchdog> memory_watchdog;
   std::unique_ptr<JobService> jobs;
+  // Declared after jobs, destroyed before: the launches under way finish
+  // while the queue they report to is alive.
+  std::unique_ptr<queue::JobLauncher> launcher;
   std::unique_ptr<LocalBackend> local_backend;
   std::unique_ptr<exec::CommandRunner> slurm_runner;
   std::unique_ptr<SlurmBackend> slurm_backend;
@@ -479,8 +485,18 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   } else {
     spdlog::warn("jobs' --cpus and --mem are not counted: {}", size.status().ToString());
   }
-  impl->jobs = std::make_unique<JobService>(&impl->state, impl->executor.get(), dir, queue_config,
-                                            [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
+  // The queue and its parts: launches (the job environment protocol), fair
+  // share, the memory watchdog; the GPU pool lives inside the queue.
+  impl->launcher = std::make_unique<queue::JobLauncher>(
+      &impl->state.fleet, dir, impl->executor.get(),
+      [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
+  impl->launcher->SetMps(impl->mps.get());
+  impl->fair_share = std::make_unique<queue::FairShare>(queue_config.scheduler.weights.fair_window);
+  impl->memory_watchdog = std::make_unique<queue::MemoryWatchdog>(&impl->state, impl->executor.get(),
+                                                                  queue_config.memory_watchdog_grace);
+  impl->jobs = std::make_unique<JobService>(
+      &impl->state, impl->executor.get(),
+      QueueParts{impl->launcher.get(), impl->fair_share.get(), impl->memory_watchdog.get()}, queue_config);
   // Pipelines' end of turn runs before the queue's; the service exists later.
   impl->AddParticipant([raw] { if (raw->pipelines) raw->pipelines->EndOfTurn(); }, nullptr);
   impl->participants.Add(impl->jobs.get());
@@ -497,7 +513,6 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
       SimulateJobLoad(*sim, dir, raw->state.fleet.gpus.size(), jobs);
     });
   }
-  impl->jobs->SetMps(impl->mps.get());
   impl->attempts = std::make_unique<AttemptLog>(&impl->state);
   GPUHERD_RETURN_IF_ERROR(impl->attempts->Load());
   impl->jobs->SetAttemptLog(impl->attempts.get());

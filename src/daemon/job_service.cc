@@ -1,26 +1,20 @@
+// The queue's state machine (job_service.h); its views are in
+// job_service_views.cc, its records in job_service_store.cc.
 #include "daemon/job_service.h"
 
-#include <sched.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "core/owned_dirs.h"
 #include "daemon/attempt_log.h"
 #include "exec/job_files.h"
-#include "fence/fence_report.h"
 #include "gpu/xid.h"
-#include "host/cpulist.h"
 #include "sched/dependencies.h"
 #include "sched/job_spec.h"
 
@@ -31,10 +25,6 @@ using nlohmann::json;
 using sched::JobState;
 namespace fs = std::filesystem;
 
-constexpr int64_t kLogChunkBytes = 256 * 1024;
-// How many finished jobs `ps --all` lists: the most recent, read from the
-// store at each listing (finished jobs are not kept in memory).
-constexpr int kMaxListedFinished = 10000;
 // The most pending jobs one scheduling pass ranks (see Schedule): the
 // claimants, then by urgency and age. Slurm's main scheduler looks at 100 jobs
 // a pass by default (default_queue_depth) and its backfill at 500
@@ -42,24 +32,6 @@ constexpr int kMaxListedFinished = 10000;
 constexpr size_t kMaxPassJobs = 1000;
 // A pass at least this often while jobs wait: aging and fair share move.
 constexpr DurationMs kAgingPass = 30 * kSecondMs;
-
-// CPUs of the GPUs' NUMA node that this process may actually use: a simulated
-// fleet's affinity names CPUs this machine may not have.
-std::vector<int> AffinityFor(const gpu::Fleet& fleet, const std::vector<int>& gpus) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return {};
-  std::set<int> cpus;
-  for (int g : gpus) {
-    if (g < 0 || g >= static_cast<int>(fleet.gpus.size())) continue;
-    auto affinity = host::ParseCpuList(fleet.gpus[g].cpu_affinity);
-    if (!affinity.ok()) continue;
-    for (int c : *affinity) {
-      if (c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed)) cpus.insert(c);
-    }
-  }
-  return {cpus.begin(), cpus.end()};
-}
 
 bool IsGpuFault(const store::EventRecord& e, const json& data) {
   if (e.kind == "gpu.lost") return true;
@@ -77,75 +49,15 @@ sched::FleetState StaticFleet(const gpu::Fleet& fleet, const QueueConfig& config
 
 }  // namespace
 
-JobService::JobService(DaemonState* state, exec::JobExecutor* executor, StateDir dir, QueueConfig config,
-                       PostToLoop post, RunOffLoop run_off_loop)
+JobService::JobService(DaemonState* state, exec::JobExecutor* executor, QueueParts parts, QueueConfig config)
     : state_(state),
       executor_(executor),
-      dir_(std::move(dir)),
+      launcher_(parts.launcher),
+      fair_share_(parts.fair_share),
+      watchdog_(parts.watchdog),
       config_(std::move(config)),
       static_fleet_(StaticFleet(state->fleet, config_)),
-      pool_(state),
-      post_(std::move(post)),
-      run_off_loop_(std::move(run_off_loop)) {
-  if (!run_off_loop_) {
-    launches_ = std::make_unique<WorkQueue>();
-    run_off_loop_ = [q = launches_.get()](std::function<void()> task) { q->Post(std::move(task)); };
-  }
-}
-
-std::string JobService::AttemptDir(sched::JobId id, int attempt) const {
-  return fmt::format("{}/{}/{}", dir_.jobs_dir(), id, attempt);
-}
-
-Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
-  json stored = json::parse(r.spec_json, nullptr, false);
-  e->stored_spec = r.spec_json;
-  sched::Job& job = e->job;
-  auto spec = sched::ParseJobSpec(stored.is_object() ? stored.value("spec", json::object()) : json::object());
-  if (spec.ok()) job.spec = *spec;
-  job.id = r.id;
-  job.spec.name = r.name;
-  job.spec.user = r.user;
-  job.spec.uid = r.uid;
-  job.spec.gid = stored.is_object() ? stored.value("gid", 0u) : 0u;
-  if (stored.is_object()) {
-    e->extras.checkpoint_dir = stored.value("checkpoint_dir", std::string());
-    e->extras.prior_attempts = stored.value("prior_attempts", 0);
-    e->extras.pinned_gpus = stored.value("pinned_gpus", std::vector<std::string>());
-    job.spec.pinned_gpus = e->extras.pinned_gpus;
-    // Preemption marks (StoreMarks): bounded by what the daemon wrote.
-    if (auto p = stored.find("preempted_for"); p != stored.end() && p->is_array()) {
-      for (const auto& id : *p) {
-        if (id.is_number_integer()) e->preempted_for.insert(id.get<sched::JobId>());
-      }
-    }
-    if (auto s = stored.find("stopping_for"); s != stored.end() && s->is_number_integer()) {
-      e->stopping_for = s->get<sched::JobId>();
-    }
-    if (auto c = stored.find("claimed_gpus"); c != stored.end() && c->is_array()) {
-      for (const auto& u : *c) {
-        if (u.is_string()) AppendPositions(u.get<std::string>(), &e->stored_claim);
-      }
-    }
-  }
-  job.state = sched::ParseJobState(r.state).value_or(JobState::kFailed);
-  job.submitted = r.submitted;
-  job.started = r.started;
-  job.ended = r.ended;
-  job.attempt = r.attempt;
-  job.restarts = r.restarts;
-  job.exit_code = r.exit_code;
-  job.exit_signal = r.exit_signal;
-  job.reason = r.reason;
-  json uuids = json::parse(r.gpus_json, nullptr, false);
-  if (uuids.is_array()) {
-    for (const auto& u : uuids) {
-      job.gpu_uuids.push_back(u.get<std::string>());
-      AppendPositions(job.gpu_uuids.back(), &job.gpus);
-    }
-  }
-  return spec.ok() ? Status::Ok() : spec.status();
-}
+      pool_(state) {}
 
 Status JobService::Load() {
   auto last = state_->store->LastJobId();
@@ -155,14 +67,7 @@ Status JobService::Load() {
   TimeMs now = state_->clock->Now();
   auto finished = state_->store->ListFinishedJobs(now - config_.scheduler.weights.fair_window, 100000);
   if (!finished.ok()) return finished.status();
-  for (const auto& r : *finished) {
-    json spec = json::parse(r.spec_json, nullptr, false);
-    // Stored before twentieths, a spec holds gpu_tenths.
-    double gpus = !spec.is_object() ? 0
-                  : spec.contains("gpu_twentieths") ? spec.value("gpu_twentieths", 0) / 20.0
-                                                    : spec.value("gpu_tenths", 0) / 10.0;
-    if (r.started > 0 && r.ended > r.started) usage_.emplace(r.user, std::make_pair(r.ended, gpus * (r.ended - r.started) / 3.6e6));
-  }
+  fair_share_->Load(*finished);
   auto unfinished = state_->store->ListUnfinishedJobs();
   if (!unfinished.ok()) return unfinished.status();
   for (const auto& r : *unfinished) {
@@ -452,15 +357,11 @@ sched::FleetState JobService::BuildFleetState(const std::vector<sched::RunningJo
 }
 
 double JobService::RecentGpuHours(const std::string& user, TimeMs now) const {
-  double hours = 0;
-  auto [lo, hi] = usage_.equal_range(user);
-  for (auto it = lo; it != hi; ++it) {
-    if (it->second.first >= now - config_.scheduler.weights.fair_window) hours += it->second.second;
-  }
+  double hours = fair_share_->EndedGpuHours(user, now);
   for (sched::JobId id : active_) {
     const Entry& e = jobs_.at(id);
     if (e.job.spec.user == user && e.job.state == JobState::kRunning) {
-      hours += e.job.spec.gpu_twentieths / 20.0 * (now - e.job.started) / 3.6e6;
+      hours += queue::FairShare::RunningGpuHours(e.job, now);
     }
   }
   return hours;
@@ -686,68 +587,6 @@ bool JobService::ClaimStillFreeing(const std::vector<int>& gpus) const {
   return false;
 }
 
-exec::LaunchSpec JobService::MakeLaunch(const Entry& e) const {
-  const sched::Job& job = e.job;
-  exec::LaunchSpec l;
-  l.job_id = job.id;
-  l.attempt = job.attempt;
-  l.argv = job.spec.argv;
-  l.cwd = job.spec.cwd;
-  l.env = job.spec.env;
-  l.dir = AttemptDir(job.id, job.attempt);
-  // Jobs run as their submitter when the daemon can switch users (root).
-  if (::geteuid() == 0 && job.spec.uid != 0) {
-    l.uid = job.spec.uid;
-    l.gid = job.spec.gid;
-  }
-  l.cpus = AffinityFor(state_->fleet, job.gpus);
-  l.time_limit = job.spec.time_limit;
-  l.grace = job.spec.checkpoint_grace;
-  l.limits.memory_bytes = job.spec.mem_bytes;  // enforced in the job's control group
-  l.limits.cpus = job.spec.cpus;
-
-  // The job protocol (README "Job protocol").
-  std::string visible;
-  for (const auto& u : job.gpu_uuids) visible += (visible.empty() ? "" : ",") + u;
-  l.env["CUDA_VISIBLE_DEVICES"] = job.spec.gpu_twentieths > 0 ? visible : "";
-  l.env["GPUHERD_JOB_ID"] = std::to_string(job.id);
-  l.env["GPUHERD_JOB_NAME"] = job.spec.name;
-  l.env["GPUHERD_ATTEMPT"] = std::to_string(job.attempt);
-  l.env["GPUHERD_CHECKPOINT_DIR"] = e.extras.checkpoint_dir.empty()
-                                        ? fmt::format("{}/{}", dir_.checkpoint_dir(), job.id)
-                                        : e.extras.checkpoint_dir;
-  l.env["GPUHERD_METRICS_FILE"] = fmt::format("{}/{}/metrics.jsonl", dir_.jobs_dir(), job.id);
-  l.env["GPUHERD_RESTART_COUNT"] = std::to_string(RestartCount(job, e.extras.prior_attempts));
-  if (job.attempt > 1) l.env["GPUHERD_RESUME"] = "1";
-  if (job.spec.fractional()) {
-    l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.spec.gpu_twentieths * 5);
-    l.env["GPUHERD_GPU_MEM_LIMIT_MB"] = std::to_string(job.spec.gpu_mem_bytes >> 20);
-    // Exactly the share the scheduler counts: what the memory fence enforces.
-    l.env["GPUHERD_GPU_MEM_LIMIT_BYTES"] = std::to_string(job.spec.gpu_mem_bytes);
-    if (mps_ != nullptr && job.gpus.size() == 1 && OneUserOn(job.gpus[0], job.spec.uid)) {
-      for (const auto& [key, value] : mps_->JobEnv(job.gpus[0], job.spec.gpu_mem_bytes)) l.env[key] = value;
-    }
-  }
-  if (job.spec.whole_gpus() > 1) {
-    // torchrun-style single-node rendezvous; the port is unique per job.
-    l.env["MASTER_ADDR"] = "127.0.0.1";
-    l.env["MASTER_PORT"] = std::to_string(29500 + job.id % 20000);
-    l.env["WORLD_SIZE"] = std::to_string(job.spec.whole_gpus());
-    l.env["LOCAL_WORLD_SIZE"] = std::to_string(job.spec.whole_gpus());
-    bool all_nvlink = true;
-    for (int a : job.gpus) {
-      for (int b : job.gpus) {
-        if (a != b && state_->fleet.topology.at(a).at(b) != gpu::Link::kNvLink) all_nvlink = false;
-      }
-    }
-    l.env["NCCL_P2P_LEVEL"] = all_nvlink ? "NVL" : "PIX";
-  }
-  if (state_->fleet.simulated) {
-    l.env["GPUHERD_SIM_GPU_MEM_FILE"] = fmt::format("{}/{}/sim_gpu_mem_mb", dir_.jobs_dir(), job.id);
-  }
-  return l;
-}
-
 void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   sched::Job& job = e.job;
   SetState(e, JobState::kRunning);
@@ -766,25 +605,19 @@ void JobService::Start(Entry& e, const std::vector<int>& gpus) {
   Event(job, "job.started", store::Severity::kInfo, fmt::format("attempt {} started on {}", job.attempt, where));
   if (attempt_log_) attempt_log_->Started(job);
   if (listener_) listener_(job);
-  exec::LaunchSpec launch = MakeLaunch(e);
+  queue::AttemptFacts facts;
+  facts.checkpoint_dir = e.extras.checkpoint_dir;
+  facts.prior_attempts = e.extras.prior_attempts;
+  facts.mps_alone = job.spec.fractional() && job.gpus.size() == 1 && OneUserOn(job.gpus[0], job.spec.uid);
+  exec::LaunchSpec launch = launcher_->Prepare(job, facts);
   sched::JobId id = job.id;
   int attempt = job.attempt;
   // Launched only once "running" is durable: a crash in between leaves a
   // running job without a shim, which the next start requeues; never a shim
   // for a job the store calls pending.
   after_commit_.push_back([this, id, attempt, launch = std::move(launch)]() mutable {
-    // Forks happen on the launch thread, so the loop goes on answering.
-    run_off_loop_([this, id, attempt, launch = std::move(launch)] {
-      // The job's own directories (checkpoints, metrics, the attempt's logs
-      // below) belong to the user it runs as.
-      const std::string job_dir = fs::path(launch.dir).parent_path().string();
-      for (const std::string& d : {job_dir, launch.env.at("GPUHERD_CHECKPOINT_DIR")}) {
-        Status made = MakeHomeDirs(dir_, d, launch.uid ? std::optional<DirOwner>(DirOwner{*launch.uid, *launch.gid}) : std::nullopt);
-        if (!made.ok()) spdlog::warn("job {}: {}", id, made.message());
-      }
-      Result<int> pid = executor_->Launch(launch);
-      post_([this, id, attempt, pid] { OnLaunched(id, attempt, pid); });
-    });
+    launcher_->Launch(std::move(launch),
+                      [this, id, attempt](const Result<int>& pid) { OnLaunched(id, attempt, pid); });
   });
 }
 
@@ -840,14 +673,11 @@ void JobService::Stop(Entry& e, StopIntent intent, const std::string& reason) {
 
 void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   sched::Job& job = e.job;
-  AccountGpuTime(job, state_->clock->Now());
+  fair_share_->AttemptEnded(job, state_->clock->Now());
   SetState(e, state);
   job.reason = reason;
   job.ended = state_->clock->Now();
-  if (job.started > 0 && job.spec.gpu_twentieths > 0) {
-    usage_.emplace(job.spec.user,
-                   std::make_pair(job.ended, job.spec.gpu_twentieths / 20.0 * (job.ended - job.started) / 3.6e6));
-  }
+  fair_share_->Finished(job);
   state_->batch.jobs.push_back(ToRecord(e));
   touched_.erase(job.id);
   Event(job, "job." + std::string(sched::JobStateName(state)),
@@ -869,7 +699,7 @@ void JobService::Requeue(Entry& e, const std::string& reason, bool count_restart
     }
     job.restarts += 1;
   }
-  AccountGpuTime(job, state_->clock->Now());
+  fair_share_->AttemptEnded(job, state_->clock->Now());
   SetState(e, JobState::kPending);
   job.gpus.clear();
   job.reason = reason + "; will resume from its checkpoint";
@@ -954,47 +784,10 @@ int JobService::MoveJobsOff(int pos, const std::string& why, queue::DrainOrigin 
   return moved;
 }
 
-std::vector<int> JobService::JobsPerGpu() const {
-  std::vector<int> jobs(state_->fleet.gpus.size(), 0);
-  for (sched::JobId id : active_) {
-    const Entry& e = jobs_.at(id);
-    for (int g : e.job.gpus) {
-      if (g >= 0 && g < static_cast<int>(jobs.size())) ++jobs[g];
-    }
-  }
-  return jobs;
-}
-
-std::map<std::string, int> JobService::CountByState() const {
-  std::map<std::string, int> counts;
-  for (JobState s : {JobState::kPending, JobState::kHeld, JobState::kRunning, JobState::kStopping}) {
-    counts[sched::JobStateName(s)] = 0;
-  }
-  for (const auto& [id, e] : jobs_) ++counts[sched::JobStateName(e.job.state)];
-  return counts;
-}
-
-std::map<std::string, double> JobService::GpuSecondsByUser(TimeMs now) const {
-  std::map<std::string, double> seconds = gpu_seconds_done_;
-  for (const auto& [id, e] : jobs_) {
-    const sched::Job& job = e.job;
-    if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;
-    if (job.started <= 0 || now <= job.started) continue;
-    seconds[job.spec.user] += job.spec.gpu_twentieths / 20.0 * static_cast<double>(now - job.started) / 1000.0;
-  }
-  return seconds;
-}
-
-void JobService::AccountGpuTime(const sched::Job& job, TimeMs end) {
-  if (job.state != JobState::kRunning && job.state != JobState::kStopping) return;
-  if (job.started <= 0 || end <= job.started) return;
-  gpu_seconds_done_[job.spec.user] += job.spec.gpu_twentieths / 20.0 * static_cast<double>(end - job.started) / 1000.0;
-}
-
 void JobService::OnRound() {
   TimeMs now = state_->clock->Now();
   // Finished jobs older than the fair-share window no longer count.
-  std::erase_if(usage_, [&](const auto& u) { return u.second.first < now - config_.scheduler.weights.fair_window; });
+  fair_share_->Expire(now);
   if (load_listener_) {
     std::vector<JobLoad> loads;
     for (sched::JobId id : active_) {
@@ -1005,50 +798,33 @@ void JobService::OnRound() {
     }
     load_listener_(loads);
   }
-  // The memory watchdog: a fractional job above its share is warned once,
-  // then stopped after the grace; its neighbours are never touched.
-  const std::vector<sched::JobId> active(active_.begin(), active_.end());  // Stop changes active_
-  for (sched::JobId id : active) {
-    auto found = jobs_.find(id);
-    if (found == jobs_.end()) continue;
-    Entry& e = found->second;
-    if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.gpus.empty() || e.shim_pid == 0) {
-      continue;
-    }
-    if (!state_->telemetry || !state_->host) break;
-    const gpu::GpuSample* s = state_->telemetry->Latest(e.job.gpus[0]);
-    if (!s) continue;
-    uint64_t used = 0;
-    // A job's processes are those of its control group where it has one
-    // (also any that left the session with setsid), and those in the session
-    // its shim created (the session id is the shim's pid).
-    const std::optional<std::vector<int>> group = executor_->GroupProcesses(id, e.job.attempt);
-    for (const auto& p : s->processes) {
-      const bool in_group = group && std::binary_search(group->begin(), group->end(), static_cast<int>(p.pid));
-      if (in_group || p.pid == e.shim_pid || host::ProcessSession(*state_->host, p.pid).value_or(0) == e.shim_pid) {
-        used += p.used_memory_bytes;
-      }
-    }
-    if (used <= e.job.spec.gpu_mem_bytes) {
-      e.over_memory_since = 0;
-      continue;
-    }
-    std::string what = fmt::format("uses {} MiB of GPU memory, over its share of {} MiB", used >> 20,
-                                   e.job.spec.gpu_mem_bytes >> 20);
-    if (e.over_memory_since == 0) {
-      e.over_memory_since = now;
-      Event(e.job, "job.memory_over", store::Severity::kWarning,
-            what + "; stopped in " + FormatDuration(config_.memory_watchdog_grace) + " unless it frees memory");
-    } else if (now - e.over_memory_since >= config_.memory_watchdog_grace) {
-      Stop(e, StopIntent::kMemory, what + " for " + FormatDuration(now - e.over_memory_since));
-    }
-  }
+  WatchMemory(now);
   // A deep queue costs nothing while nothing changes: a pass only when a
   // GPU's state changed, a running job's GPUs come due (reservations,
   // stops), or aging and fair share have moved for kAgingPass.
   std::string sig = GpuSignature();
   if (sig != gpu_signature_ || now >= next_due_) dirty_ = true;
   gpu_signature_ = std::move(sig);
+}
+
+void JobService::WatchMemory(TimeMs now) {
+  std::vector<queue::WatchedJob> watched;
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
+    if (e.job.state != JobState::kRunning || !e.job.spec.fractional() || e.job.gpus.empty() || e.shim_pid == 0) {
+      continue;
+    }
+    watched.push_back({id, e.job.attempt, e.job.gpus[0], e.shim_pid, e.job.spec.gpu_mem_bytes});
+  }
+  for (const queue::MemoryVerdict& v : watchdog_->Check(watched, now)) {
+    auto it = jobs_.find(v.id);
+    if (it == jobs_.end()) continue;
+    if (v.act == queue::MemoryVerdict::Act::kWarn) {
+      Event(it->second.job, "job.memory_over", store::Severity::kWarning, v.message);
+    } else {
+      Stop(it->second, StopIntent::kMemory, v.message);
+    }
+  }
 }
 
 void JobService::EndOfTurn() {
@@ -1080,206 +856,6 @@ void JobService::AfterCommit(bool committed) {
   for (auto& action : actions) action();
 }
 
-void JobService::StoreMarks(Entry& e) {
-  json stored = json::parse(e.stored_spec, nullptr, false);
-  if (!stored.is_object()) return;  // unreadable specs were failed at load
-  if (e.preempted_for.empty()) {
-    stored.erase("preempted_for");
-  } else {
-    stored["preempted_for"] = e.preempted_for;
-  }
-  if (e.job.state == JobState::kStopping && e.stopping_for != 0) {
-    stored["stopping_for"] = e.stopping_for;
-  } else {
-    stored.erase("stopping_for");
-  }
-  stored.erase("claimed_gpus");
-  if (auto c = claims_.find(e.job.id); c != claims_.end()) {
-    json uuids = json::array();
-    for (int g : c->second) {
-      if (g >= 0 && g < static_cast<int>(state_->fleet.gpus.size())) uuids.push_back(state_->fleet.gpus[g].uuid);
-    }
-    stored["claimed_gpus"] = uuids;
-  }
-  e.stored_spec = stored.dump();
-  Touch(e);
-}
-
-void JobService::StoreChangedClaims() {
-  if (claims_ == stored_claims_) return;
-  std::set<sched::JobId> changed;
-  for (const auto& [id, gpus] : claims_) {
-    auto s = stored_claims_.find(id);
-    if (s == stored_claims_.end() || s->second != gpus) changed.insert(id);
-  }
-  for (const auto& [id, gpus] : stored_claims_) {
-    if (!claims_.count(id)) changed.insert(id);
-  }
-  for (sched::JobId id : changed) {
-    if (auto it = jobs_.find(id); it != jobs_.end()) StoreMarks(it->second);
-  }
-  stored_claims_ = claims_;
-}
-
-void JobService::ClaimsFromMarks() {
-  claims_.clear();
-  // Only pending jobs hold claims; FromRecord read them from the stored spec.
-  for (const auto& [priority, submitted, id] : pending_order_) {
-    const Entry& e = jobs_.at(id);
-    if (!e.stored_claim.empty()) claims_[id] = e.stored_claim;
-  }
-  stored_claims_ = claims_;
-}
-
-void JobService::AppendPositions(const std::string& uuid, std::vector<int>* positions) const {
-  for (const auto& g : state_->fleet.gpus) {
-    if (g.uuid == uuid) positions->push_back(g.index);
-  }
-}
-
-void JobService::RestoreFromStore() {
-  auto unfinished = state_->store->ListUnfinishedJobs();
-  if (!unfinished.ok()) {
-    // Memory stays ahead of the store; the next successful commit writes
-    // every job touched since, and nothing of the failed turn ran.
-    spdlog::error("cannot read the queue back after a failed commit: {}", unfinished.status().ToString());
-    return;
-  }
-  std::map<sched::JobId, Entry> old;
-  old.swap(jobs_);
-  active_.clear();
-  pending_order_.clear();
-  unranked_.clear();
-  unfinished_by_uid_.clear();
-  touched_.clear();
-  for (const auto& r : *unfinished) {
-    Entry e;
-    (void)FromRecord(r, &e);  // an unreadable spec was failed at load already
-    auto was = old.find(r.id);
-    const bool holds = e.job.state == JobState::kRunning || e.job.state == JobState::kStopping;
-    if (was != old.end() && holds && was->second.job.attempt == e.job.attempt) {
-      // The same attempt in memory: what only memory knows about it stays.
-      Entry& w = was->second;
-      e.shim_pid = w.shim_pid;
-      e.adopted = w.adopted;
-      e.over_memory_since = w.over_memory_since;
-      e.intent = e.job.state == JobState::kStopping ? (w.intent == StopIntent::kNone ? StopIntent::kRequeue : w.intent)
-                                                    : StopIntent::kNone;
-      e.stop_deadline = w.stop_deadline;
-      if (e.job.state == JobState::kStopping) e.stopping_for = w.stopping_for;
-    } else if (e.job.state == JobState::kStopping) {
-      e.intent = StopIntent::kRequeue;
-    }
-    Insert(std::move(e));
-  }
-  ClaimsFromMarks();
-  dirty_ = true;
-}
-
-store::JobRecord JobService::ToRecord(const Entry& e) const {
-  const sched::Job& job = e.job;
-  store::JobRecord r;
-  r.id = job.id;
-  r.name = job.spec.name;
-  r.user = job.spec.user;
-  r.uid = job.spec.uid;
-  r.state = sched::JobStateName(job.state);
-  r.priority = job.spec.priority;
-  r.spec_json = e.stored_spec;
-  r.submitted = job.submitted;
-  r.started = job.started;
-  r.ended = job.ended;
-  r.attempt = job.attempt;
-  r.restarts = job.restarts;
-  r.gpus_json = json(job.gpu_uuids).dump();
-  r.exit_code = job.exit_code;
-  r.exit_signal = job.exit_signal;
-  r.reason = job.reason;
-  return r;
-}
-
-int RestartCount(const sched::Job& job, int prior_attempts) {
-  return prior_attempts + std::max(0, job.attempt - 1);
-}
-
-api::JobView JobService::View(const sched::Job& job, TimeMs now, int prior_attempts) const {
-  api::JobView v;
-  v.id = job.id;
-  v.name = job.spec.name;
-  v.user = job.spec.user;
-  v.state = sched::JobStateName(job.state);
-  v.priority = job.spec.priority;
-  v.gpu_twentieths = job.spec.gpu_twentieths;
-  v.gpu_mem_bytes = job.spec.gpu_mem_bytes;
-  v.assigned_gpus = job.gpus;
-  v.gpu_uuids = job.gpu_uuids;
-  v.submitted = job.submitted;
-  v.started = job.started;
-  v.ended = job.ended;
-  v.attempt = job.attempt;
-  v.restarts = RestartCount(job, prior_attempts);
-  v.fault_restarts = job.restarts;
-  v.max_restarts = job.spec.max_restarts;
-  v.preemptible = job.spec.preemptible;
-  v.time_limit_ms = job.spec.time_limit;
-  v.command = job.spec.argv;
-  v.reason = job.reason;
-  v.now = now;
-  v.exit_code = job.exit_code;
-  v.exit_signal = job.exit_signal;
-  if (job.attempt > 0) v.logs = AttemptDir(job.id, job.attempt);
-  v.after = job.spec.depends_on;
-  v.after_any = job.spec.after_any;
-  v.after_not_ok = job.spec.after_not_ok;
-  return v;
-}
-
-JobService::JobListing JobService::List(bool all, const std::string& user, const std::string& state) const {
-  JobListing listing;
-  listing.now = state_->clock->Now();
-  // Finished jobs live in the store only: read at each listing, oldest first.
-  std::vector<ListedJob> finished_listing;
-  if (all) {
-    auto finished = state_->store->ListFinishedJobs(0, kMaxListedFinished);
-    if (!finished.ok()) {
-      spdlog::warn("cannot list finished jobs: {}", finished.status().ToString());
-    } else {
-      finished_listing.reserve(finished->size());
-      for (const auto& r : *finished) {
-        if ((!user.empty() && r.user != user) || (!state.empty() && r.state != state)) continue;
-        Entry e;
-        (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
-        finished_listing.push_back(
-            {std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts)), false});
-      }
-      std::sort(finished_listing.begin(), finished_listing.end(),
-                [](const ListedJob& a, const ListedJob& b) { return a.view->id < b.view->id; });
-    }
-  }
-  listing.jobs.reserve(jobs_.size() + finished_listing.size());
-  auto add_unfinished = [&](const Entry& e) {
-    if ((!user.empty() && e.job.spec.user != user) || (!state.empty() && sched::JobStateName(e.job.state) != state)) {
-      return;
-    }
-    // Made once per change (Touch, SetReason).
-    if (!e.listed) e.listed = std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts));
-    listing.jobs.push_back({e.listed, true});
-  };
-  // Both are ordered by id, and a job is in one of them only: merged, the
-  // listing is ordered by id too.
-  auto unfinished = jobs_.begin();
-  auto finished = finished_listing.begin();
-  while (unfinished != jobs_.end() || finished != finished_listing.end()) {
-    if (unfinished != jobs_.end() &&
-        (finished == finished_listing.end() || unfinished->first < finished->view->id)) {
-      add_unfinished((unfinished++)->second);
-    } else {
-      listing.jobs.push_back(std::move(*finished++));
-    }
-  }
-  return listing;
-}
-
 bool JobService::OneUserOn(int gpu, uint32_t uid) const {
   for (sched::JobId id : active_) {
     const Entry& e = jobs_.at(id);
@@ -1287,74 +863,6 @@ bool JobService::OneUserOn(int gpu, uint32_t uid) const {
     if (std::find(e.job.gpus.begin(), e.job.gpus.end(), gpu) != e.job.gpus.end()) return false;
   }
   return true;
-}
-
-// A fractional job's memory fence as its attempt folder tells it (README
-// "Fractional GPUs: the memory fence"): used against the share.
-api::MemoryFenceView JobService::MemoryFence(const sched::Job& job) const {
-  fence::FenceReport report = fence::ReadFenceReport(AttemptDir(job.id, job.attempt));
-  api::MemoryFenceView v;
-  v.state = report.state;
-  v.share_bytes = job.spec.gpu_mem_bytes;
-  v.detail = report.detail;
-  v.used_bytes = report.used_bytes;
-  if (report.share_bytes && *report.share_bytes != job.spec.gpu_mem_bytes) v.fence_share_bytes = *report.share_bytes;
-  return v;
-}
-
-Result<api::JobView> JobService::Show(sched::JobId id) {
-  TimeMs now = state_->clock->Now();
-  if (auto it = jobs_.find(id); it != jobs_.end()) {
-    const sched::Job& job = it->second.job;
-    api::JobView j = View(job, now, it->second.extras.prior_attempts);
-    if (job.state == JobState::kPending) {
-      sched::PendingJob p;
-      p.id = job.id;
-      p.spec = job.spec;
-      p.submitted = job.submitted;
-      p.user_gpu_hours = RecentGpuHours(job.spec.user, now);
-      j.priority_explained =
-          sched::ExplainPriority(config_.scheduler.weights, sched::PriorityInputsOf(p, now, config_.scheduler));
-    }
-    if (job.spec.fractional() && job.attempt > 0) j.memory_fence = MemoryFence(job);
-    if (executor_ != nullptr) j.containment = executor_->containment();
-    return j;
-  }
-  auto stored = state_->store->GetJob(id);
-  if (!stored.ok()) return stored.status();
-  if (!stored->has_value()) return NotFound("no job " + std::to_string(id) + "; `gpuherd ps --all` lists them");
-  Entry e;
-  // An unreadable spec still shows the stored facts; its error is not needed here.
-  (void)FromRecord(**stored, &e);
-  const sched::Job& job = e.job;
-  api::JobView j = View(job, now, e.extras.prior_attempts);
-  if (job.spec.fractional() && job.attempt > 0) j.memory_fence = MemoryFence(job);
-  return j;
-}
-
-Result<api::LogChunk> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset) {
-  if (stream != "stdout" && stream != "stderr") return InvalidArgument("stream must be stdout or stderr");
-  if (offset < 0) return InvalidArgument("offset must not be negative");
-  auto job = Show(id);
-  if (!job.ok()) return job.status();
-  const int attempt = job->attempt;
-  api::LogChunk out;
-  out.next_offset = offset;
-  out.final = sched::IsFinal(sched::ParseJobState(job->state).value_or(JobState::kFailed));
-  if (attempt == 0) return out;
-  std::ifstream in(AttemptDir(id, attempt) + "/" + stream, std::ios::binary);
-  if (!in) return out;
-  in.seekg(0, std::ios::end);
-  int64_t size = in.tellg();
-  if (offset > size) offset = size;
-  int64_t n = std::min(kLogChunkBytes, size - offset);
-  std::string data(static_cast<size_t>(n), '\0');
-  in.seekg(offset);
-  in.read(data.data(), n);
-  out.data = std::move(data);
-  out.next_offset = offset + n;
-  out.truncated = offset + n < size;
-  return out;
 }
 
 Result<api::CancelOutcome> JobService::CancelMany(const CancelRequest& request, const Caller& caller) {
@@ -1421,44 +929,6 @@ Result<api::CancelOutcome> JobService::CancelMany(const CancelRequest& request, 
     }
   }
   return outcome;
-}
-
-std::vector<std::vector<api::GpuJob>> JobService::JobsByGpu() const {
-  std::vector<std::vector<api::GpuJob>> out(state_->fleet.gpus.size());
-  for (sched::JobId id : active_) {
-    const Entry& e = jobs_.at(id);
-    std::optional<fence::FenceReport> report;
-    if (e.job.spec.fractional() && e.job.attempt > 0) report = fence::ReadFenceReport(AttemptDir(id, e.job.attempt));
-    for (int g : e.job.gpus) {
-      if (g < 0 || g >= static_cast<int>(out.size())) continue;
-      api::GpuJob v;
-      v.id = id;
-      v.user = e.job.spec.user;
-      v.name = e.job.spec.name;
-      v.gpu_twentieths = e.job.spec.gpu_twentieths;
-      if (e.job.spec.fractional()) v.share_bytes = e.job.spec.gpu_mem_bytes;
-      // As the memory watchdog counts: the processes of the session its shim made.
-      const bool lost = state_->telemetry->State(g) == telemetry::GpuState::kLost;
-      const gpu::GpuSample* s = lost ? nullptr : state_->telemetry->Latest(g);
-      if (s != nullptr && e.shim_pid != 0) {
-        uint64_t used = 0;
-        bool seen = false;
-        for (const gpu::GpuProcess& p : s->processes) {
-          if (p.pid == e.shim_pid || host::ProcessSession(*state_->host, p.pid).value_or(0) == e.shim_pid) {
-            used += p.used_memory_bytes;
-            seen = true;
-          }
-        }
-        if (seen) v.used_bytes = used;
-      }
-      if (report) {
-        if (report->state != "none") v.fence = report->state;
-        if (!v.used_bytes && !lost && report->used_bytes) v.used_bytes = report->used_bytes;
-      }
-      out[g].push_back(std::move(v));
-    }
-  }
-  return out;
 }
 
 void JobService::NoteAttemptEnd(const Entry& e, const exec::ExitRecord& r) {

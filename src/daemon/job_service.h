@@ -1,9 +1,12 @@
-// The job queue on this machine: submissions, the scheduling pass, launches
-// through the executor, exits, preemption, GPU faults, drains and the GPU
-// memory watchdog. Lives on the event-loop thread (not thread-safe); every
-// change it makes goes into the turn's WriteBatch, and every effect on
-// processes (launch, signal) waits in `after_commit` until that batch is
-// durable, so a crash never leaves a job running that the store does not know.
+// The job queue's state machine: submissions, the scheduling pass, starts,
+// exits, preemption, GPU faults and drains, and the typed views of its jobs
+// (job_service_views.cc). Its parts, made and wired in daemon.cc: the GPU
+// pool (drains, health), the launcher (the job environment protocol and the
+// launches), fair share and the memory watchdog (queue/). Lives on the
+// event-loop thread (not thread-safe); every change it makes goes into the
+// turn's WriteBatch, and every effect on processes (launch, signal) waits in
+// `after_commit` until that batch is durable, so a crash never leaves a job
+// running that the store does not know.
 #pragma once
 
 #include <functional>
@@ -18,14 +21,14 @@
 
 #include "api/gpus.h"
 #include "api/jobs.h"
-#include "core/state_dir.h"
 #include "core/status.h"
 #include "daemon/caller.h"
 #include "daemon/daemon_state.h"
-#include "daemon/mps_control.h"
+#include "daemon/queue/fair_share.h"
 #include "daemon/queue/gpu_pool.h"
+#include "daemon/queue/job_launcher.h"
+#include "daemon/queue/memory_watchdog.h"
 #include "daemon/turn_participant.h"
-#include "daemon/work_queue.h"
 #include "exec/job_executor.h"
 #include "sched/job.h"
 #include "sched/scheduler.h"
@@ -43,17 +46,8 @@ struct QueueConfig {
   uint64_t host_mem_bytes = 0;
 };
 
-// What a pipeline fixes for its node's jobs beyond the spec; kept with the
-// stored spec, never settable through the API.
-// How often a job was started again (the one restart counter): every
-// attempt after its first, whatever ended the one before (a GPU fault, a lost
-// supervisor, a preemption, a requeue), plus a pipeline node's runs before
-// this job. `show`, `--json` ("restarts") and GPUHERD_RESTART_COUNT give this
-// number. Only the restarts after faults (GPU faults, lost supervisors; shown
-// as "fault_restarts") count against --max-restarts: a job is never failed
-// for being preempted or requeued.
-int RestartCount(const sched::Job& job, int prior_attempts);
-
+// What a pipeline or a burn-in fixes for its jobs beyond the spec; kept with
+// the stored spec, never settable through the API.
 struct SubmitExtras {
   // GPUHERD_CHECKPOINT_DIR for every attempt, instead of checkpoints/<job id>:
   // a retry is a new job and must find the node's checkpoint.
@@ -76,26 +70,24 @@ struct JobLoad {
   int shim_pid = 0;            // 0 until launched
 };
 
+// The queue's parts that the daemon makes (daemon.cc) and the queue uses;
+// all must outlive it.
+struct QueueParts {
+  queue::JobLauncher* launcher = nullptr;    // the job environment protocol, launches
+  queue::FairShare* fair_share = nullptr;    // GPU time per user
+  queue::MemoryWatchdog* watchdog = nullptr; // fractions over their memory share
+};
+
 class JobService : public TurnParticipant {
  public:
-  // Runs `task` on the event loop (thread-safe); how launch results come back.
-  using PostToLoop = std::function<void(std::function<void()>)>;
-  // Runs `task` off the loop (launches fork); null: a thread of the service's own.
-  using RunOffLoop = std::function<void(std::function<void()>)>;
-
-  // `state` and `executor` must outlive the service; `state->fleet` must
-  // already be discovered (it is fixed for the daemon's life) and
-  // `state->clock` set. Launches run through `run_off_loop` and report back
-  // through `post`; tests pass functions that queue both for them to pump.
-  JobService(DaemonState* state, exec::JobExecutor* executor, StateDir dir, QueueConfig config, PostToLoop post,
-             RunOffLoop run_off_loop = nullptr);
+  // `state`, `executor` and the parts must outlive the service;
+  // `state->fleet` must already be discovered (it is fixed for the daemon's
+  // life) and `state->clock` set.
+  JobService(DaemonState* state, exec::JobExecutor* executor, QueueParts parts, QueueConfig config);
 
   // At start: reloads unfinished jobs and drains from the store and re-adopts
   // running attempts (their shims may have outlived the previous daemon).
   Status Load();
-  // With --mps: fractional jobs on a GPU whose fractions are all one user's
-  // connect to its MPS server. Null (the default): they time-share the SMs.
-  void SetMps(const MpsControl* mps) { mps_ = mps; }
   // Where attempts' starts, launches and ends are recorded (attempt_log.h);
   // set before Load. Null: not recorded.
   void SetAttemptLog(AttemptLog* log) { attempt_log_ = log; }
@@ -225,7 +217,6 @@ class JobService : public TurnParticipant {
     int shim_pid = 0;          // 0 until the launch thread reports back
     bool adopted = false;      // running since before this daemon started
     SubmitExtras extras;
-    TimeMs over_memory_since = 0;  // watchdog: first reading over the share
     sched::JobId stopping_for = 0;  // the preemptor this attempt stops for
     std::set<sched::JobId> preempted_for;  // every preemptor it was stopped for (never twice)
     std::vector<int> stored_claim;  // the claim its stored spec holds (StoreMarks), as fleet positions
@@ -258,7 +249,6 @@ class JobService : public TurnParticipant {
   void Stop(Entry& e, StopIntent intent, const std::string& reason);
   void Finish(Entry& e, sched::JobState state, const std::string& reason);
   void Requeue(Entry& e, const std::string& reason, bool count_restart);
-  exec::LaunchSpec MakeLaunch(const Entry& e) const;
   // On the loop, once the launch thread has started (or failed to start) an attempt.
   void OnLaunched(sched::JobId id, int attempt, const Result<int>& shim_pid);
   // Jobs holding GPUs now (running, or stopping after a signal).
@@ -272,7 +262,7 @@ class JobService : public TurnParticipant {
   // `prior_attempts`: SubmitExtras::prior_attempts of the job.
   api::JobView View(const sched::Job& job, TimeMs now, int prior_attempts) const;
   api::MemoryFenceView MemoryFence(const sched::Job& job) const;
-  // Whether every running fraction on GPU `gpu` belongs to `uid`.
+  // Whether every running fraction on GPU `gpu` belongs to `uid` (MPS).
   bool OneUserOn(int gpu, uint32_t uid) const;
   // After a failed commit: the unfinished jobs as the store has them, keeping
   // what only memory knows of attempts that the store also calls running.
@@ -286,18 +276,20 @@ class JobService : public TurnParticipant {
   void SetState(Entry& e, sched::JobState state);
   void Index(const Entry& e);
   void Unindex(const Entry& e);
+  // Fair share's GPU-hours of `user` plus its running attempts so far.
   double RecentGpuHours(const std::string& user, TimeMs now) const;
-  // Adds a running attempt's GPU time to gpu_seconds_done_ when it ends.
-  void AccountGpuTime(const sched::Job& job, TimeMs end);
-  std::string AttemptDir(sched::JobId id, int attempt) const;
+  std::string AttemptDir(sched::JobId id, int attempt) const { return launcher_->AttemptDir(id, attempt); }
+  // The memory watchdog's round: its warnings become events, its stops stops.
+  void WatchMemory(TimeMs now);
   // Tells the attempt log why the current attempt of `e` ended (OnExit).
   void NoteAttemptEnd(const Entry& e, const exec::ExitRecord& r);
 
   DaemonState* state_;
   exec::JobExecutor* executor_;
-  const MpsControl* mps_ = nullptr;
+  queue::JobLauncher* launcher_;
+  queue::FairShare* fair_share_;
+  queue::MemoryWatchdog* watchdog_;
   AttemptLog* attempt_log_ = nullptr;
-  StateDir dir_;
   QueueConfig config_;
   sched::JobId next_id_ = 1;
   std::map<sched::JobId, Entry> jobs_;  // unfinished jobs; changed through Insert and Erase only
@@ -315,7 +307,6 @@ class JobService : public TurnParticipant {
   std::map<sched::JobId, std::string> dependency_failure_;  // why rule 2 cancels, within one pass
   const sched::FleetState static_fleet_;      // the fleet's fixed facts: names, memory, topology
   queue::GpuPool pool_;  // drains (typed origin), health, live GPU state
-  std::map<std::string, double> gpu_seconds_done_;  // user → GPU-seconds of ended attempts
   std::optional<double> last_pass_seconds_;
   std::set<sched::JobId> touched_;
   // Preemptor → the GPUs claimed for it (see ApplyDecisions).
@@ -331,15 +322,8 @@ class JobService : public TurnParticipant {
   bool dirty_ = true;  // something changed that may let a job start
   TimeMs next_due_ = 0;        // see NextDue
   std::string gpu_signature_;  // see GpuSignature
-  PostToLoop post_;
   std::function<void(const sched::Job&)> listener_;
   std::function<void(const std::vector<JobLoad>&)> load_listener_;
-  RunOffLoop run_off_loop_;
-  // Declared last: destroyed first, finishing the launches it holds while the
-  // rest of the service is still alive.
-  std::unique_ptr<WorkQueue> launches_;
-  // user → (end time, GPU-hours) of recently finished jobs, for fair share.
-  std::multimap<std::string, std::pair<TimeMs, double>> usage_;
 };
 
 }  // namespace gpuherd::daemon

@@ -60,6 +60,7 @@ class QueueHarness {
     MakeQueue();
   }
   ~QueueHarness() {
+    launcher_.reset();
     jobs_.reset();
     state_.store.reset();
     std::filesystem::remove_all(home_);
@@ -101,6 +102,7 @@ class QueueHarness {
     off_loop_.clear();  // launches never started die with the daemon
     loop_.clear();
     jobs_.reset();
+    launcher_.reset();
     state_.store.reset();
     OpenStore();
     MakeQueue();
@@ -138,10 +140,15 @@ class QueueHarness {
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     state_.store = std::move(store).value();
   }
+  // The queue and its parts, wired as daemon.cc wires them.
   void MakeQueue() {
-    jobs_ = std::make_unique<JobService>(
-        &state_, executor_.get(), dir_, config_, [this](std::function<void()> t) { loop_.push_back(std::move(t)); },
+    launcher_ = std::make_unique<queue::JobLauncher>(
+        &state_.fleet, dir_, executor_.get(), [this](std::function<void()> t) { loop_.push_back(std::move(t)); },
         [this](std::function<void()> t) { off_loop_.push_back(std::move(t)); });
+    fair_share_ = std::make_unique<queue::FairShare>(config_.scheduler.weights.fair_window);
+    watchdog_ = std::make_unique<queue::MemoryWatchdog>(&state_, executor_.get(), config_.memory_watchdog_grace);
+    jobs_ = std::make_unique<JobService>(&state_, executor_.get(),
+                                         QueueParts{launcher_.get(), fair_share_.get(), watchdog_.get()}, config_);
   }
 
   QueueConfig config_;
@@ -151,6 +158,9 @@ class QueueHarness {
   DaemonState state_;
   std::unique_ptr<exec::FakeExecutor> executor_;
   std::deque<std::function<void()>> loop_, off_loop_;
+  std::unique_ptr<queue::JobLauncher> launcher_;
+  std::unique_ptr<queue::FairShare> fair_share_;
+  std::unique_ptr<queue::MemoryWatchdog> watchdog_;
   std::unique_ptr<JobService> jobs_;
 };
 

@@ -1,0 +1,246 @@
+// The queue's read side (job_service.h): its jobs as the typed views of
+// api/ (a listing, one job, a piece of its output), and the counts the GPU
+// views and monitoring read. Nothing here changes the queue.
+#include <algorithm>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/job_service.h"
+#include "daemon/queue/job_processes.h"
+#include "fence/fence_report.h"
+
+namespace gpuherd::daemon {
+namespace {
+
+using sched::JobState;
+
+constexpr int64_t kLogChunkBytes = 256 * 1024;
+// How many finished jobs `ps --all` lists: the most recent, read from the
+// store at each listing (finished jobs are not kept in memory).
+constexpr int kMaxListedFinished = 10000;
+
+}  // namespace
+
+std::vector<int> JobService::JobsPerGpu() const {
+  std::vector<int> jobs(state_->fleet.gpus.size(), 0);
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
+    for (int g : e.job.gpus) {
+      if (g >= 0 && g < static_cast<int>(jobs.size())) ++jobs[g];
+    }
+  }
+  return jobs;
+}
+
+
+std::map<std::string, int> JobService::CountByState() const {
+  std::map<std::string, int> counts;
+  for (JobState s : {JobState::kPending, JobState::kHeld, JobState::kRunning, JobState::kStopping}) {
+    counts[sched::JobStateName(s)] = 0;
+  }
+  for (const auto& [id, e] : jobs_) ++counts[sched::JobStateName(e.job.state)];
+  return counts;
+}
+
+
+std::map<std::string, double> JobService::GpuSecondsByUser(TimeMs now) const {
+  std::map<std::string, double> seconds = fair_share_->gpu_seconds_done();
+  for (sched::JobId id : active_) {
+    const sched::Job& job = jobs_.at(id).job;
+    if (double s = queue::FairShare::RunningGpuSeconds(job, now); s > 0) seconds[job.spec.user] += s;
+  }
+  return seconds;
+}
+
+
+api::JobView JobService::View(const sched::Job& job, TimeMs now, int prior_attempts) const {
+  api::JobView v;
+  v.id = job.id;
+  v.name = job.spec.name;
+  v.user = job.spec.user;
+  v.state = sched::JobStateName(job.state);
+  v.priority = job.spec.priority;
+  v.gpu_twentieths = job.spec.gpu_twentieths;
+  v.gpu_mem_bytes = job.spec.gpu_mem_bytes;
+  v.assigned_gpus = job.gpus;
+  v.gpu_uuids = job.gpu_uuids;
+  v.submitted = job.submitted;
+  v.started = job.started;
+  v.ended = job.ended;
+  v.attempt = job.attempt;
+  v.restarts = RestartCount(job, prior_attempts);
+  v.fault_restarts = job.restarts;
+  v.max_restarts = job.spec.max_restarts;
+  v.preemptible = job.spec.preemptible;
+  v.time_limit_ms = job.spec.time_limit;
+  v.command = job.spec.argv;
+  v.reason = job.reason;
+  v.now = now;
+  v.exit_code = job.exit_code;
+  v.exit_signal = job.exit_signal;
+  if (job.attempt > 0) v.logs = AttemptDir(job.id, job.attempt);
+  v.after = job.spec.depends_on;
+  v.after_any = job.spec.after_any;
+  v.after_not_ok = job.spec.after_not_ok;
+  return v;
+}
+
+
+JobService::JobListing JobService::List(bool all, const std::string& user, const std::string& state) const {
+  JobListing listing;
+  listing.now = state_->clock->Now();
+  // Finished jobs live in the store only: read at each listing, oldest first.
+  std::vector<ListedJob> finished_listing;
+  if (all) {
+    auto finished = state_->store->ListFinishedJobs(0, kMaxListedFinished);
+    if (!finished.ok()) {
+      spdlog::warn("cannot list finished jobs: {}", finished.status().ToString());
+    } else {
+      finished_listing.reserve(finished->size());
+      for (const auto& r : *finished) {
+        if ((!user.empty() && r.user != user) || (!state.empty() && r.state != state)) continue;
+        Entry e;
+        (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
+        finished_listing.push_back(
+            {std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts)), false});
+      }
+      std::sort(finished_listing.begin(), finished_listing.end(),
+                [](const ListedJob& a, const ListedJob& b) { return a.view->id < b.view->id; });
+    }
+  }
+  listing.jobs.reserve(jobs_.size() + finished_listing.size());
+  auto add_unfinished = [&](const Entry& e) {
+    if ((!user.empty() && e.job.spec.user != user) || (!state.empty() && sched::JobStateName(e.job.state) != state)) {
+      return;
+    }
+    // Made once per change (Touch, SetReason).
+    if (!e.listed) e.listed = std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts));
+    listing.jobs.push_back({e.listed, true});
+  };
+  // Both are ordered by id, and a job is in one of them only: merged, the
+  // listing is ordered by id too.
+  auto unfinished = jobs_.begin();
+  auto finished = finished_listing.begin();
+  while (unfinished != jobs_.end() || finished != finished_listing.end()) {
+    if (unfinished != jobs_.end() &&
+        (finished == finished_listing.end() || unfinished->first < finished->view->id)) {
+      add_unfinished((unfinished++)->second);
+    } else {
+      listing.jobs.push_back(std::move(*finished++));
+    }
+  }
+  return listing;
+}
+
+
+// A fractional job's memory fence as its attempt folder tells it (README
+// "Fractional GPUs: the memory fence"): used against the share.
+api::MemoryFenceView JobService::MemoryFence(const sched::Job& job) const {
+  fence::FenceReport report = fence::ReadFenceReport(AttemptDir(job.id, job.attempt));
+  api::MemoryFenceView v;
+  v.state = report.state;
+  v.share_bytes = job.spec.gpu_mem_bytes;
+  v.detail = report.detail;
+  v.used_bytes = report.used_bytes;
+  if (report.share_bytes && *report.share_bytes != job.spec.gpu_mem_bytes) v.fence_share_bytes = *report.share_bytes;
+  return v;
+}
+
+
+Result<api::JobView> JobService::Show(sched::JobId id) {
+  TimeMs now = state_->clock->Now();
+  if (auto it = jobs_.find(id); it != jobs_.end()) {
+    const sched::Job& job = it->second.job;
+    api::JobView j = View(job, now, it->second.extras.prior_attempts);
+    if (job.state == JobState::kPending) {
+      sched::PendingJob p;
+      p.id = job.id;
+      p.spec = job.spec;
+      p.submitted = job.submitted;
+      p.user_gpu_hours = RecentGpuHours(job.spec.user, now);
+      j.priority_explained =
+          sched::ExplainPriority(config_.scheduler.weights, sched::PriorityInputsOf(p, now, config_.scheduler));
+    }
+    if (job.spec.fractional() && job.attempt > 0) j.memory_fence = MemoryFence(job);
+    if (executor_ != nullptr) j.containment = executor_->containment();
+    return j;
+  }
+  auto stored = state_->store->GetJob(id);
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return NotFound("no job " + std::to_string(id) + "; `gpuherd ps --all` lists them");
+  Entry e;
+  // An unreadable spec still shows the stored facts; its error is not needed here.
+  (void)FromRecord(**stored, &e);
+  const sched::Job& job = e.job;
+  api::JobView j = View(job, now, e.extras.prior_attempts);
+  if (job.spec.fractional() && job.attempt > 0) j.memory_fence = MemoryFence(job);
+  return j;
+}
+
+
+Result<api::LogChunk> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset) {
+  if (stream != "stdout" && stream != "stderr") return InvalidArgument("stream must be stdout or stderr");
+  if (offset < 0) return InvalidArgument("offset must not be negative");
+  auto job = Show(id);
+  if (!job.ok()) return job.status();
+  const int attempt = job->attempt;
+  api::LogChunk out;
+  out.next_offset = offset;
+  out.final = sched::IsFinal(sched::ParseJobState(job->state).value_or(JobState::kFailed));
+  if (attempt == 0) return out;
+  std::ifstream in(AttemptDir(id, attempt) + "/" + stream, std::ios::binary);
+  if (!in) return out;
+  in.seekg(0, std::ios::end);
+  int64_t size = in.tellg();
+  if (offset > size) offset = size;
+  int64_t n = std::min(kLogChunkBytes, size - offset);
+  std::string data(static_cast<size_t>(n), '\0');
+  in.seekg(offset);
+  in.read(data.data(), n);
+  out.data = std::move(data);
+  out.next_offset = offset + n;
+  out.truncated = offset + n < size;
+  return out;
+}
+
+
+std::vector<std::vector<api::GpuJob>> JobService::JobsByGpu() const {
+  std::vector<std::vector<api::GpuJob>> out(state_->fleet.gpus.size());
+  for (sched::JobId id : active_) {
+    const Entry& e = jobs_.at(id);
+    std::optional<fence::FenceReport> report;
+    if (e.job.spec.fractional() && e.job.attempt > 0) report = fence::ReadFenceReport(AttemptDir(id, e.job.attempt));
+    for (int g : e.job.gpus) {
+      if (g < 0 || g >= static_cast<int>(out.size())) continue;
+      api::GpuJob v;
+      v.id = id;
+      v.user = e.job.spec.user;
+      v.name = e.job.spec.name;
+      v.gpu_twentieths = e.job.spec.gpu_twentieths;
+      if (e.job.spec.fractional()) v.share_bytes = e.job.spec.gpu_mem_bytes;
+      // As the memory watchdog counts: the processes of the session its shim made.
+      const bool lost = state_->telemetry->State(g) == telemetry::GpuState::kLost;
+      const gpu::GpuSample* s = lost ? nullptr : state_->telemetry->Latest(g);
+      if (s != nullptr && e.shim_pid != 0) {
+        uint64_t used = 0;
+        bool seen = false;
+        for (const gpu::GpuProcess& p : s->processes) {
+          if (p.pid == e.shim_pid || host::ProcessSession(*state_->host, p.pid).value_or(0) == e.shim_pid) {
+            used += p.used_memory_bytes;
+            seen = true;
+          }
+        }
+        if (seen) v.used_bytes = used;
+      }
+      if (report) {
+        if (report->state != "none") v.fence = report->state;
+        if (!v.used_bytes && !lost && report->used_bytes) v.used_bytes = report->used_bytes;
+      }
+      out[g].push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuherd::daemon
