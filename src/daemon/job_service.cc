@@ -316,7 +316,7 @@ Status JobService::Signal(sched::JobId id, int signal) {
 
 Status JobService::Drain(int pos, const std::string& reason, const Caller& caller) {
   if (!caller.admin) return PermissionDenied("only an admin (root, the daemon's user or the admin group) may drain GPUs");
-  const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
+  GPUHERD_RETURN_IF_ERROR(pool_.CheckPosition(pos));
   std::string why = reason.empty() ? "drained by " + caller.user : reason + " (" + caller.user + ")";
   pool_.Drain(pos, queue::DrainOrigin::kOperator, why);
   dirty_ = true;
@@ -766,7 +766,8 @@ void JobService::OnGpuEvents(const std::vector<store::EventRecord>& events) {
 }
 
 int JobService::MoveJobsOff(int pos, const std::string& why, queue::DrainOrigin origin) {
-  const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
+  if (!pool_.Has(pos)) return 0;
+  const gpu::GpuInfo& g = state_->fleet.gpus[pos];
   pool_.Drain(pos, origin, why);
   int moved = 0;
   const std::vector<sched::JobId> active(active_.begin(), active_.end());  // Stop changes active_

@@ -268,5 +268,23 @@ TEST(QueueTest, MemoryWatchdogFindsAnEscapedProcessInTheJobsGroup) {
   }
 }
 
+// A position that names no GPU is an answer (404), never an exception out of
+// the queue; gpuherd's own drains and moves of such a GPU do nothing.
+TEST(QueueTest, DrainsOfAGpuThatIsNotThereAreRefusedNotThrown) {
+  QueueHarness q(2);
+  for (int pos : {-1, 2, 99}) {
+    Status drained = q.jobs().Drain(pos, "fan noisy", q.Admin());
+    EXPECT_EQ(drained.code(), Code::kNotFound) << pos << ": " << drained.ToString();
+    EXPECT_EQ(q.jobs().Undrain(pos, q.Admin()).code(), Code::kNotFound) << pos;
+    EXPECT_EQ(q.jobs().LiftAfterBurnIn(pos, "burn-in").code(), Code::kNotFound) << pos;
+    q.jobs().DrainFor(pos, queue::DrainOrigin::kFault, "XID 79");
+    EXPECT_EQ(q.jobs().MoveJobsOff(pos, "fault: XID 79"), 0);
+  }
+  EXPECT_TRUE(q.Turn());
+  auto drains = q.state().store->ListDrains();
+  ASSERT_TRUE(drains.ok());
+  EXPECT_TRUE(drains->empty());
+}
+
 }  // namespace
 }  // namespace gpuherd::daemon

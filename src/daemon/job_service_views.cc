@@ -210,6 +210,7 @@ std::vector<std::vector<api::GpuJob>> JobService::JobsByGpu() const {
   for (sched::JobId id : active_) {
     const Entry& e = jobs_.at(id);
     std::optional<fence::FenceReport> report;
+    std::optional<std::optional<std::vector<int>>> group;  // its control group's pids, read once
     if (e.job.spec.fractional() && e.job.attempt > 0) report = fence::ReadFenceReport(AttemptDir(id, e.job.attempt));
     for (int g : e.job.gpus) {
       if (g < 0 || g >= static_cast<int>(out.size())) continue;
@@ -219,19 +220,12 @@ std::vector<std::vector<api::GpuJob>> JobService::JobsByGpu() const {
       v.name = e.job.spec.name;
       v.gpu_twentieths = e.job.spec.gpu_twentieths;
       if (e.job.spec.fractional()) v.share_bytes = e.job.spec.gpu_mem_bytes;
-      // As the memory watchdog counts: the processes of the session its shim made.
+      // As the memory watchdog counts (queue/job_processes.h).
       const bool lost = state_->telemetry->State(g) == telemetry::GpuState::kLost;
       const gpu::GpuSample* s = lost ? nullptr : state_->telemetry->Latest(g);
       if (s != nullptr && e.shim_pid != 0) {
-        uint64_t used = 0;
-        bool seen = false;
-        for (const gpu::GpuProcess& p : s->processes) {
-          if (p.pid == e.shim_pid || host::ProcessSession(*state_->host, p.pid).value_or(0) == e.shim_pid) {
-            used += p.used_memory_bytes;
-            seen = true;
-          }
-        }
-        if (seen) v.used_bytes = used;
+        if (!group) group = executor_ ? executor_->GroupProcesses(id, e.job.attempt) : std::nullopt;
+        v.used_bytes = queue::JobGpuMemory(*s, *state_->host, e.shim_pid, *group);
       }
       if (report) {
         if (report->state != "none") v.fence = report->state;

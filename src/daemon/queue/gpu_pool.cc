@@ -16,8 +16,17 @@ Status GpuPool::Load() {
   return Status::Ok();
 }
 
+bool GpuPool::Has(int pos) const { return pos >= 0 && pos < static_cast<int>(state_->fleet.gpus.size()); }
+
+Status GpuPool::CheckPosition(int pos) const {
+  if (Has(pos)) return Status::Ok();
+  return NotFound(fmt::format("no GPU at position {}: this machine has {} (`gpuherd gpus` lists them)", pos,
+                              state_->fleet.gpus.size()));
+}
+
 bool GpuPool::Drain(int pos, DrainOrigin origin, const std::string& reason) {
-  const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
+  if (!Has(pos)) return false;
+  const gpu::GpuInfo& g = state_->fleet.gpus[pos];
   // An operator's drain takes over any drain (and only an operator lifts it
   // then); gpuherd's own never replace one.
   if (drains_.count(g.uuid) && origin != DrainOrigin::kOperator) return false;
@@ -36,7 +45,8 @@ bool GpuPool::Drain(int pos, DrainOrigin origin, const std::string& reason) {
 }
 
 Status GpuPool::Lift(int pos, DrainLifter lifter, const std::string& by) {
-  const gpu::GpuInfo& g = state_->fleet.gpus.at(pos);
+  GPUHERD_RETURN_IF_ERROR(CheckPosition(pos));
+  const gpu::GpuInfo& g = state_->fleet.gpus[pos];
   auto it = drains_.find(g.uuid);
   if (it == drains_.end()) return FailedPrecondition(fmt::format("GPU {} is not drained", g.index));
   if (!MayLift(lifter, it->second.origin)) {

@@ -26,12 +26,16 @@ class GpuPool {
   // `state` must outlive the pool, its fleet discovered.
   explicit GpuPool(DaemonState* state);
 
+  // Whether `position` is one of the fleet's; CheckPosition: NotFound if not.
+  bool Has(int position) const;
+  Status CheckPosition(int position) const;
+
   // Reads the stored drains (at start, and after a failed commit).
   Status Load();
 
   // Drains `position`. gpuherd's own origins leave a drained GPU as it is; an
   // operator's drain replaces any (the operator owns it from then on).
-  // Returns whether the drain changed.
+  // Returns whether the drain changed (never for a position not in the fleet).
   bool Drain(int position, DrainOrigin origin, const std::string& reason);
   // Lifts the drain of `position` when `lifter` may (drain_origin.h);
   // FailedPrecondition says why not. `by` names who lifted it, for the event.
