@@ -2,23 +2,24 @@
 
 #include <fmt/format.h>
 
-#include "sched/job_spec.h"
-
 namespace gpuherd::daemon {
 
 bool LocalBackend::Owns(sched::JobId id) const { return id > 0 && id < kSlurmJobIdBase; }
 
-Result<sched::JobId> LocalBackend::Submit(const nlohmann::json& spec, const Caller& owner, const SubmitExtras& extras,
+Result<sched::JobId> LocalBackend::Submit(const sched::JobSpec& spec, const Caller& owner, const SubmitExtras& extras,
                                           const BackendOptions& /*options: Slurm's only*/) {
-  auto parsed = sched::ParseJobSpec(spec);
-  if (!parsed.ok()) return parsed.status();
-  return jobs_->Submit(std::move(parsed).value(), owner, extras);
+  return jobs_->Submit(spec, owner, extras);
 }
 
-Result<nlohmann::json> LocalBackend::Show(sched::JobId id) {
+Result<BackendJob> LocalBackend::Show(sched::JobId id) {
   auto job = jobs_->Show(id);
   if (!job.ok()) return job.status();
-  return nlohmann::json(*job);
+  BackendJob b;
+  b.id = job->id;
+  b.state = job->state;
+  b.reason = job->reason;
+  b.assigned_gpus = job->assigned_gpus;
+  return b;
 }
 
 std::string LocalBackend::MetricsPath(sched::JobId id) const {

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/status.h"
 #include "daemon/caller.h"
@@ -22,6 +22,17 @@ namespace gpuherd::daemon {
 // A pipeline's settings for the backend that runs it (`slurm:` in its file).
 using BackendOptions = pipeline::BackendChoice;
 
+// A backend's job as `pipeline show` needs it.
+struct BackendJob {
+  sched::JobId id = 0;
+  std::string state;  // gpuherd's job state names; empty when the backend no longer knows it
+  std::string reason;
+  std::vector<int> assigned_gpus;       // fleet positions (the local queue's)
+  std::optional<int64_t> slurm_job_id;  // Slurm's id, once sbatch answered
+  std::string slurm_state;              // Slurm's own state name
+  std::string nodes;                    // Slurm's nodes of the job
+};
+
 class JobBackend {
  public:
   virtual ~JobBackend() = default;
@@ -29,16 +40,15 @@ class JobBackend {
   // Whether `id` is one of this backend's jobs.
   virtual bool Owns(sched::JobId id) const = 0;
 
-  // Submits a job spec (sched::ParseJobSpec's form) for `owner`.
-  virtual Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& owner, const SubmitExtras& extras,
+  // Submits a job for `owner`.
+  virtual Result<sched::JobId> Submit(const sched::JobSpec& spec, const Caller& owner, const SubmitExtras& extras,
                                       const BackendOptions& options) = 0;
   // "cancel" or "requeue" (the job resumes from its checkpoint).
   virtual Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller) = 0;
   // SIGUSR1: checkpoint now.
   virtual Status Signal(sched::JobId id, int signal) = 0;
-  // For `pipeline show`: at least "state" (gpuherd's job state names) and
-  // "assigned_gpus".
-  virtual Result<nlohmann::json> Show(sched::JobId id) = 0;
+  // For `pipeline show`.
+  virtual Result<BackendJob> Show(sched::JobId id) = 0;
   // GPUHERD_METRICS_FILE of the job (its attempts append to it).
   virtual std::string MetricsPath(sched::JobId id) const = 0;
   // After a daemon restart, for a job a pipeline node was waiting on: its
@@ -57,13 +67,13 @@ class LocalBackend : public JobBackend {
       : jobs_(jobs), state_(state), dir_(std::move(dir)) {}
   std::string name() const override { return "local"; }
   bool Owns(sched::JobId id) const override;
-  Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& owner, const SubmitExtras& extras,
+  Result<sched::JobId> Submit(const sched::JobSpec& spec, const Caller& owner, const SubmitExtras& extras,
                               const BackendOptions& options) override;
   Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller) override {
     return jobs_->Act(id, action, caller);
   }
   Status Signal(sched::JobId id, int signal) override { return jobs_->Signal(id, signal); }
-  Result<nlohmann::json> Show(sched::JobId id) override;
+  Result<BackendJob> Show(sched::JobId id) override;
   std::string MetricsPath(sched::JobId id) const override;
   Result<std::optional<sched::Job>> Recover(sched::JobId id) override;
   void SetStateListener(std::function<void(const sched::Job&)> listener) override {

@@ -21,6 +21,7 @@
 #include "core/owned_dirs.h"
 #include "pipeline/early_stop.h"
 #include "pipeline/spec.h"
+#include "sched/job_spec.h"
 
 namespace gpuherd::daemon {
 namespace {
@@ -278,36 +279,16 @@ Status PipelineService::Load() {
   return Status::Ok();
 }
 
-Result<json> PipelineService::Create(const json& body, const Caller& caller) {
+Result<api::PipelineCreated> PipelineService::Create(const api::PipelineCreateRequest& request,
+                                                     const Caller& caller) {
   if (!caller.authenticated) return Unauthenticated("running a pipeline needs the unix socket or the API token");
-  if (!body.is_object()) {
-    return InvalidArgument("body must be a JSON object {\"yaml\": \"<the pipeline file>\", \"source\": \"path\", "
-                           "\"base_dir\": \"/abs/dir\", \"params\": {\"key\": \"value\"}}");
-  }
-  for (const auto& [key, value] : body.items()) {
-    if (key != "yaml" && key != "source" && key != "base_dir" && key != "params") {
-      return InvalidArgument("unknown field '" + key + "'; allowed: yaml, source, base_dir, params");
-    }
-  }
-  if (!body.contains("yaml") || !body["yaml"].is_string()) {
-    return InvalidArgument("field 'yaml' (the pipeline file's text, a string) is required");
-  }
-  const std::string source = body.value("source", std::string("pipeline.yaml"));
-  const std::string base_dir = body.value("base_dir", std::string());
+  const std::string& source = request.source;
+  const std::string& base_dir = request.base_dir;
   if (!base_dir.empty() && !fs::path(base_dir).is_absolute()) {
     return InvalidArgument("base_dir must be an absolute folder (the pipeline file's), got '" + base_dir + "'");
   }
-  std::map<std::string, std::string> overrides;
-  if (body.contains("params")) {
-    if (!body["params"].is_object()) return InvalidArgument("params must be an object {\"key\": \"value\"}");
-    for (const auto& [k, v] : body["params"].items()) {
-      if (v.is_object() || v.is_array() || v.is_null()) {
-        return InvalidArgument("parameter '" + k + "' must be a string or a number, like -p " + k + "=5");
-      }
-      overrides[k] = v.is_string() ? v.get<std::string>() : v.dump();
-    }
-  }
-  auto spec = pipeline::ParsePipeline(body["yaml"].get<std::string>(), source);
+  const std::map<std::string, std::string>& overrides = request.params;
+  auto spec = pipeline::ParsePipeline(request.yaml, source);
   if (!spec.ok()) return spec.status();
   spec->base_dir = base_dir;
   const int64_t id = next_id_;
@@ -320,7 +301,7 @@ Result<json> PipelineService::Create(const json& body, const Caller& caller) {
   record.name = plan->name;
   record.source_path = source;
   record.base_dir = base_dir;
-  record.yaml = body["yaml"].get<std::string>();
+  record.yaml = request.yaml;
   record.overrides_json = json(overrides).dump();
   record.run_dir = plan->run_dir;
   record.state = "running";
@@ -367,7 +348,7 @@ Result<json> PipelineService::Create(const json& body, const Caller& caller) {
   const size_t count = run.nodes.size();
   runs_.emplace(id, std::move(run));
   dirty_ = true;
-  return json{{"id", id}, {"nodes", count}};
+  return api::PipelineCreated{id, count};
 }
 
 void PipelineService::Drive(Run& run) {
@@ -404,15 +385,18 @@ void PipelineService::Drive(Run& run) {
 bool PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
   const pipeline::PlanNode& node = run.plan.nodes[action.node];
   store::PipelineNodeRecord& row = run.nodes[action.node];
-  json spec = pipeline::JobSpecFor(run.plan, action);
+  // The plan's spec is checked as POST /v1/jobs checks a spec; a node whose
+  // spec the queue cannot read fails like a refused job.
+  Result<sched::JobSpec> spec = sched::ParseJobSpec(pipeline::JobSpecFor(run.plan, action));
   // A node retried by a person starts again from its checkpoint too.
-  if (row.attempts > 0) spec["env"]["GPUHERD_RESUME"] = "1";
+  if (spec.ok() && row.attempts > 0) spec->env["GPUHERD_RESUME"] = "1";
   SubmitExtras extras;
   extras.checkpoint_dir = node.checkpoint_dir;
   extras.prior_attempts = action.attempt - 1;
   auto backend = BackendOf(run);
-  Result<sched::JobId> id = backend.ok() ? (*backend)->Submit(spec, Owner(run.record), extras, run.plan.backend)
-                                         : Result<sched::JobId>(backend.status());
+  Result<sched::JobId> id = !spec.ok()      ? Result<sched::JobId>(spec.status())
+                             : backend.ok() ? (*backend)->Submit(*spec, Owner(run.record), extras, run.plan.backend)
+                                            : Result<sched::JobId>(backend.status());
   if (!id.ok() && id.status().code() == Code::kResourceExhausted) {
     // The owner's queue is full: the node waits, unchanged, and is tried
     // again once one of the owner's jobs has ended.
@@ -749,30 +733,35 @@ Result<PipelineService::Run> PipelineService::Stored(int64_t id, const Caller& c
   return Rebuild(**record);
 }
 
-json PipelineService::Summary(const Run& run) const {
-  std::map<std::string, int> counts = {{"completed", 0}, {"failed", 0},    {"running", 0}, {"waiting", 0},
-                                       {"skipped", 0},   {"cancelled", 0}, {"stopped", 0}};
+api::PipelineSummary PipelineService::Summary(const Run& run) const {
+  api::PipelineSummary v;
+  v.id = run.record.id;
+  v.name = run.record.name;
+  v.state = run.record.state;
+  v.outcome = run.record.outcome;
+  v.created = run.record.created;
+  v.finished = run.record.finished;
+  v.user = run.record.user;
+  v.source = run.record.source_path;
+  v.node_counts = {{"completed", 0}, {"failed", 0},    {"running", 0}, {"waiting", 0},
+                   {"skipped", 0},   {"cancelled", 0}, {"stopped", 0}};
   for (const auto& row : run.nodes) {
     // "running" counts the nodes whose job is queued or running.
-    ++counts[row.state == pipeline::NodeStateName(NodeState::kActive) ? "running" : row.state];
+    ++v.node_counts[row.state == pipeline::NodeStateName(NodeState::kActive) ? "running" : row.state];
   }
-  json nodes(counts);
-  nodes["total"] = run.nodes.size();
-  return {{"id", run.record.id},          {"name", run.record.name},         {"state", run.record.state},
-          {"outcome", run.record.outcome}, {"created", run.record.created},  {"finished", run.record.finished},
-          {"user", run.record.user},       {"source", run.record.source_path}, {"nodes", nodes}};
+  v.node_counts["total"] = static_cast<int64_t>(run.nodes.size());
+  return v;
 }
 
-json PipelineService::Detail(const Run& run) {
-  json j = Summary(run);
-  j["run_dir"] = run.record.run_dir;
-  j["params"] = run.plan.params;
-  j["backend"] = run.plan.backend.name.empty() ? default_backend_ : run.plan.backend.name;
-  json objectives = json::object();
+api::PipelineDetail PipelineService::Detail(const Run& run) {
+  api::PipelineDetail j;
+  j.summary = Summary(run);
+  j.run_dir = run.record.run_dir;
+  j.params = run.plan.params;
+  j.backend = run.plan.backend.name.empty() ? default_backend_ : run.plan.backend.name;
   for (const auto& [step, o] : run.plan.objectives) {
-    objectives[step] = {{"metric", o.metric}, {"mode", o.mode == pipeline::ObjectiveMode::kMin ? "min" : "max"}};
+    j.objectives[step] = {o.metric, o.mode == pipeline::ObjectiveMode::kMin ? "min" : "max"};
   }
-  j["objectives"] = std::move(objectives);
   // The latest line and the best value of every metric, per node; for a
   // step with an objective, each point's best value of it (by its mode) and
   // the training step of that value.
@@ -808,7 +797,6 @@ json PipelineService::Detail(const Run& run) {
   }
   // Each objective step's points ranked (1 = best), as the report ranks them.
   std::vector<int> ranks(run.nodes.size(), 0);
-  json best_points = json::object();
   for (const auto& [step, objective] : run.plan.objectives) {
     std::vector<size_t> in_step;
     std::vector<std::optional<double>> values;
@@ -821,72 +809,58 @@ json PipelineService::Detail(const Run& run) {
     const std::vector<int> step_ranks = pipeline::RankValues(values, objective.mode);
     for (size_t k = 0; k < in_step.size(); ++k) {
       ranks[in_step[k]] = step_ranks[k];
-      if (step_ranks[k] == 1 && !best_points.contains(step)) {
+      if (step_ranks[k] == 1 && !j.best_points.count(step)) {
         const auto& [value, at] = objective_best.at(run.nodes[in_step[k]].node_id);
-        best_points[step] = {{"node", run.nodes[in_step[k]].node_id}, {"metric", objective.metric},
-                             {"value", value}, {"step", at}};
+        j.best_points[step] = {run.nodes[in_step[k]].node_id, objective.metric, value, at};
       }
     }
   }
-  j["best_points"] = std::move(best_points);
-  json nodes = json::array();
   for (size_t i = 0; i < run.nodes.size(); ++i) {
     const store::PipelineNodeRecord& row = run.nodes[i];
     const pipeline::PlanNode& plan_node = run.plan.nodes[i];
-    json matrix = json::object();
-    for (const auto& [name, value] : plan_node.matrix) matrix[name] = value;
-    std::string state = row.state;
-    json gpus = json::array();
-    json slurm_job_id;  // null for the local queue's jobs
+    api::PipelineNodeView n;
+    n.id = row.node_id;
+    n.key = row.key;
+    n.step = row.step;
+    n.matrix = plan_node.matrix;
+    n.state = row.state;
     JobBackend* backend = row.job_id > 0 ? BackendOfJob(row.job_id) : nullptr;
     if (backend) {
       if (auto job = backend->Show(row.job_id); job.ok()) {
-        slurm_job_id = job->value("slurm_job_id", json());
-        gpus = job->value("assigned_gpus", json::array());
-        if (state == pipeline::NodeStateName(NodeState::kActive)) {
-          const std::string job_state = job->value("state", std::string());
-          state = job_state == "running" || job_state == "stopping" ? "running" : "pending";
+        n.slurm_job_id = job->slurm_job_id;  // none for the local queue's jobs
+        n.gpus = job->assigned_gpus;
+        if (n.state == pipeline::NodeStateName(NodeState::kActive)) {
+          n.state = job->state == "running" || job->state == "stopping" ? "running" : "pending";
         }
       }
     }
-    double gpu_seconds = row.gpu_seconds;
+    n.gpu_seconds = row.gpu_seconds;
     if (auto attempt = running_attempts_.find(row.job_id); attempt != running_attempts_.end()) {
-      gpu_seconds += attempt->second.GpuSecondsUntil(state_->clock->Now());
+      n.gpu_seconds += attempt->second.GpuSecondsUntil(state_->clock->Now());
     }
-    nodes.push_back({{"id", row.node_id},
-                     {"key", row.key},
-                     {"step", row.step},
-                     {"matrix", matrix},
-                     {"state", state},
-                     {"attempts", row.attempts},
-                     {"retries", plan_node.retries},
-                     {"job_id", row.job_id},
-                     {"slurm_job_id", slurm_job_id},
-                     {"gpus", gpus},
-                     {"started", row.started},
-                     {"ended", row.ended},
-                     {"gpu_seconds", gpu_seconds},
-                     {"reason", row.reason},
-                     {"needs", plan_node.needs},
-                     {"latest_metrics", latest.count(row.node_id) ? latest[row.node_id] : json::object()},
-                     {"best", json(best[row.node_id])},
-                     {"attempt_history", [&] {
-                        json h = json::parse(row.history_json, nullptr, false);
-                        return h.is_array() ? h : json::array();
-                      }()}});
+    n.attempts = row.attempts;
+    n.retries = plan_node.retries;
+    n.job_id = row.job_id;
+    n.started = row.started;
+    n.ended = row.ended;
+    n.reason = row.reason;
+    n.needs = plan_node.needs;
+    if (auto l = latest.find(row.node_id); l != latest.end()) n.latest_metrics = l->second;
+    n.best = best[row.node_id];
+    if (json h = json::parse(row.history_json, nullptr, false); h.is_array()) n.attempt_history = std::move(h);
     if (auto o = objective_best.find(row.node_id); o != objective_best.end()) {
-      nodes.back()["objective"] = {{"value", o->second.first}, {"step", o->second.second}, {"rank", ranks[i]}};
+      n.objective = api::PipelineNodeView::Objective{o->second.first, o->second.second, ranks[i]};
     }
+    j.nodes.push_back(std::move(n));
   }
-  j["nodes"] = std::move(nodes);
   return j;
 }
 
-Result<json> PipelineService::List(bool all, const Caller& caller) {
+Result<std::vector<api::PipelineSummary>> PipelineService::List(bool all, const Caller& caller) {
   auto visible = [&](const store::PipelineRunRecord& r) {
     return caller.admin || (caller.authenticated && caller.uid == r.uid);
   };
-  std::map<int64_t, json, std::greater<>> listed;  // newest first
+  std::map<int64_t, api::PipelineSummary, std::greater<>> listed;  // newest first
   // Runs in memory first: their latest state may not be committed yet.
   for (const auto& [id, run] : runs_) {
     if (visible(run.record) && (all || run.record.state == "running")) listed[id] = Summary(run);
@@ -902,12 +876,13 @@ Result<json> PipelineService::List(bool all, const Caller& caller) {
     run.nodes = std::move(rows).value();
     listed[record.id] = Summary(run);
   }
-  json out = json::array();
+  std::vector<api::PipelineSummary> out;
+  out.reserve(listed.size());
   for (auto& [id, summary] : listed) out.push_back(std::move(summary));
-  return json{{"pipelines", out}};
+  return out;
 }
 
-Result<json> PipelineService::Show(int64_t id, const Caller& caller) {
+Result<api::PipelineDetail> PipelineService::Show(int64_t id, const Caller& caller) {
   auto found = Find(id, caller, false);
   if (!found.ok()) return found.status();
   if (*found) return Detail(**found);
@@ -916,7 +891,8 @@ Result<json> PipelineService::Show(int64_t id, const Caller& caller) {
   return Detail(*run);
 }
 
-Result<json> PipelineService::Metrics(int64_t id, const std::string& node, const Caller& caller) {
+Result<std::vector<api::PipelineMetricLine>> PipelineService::Metrics(int64_t id, const std::string& node,
+                                                                      const Caller& caller) {
   auto found = Find(id, caller, false);
   if (!found.ok()) return found.status();
   if (!node.empty()) {
@@ -936,20 +912,15 @@ Result<json> PipelineService::Metrics(int64_t id, const std::string& node, const
   }
   auto lines = state_->store->ListRunMetrics(id, node);
   if (!lines.ok()) return lines.status();
-  json out = json::array();
+  std::vector<api::PipelineMetricLine> out;
   for (const store::MetricRecord& m : *lines) {
     json values = json::parse(m.line_json, nullptr, false);
     if (!values.is_object()) continue;
     values.erase("step");
     values.erase("time");
-    out.push_back({{"node", m.node_id},
-                   {"job", m.job_id},
-                   {"attempt", m.attempt},
-                   {"step", m.step ? json(*m.step) : json(nullptr)},
-                   {"time", m.time},
-                   {"values", std::move(values)}});
+    out.push_back({m.node_id, m.job_id, m.attempt, m.step, m.time, std::move(values)});
   }
-  return json{{"metrics", out}};
+  return out;
 }
 
 Result<std::string> PipelineService::Cancel(int64_t id, const Caller& caller) {

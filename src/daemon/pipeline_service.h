@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "alerts/engine.h"
+#include "api/pipelines.h"
 #include "core/state_dir.h"
 #include "core/status.h"
 #include "daemon/caller.h"
@@ -45,15 +46,15 @@ class PipelineService {
   // anomalies a second time).
   Status Load();
 
-  // POST /v1/pipelines: {"yaml", "source"?, "base_dir"?, "params"?} →
-  // {"id", "nodes"}. Validation errors name the file and line.
-  Result<nlohmann::json> Create(const nlohmann::json& body, const Caller& caller);
+  // POST /v1/pipelines: the run's id and how many nodes it has. Validation
+  // errors name the file and line.
+  Result<api::PipelineCreated> Create(const api::PipelineCreateRequest& request, const Caller& caller);
   // GET /v1/pipelines: running runs, or every run (the newest 1,000) when
-  // `all`; a user sees their own, an admin every run.
-  Result<nlohmann::json> List(bool all, const Caller& caller);
-  Result<nlohmann::json> Show(int64_t id, const Caller& caller);
+  // `all`; a user sees their own, an admin every run. Newest first.
+  Result<std::vector<api::PipelineSummary>> List(bool all, const Caller& caller);
+  Result<api::PipelineDetail> Show(int64_t id, const Caller& caller);
   // The run's metric lines, of one node (by id) or of all when empty.
-  Result<nlohmann::json> Metrics(int64_t id, const std::string& node, const Caller& caller);
+  Result<std::vector<api::PipelineMetricLine>> Metrics(int64_t id, const std::string& node, const Caller& caller);
   // Cancels every unfinished node's job: the run's new state.
   Result<std::string> Cancel(int64_t id, const Caller& caller);
   // Sets failed and skipped nodes waiting again (their attempts are kept,
@@ -119,8 +120,8 @@ class PipelineService {
   void CheckEarlyStop(Run& run, int node);
   void WatchMetrics(const sched::Job& job, bool catch_up);
   Caller Owner(const store::PipelineRunRecord& record) const;
-  nlohmann::json Summary(const Run& run) const;
-  nlohmann::json Detail(const Run& run);
+  api::PipelineSummary Summary(const Run& run) const;
+  api::PipelineDetail Detail(const Run& run);
   // The backend of a run (its file's, else the default) and of a job (by id).
   Result<JobBackend*> BackendOf(const Run& run) const;
   JobBackend* BackendOfJob(sched::JobId id) const;

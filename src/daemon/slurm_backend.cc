@@ -110,10 +110,9 @@ std::string SlurmBackend::MetricsPath(sched::JobId id) const {
   return slurm_id > 0 ? slurm::MetricsFile(options_.site, slurm_id) : std::string();
 }
 
-Result<sched::JobId> SlurmBackend::Submit(const nlohmann::json& spec_json, const Caller& owner,
+Result<sched::JobId> SlurmBackend::Submit(const sched::JobSpec& job_spec, const Caller& owner,
                                           const SubmitExtras& extras, const BackendOptions& options) {
-  auto spec = sched::ParseJobSpec(spec_json);
-  if (!spec.ok()) return spec.status();
+  const sched::JobSpec* spec = &job_spec;
   slurm::BatchRequest request;
   request.argv = spec->argv;
   request.cwd = spec->cwd;
@@ -279,22 +278,24 @@ Status SlurmBackend::Signal(sched::JobId id, int signal) {
   return Status::Ok();
 }
 
-Result<nlohmann::json> SlurmBackend::Show(sched::JobId id) {
+Result<BackendJob> SlurmBackend::Show(sched::JobId id) {
+  BackendJob b;
+  b.id = id;
   auto it = tracked_.find(id);
   if (it == tracked_.end()) {
     // Ended: only its Slurm id is left to show.
     const int64_t slurm_id = SlurmId(id);
     if (slurm_id == 0) return NotFound(fmt::format("job {} is not a known Slurm job", id));
-    return nlohmann::json{{"id", id}, {"slurm_job_id", slurm_id}, {"assigned_gpus", nlohmann::json::array()}};
+    b.slurm_job_id = slurm_id;
+    return b;
   }
   const Tracked& t = it->second;
-  return nlohmann::json{{"id", id},
-                        {"slurm_job_id", t.slurm_id > 0 ? nlohmann::json(t.slurm_id) : nlohmann::json()},
-                        {"state", sched::JobStateName(t.job.state)},
-                        {"slurm_state", t.slurm_state},
-                        {"nodes", t.nodes},
-                        {"reason", t.job.reason},
-                        {"assigned_gpus", nlohmann::json::array()}};
+  if (t.slurm_id > 0) b.slurm_job_id = t.slurm_id;
+  b.state = sched::JobStateName(t.job.state);
+  b.slurm_state = t.slurm_state;
+  b.nodes = t.nodes;
+  b.reason = t.job.reason;
+  return b;
 }
 
 Result<std::optional<sched::Job>> SlurmBackend::Recover(sched::JobId id) {

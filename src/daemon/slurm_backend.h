@@ -44,11 +44,11 @@ class SlurmBackend : public JobBackend {
 
   std::string name() const override { return "slurm"; }
   bool Owns(sched::JobId id) const override { return id > kSlurmJobIdBase; }
-  Result<sched::JobId> Submit(const nlohmann::json& spec, const Caller& owner, const SubmitExtras& extras,
+  Result<sched::JobId> Submit(const sched::JobSpec& spec, const Caller& owner, const SubmitExtras& extras,
                               const BackendOptions& options) override;
   Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller) override;
   Status Signal(sched::JobId id, int signal) override;
-  Result<nlohmann::json> Show(sched::JobId id) override;
+  Result<BackendJob> Show(sched::JobId id) override;
   std::string MetricsPath(sched::JobId id) const override;  // empty until sbatch answered
   Result<std::optional<sched::Job>> Recover(sched::JobId id) override;
   void SetStateListener(std::function<void(const sched::Job&)> listener) override { listener_ = std::move(listener); }

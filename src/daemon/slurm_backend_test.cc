@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "host/clock.h"
+#include "sched/job_spec.h"
 
 namespace gpuherd::daemon {
 namespace {
@@ -138,7 +139,9 @@ class SlurmBackendTest : public ::testing::Test {
     extras.prior_attempts = prior_attempts;
     Caller owner;
     owner.uid = 0;
-    auto id = backend_->Submit(spec, owner, extras, BackendOptions{});
+    auto parsed = sched::ParseJobSpec(spec);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    auto id = backend_->Submit(parsed.ok() ? *parsed : sched::JobSpec(), owner, extras, BackendOptions{});
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     backend_->AfterCommit(true);  // the daemon's turn committed
     return id.ok() ? *id : 0;
@@ -186,8 +189,8 @@ TEST_F(SlurmBackendTest, AJobRunsIsRequeuedBySlurmRunsAgainAndCompletes) {
   EXPECT_EQ(reports_[0].attempt, 1);
   auto shown = backend_->Show(id);
   ASSERT_TRUE(shown.ok());
-  EXPECT_EQ((*shown)["nodes"], "node7");
-  EXPECT_EQ((*shown)["slurm_job_id"], 500);
+  EXPECT_EQ(shown->nodes, "node7");
+  EXPECT_EQ(shown->slurm_job_id, std::optional<int64_t>(500));
 
   // Slurm shows FAILED for a moment while it requeues a job: not an end yet.
   Step("500|PENDING|BeginTime|\n");
@@ -266,7 +269,9 @@ TEST_F(SlurmBackendTest, ARestartRequeuesAndReleasesTheJobOnceItIsPending) {
 
 TEST_F(SlurmBackendTest, ARefusedSubmissionSaysWhy) {
   slurm_.SetSbatchError("sbatch: error: invalid partition specified: gpu\n");
-  nlohmann::json spec = {{"command", {"true"}}, {"name", "p/n"}};
+  sched::JobSpec spec;
+  spec.argv = {"true"};
+  spec.name = "p/n";
   auto id = backend_->Submit(spec, Caller{}, SubmitExtras{}, BackendOptions{});
   ASSERT_TRUE(id.ok());
   backend_->AfterCommit(true);
@@ -274,7 +279,6 @@ TEST_F(SlurmBackendTest, ARefusedSubmissionSaysWhy) {
   ASSERT_EQ(reports_.size(), 1u);  // no start: it never ran
   EXPECT_EQ(reports_[0].state, sched::JobState::kFailed);
   EXPECT_THAT(reports_[0].reason, HasSubstr("invalid partition specified: gpu"));
-  EXPECT_FALSE(backend_->Submit({{"command", 5}}, Caller{}, SubmitExtras{}, BackendOptions{}).ok());
 }
 
 TEST_F(SlurmBackendTest, ARecoveredJobIsPolledUntilItEnds) {
@@ -306,7 +310,9 @@ TEST_F(SlurmBackendTest, ARecoveredJobIsPolledUntilItEnds) {
 }
 
 TEST_F(SlurmBackendTest, SbatchWaitsForTheCommitAndAFailedCommitSubmitsNothing) {
-  nlohmann::json spec = {{"command", {"true"}}, {"name", "p/n"}};
+  sched::JobSpec spec;
+  spec.argv = {"true"};
+  spec.name = "p/n";
   auto first = backend_->Submit(spec, Caller{}, SubmitExtras{}, BackendOptions{});
   ASSERT_TRUE(first.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -20,7 +20,7 @@ http::Response Report(RouteContext& ctx, int64_t id, const http::Request& reques
   auto metrics = ctx.pipelines->Metrics(id, "", caller);
   if (!metrics.ok()) return StatusResponse(metrics.status());
   pipeline::ReportData data;
-  data.pipeline = std::move(*run);
+  data.pipeline = *run;
   // GPU-hours count a node's share of a GPU, which its job knows.
   if (data.pipeline.contains("nodes") && data.pipeline["nodes"].is_array()) {
     for (json& node : data.pipeline["nodes"]) {
@@ -29,7 +29,7 @@ http::Response Report(RouteContext& ctx, int64_t id, const http::Request& reques
       if (auto job = ctx.jobs->Show(job_id); job.ok()) node["gpu_twentieths"] = job->gpu_twentieths;
     }
   }
-  data.metrics = metrics->value("metrics", json::array());
+  data.metrics = *metrics;
   data.now = ctx.state->clock->Now();
   auto report = pipeline::Summarize(data);
   if (!report.ok()) return StatusResponse(report.status());
@@ -58,13 +58,18 @@ http::Response PipelineRoutes(RouteContext& ctx, const Parts& parts, const http:
   if (parts.size() == 2) {
     if (read) {
       auto list = pipelines.List(QueryFlag(request, "all"), caller);
-      return list.ok() ? JsonResponse(*list) : StatusResponse(list.status());
+      return list.ok() ? JsonResponse({{"pipelines", *list}}) : StatusResponse(list.status());
     }
     if (request.method != "POST") return MethodNotAllowed("GET or POST", "/v1/pipelines");
+    if (!caller.authenticated) {
+      return StatusResponse(Unauthenticated("running a pipeline needs the unix socket or the API token"));
+    }
     auto body = BodyJson(request, "a JSON object {\"yaml\": \"<the pipeline file>\", ...}");
     if (!body.ok()) return StatusResponse(body.status());
-    auto created = pipelines.Create(*body, caller);
-    return created.ok() ? JsonResponse(*created, 201) : StatusResponse(created.status());
+    auto create = api::ParsePipelineCreateRequest(*body);
+    if (!create.ok()) return StatusResponse(create.status());
+    auto created = pipelines.Create(*create, caller);
+    return created.ok() ? JsonResponse(json(*created), 201) : StatusResponse(created.status());
   }
   if (parts.size() > 4) return http::ErrorResponse(404, "no such endpoint " + http::Excerpt(request.path));
   auto id = IdFromPath(parts[2], "pipeline run id");
@@ -72,13 +77,13 @@ http::Response PipelineRoutes(RouteContext& ctx, const Parts& parts, const http:
   if (parts.size() == 3) {
     if (!read) return MethodNotAllowed("GET", "/v1/pipelines/{id}");
     auto run = pipelines.Show(*id, caller);
-    return run.ok() ? JsonResponse(*run) : StatusResponse(run.status());
+    return run.ok() ? JsonResponse(json(*run)) : StatusResponse(run.status());
   }
   const std::string& what = parts[3];
   if (what == "metrics") {
     if (!read) return MethodNotAllowed("GET", "/v1/pipelines/{id}/metrics");
     auto metrics = pipelines.Metrics(*id, QueryText(request, "node"), caller);
-    return metrics.ok() ? JsonResponse(*metrics) : StatusResponse(metrics.status());
+    return metrics.ok() ? JsonResponse({{"metrics", *metrics}}) : StatusResponse(metrics.status());
   }
   if (what == "report") return read ? Report(ctx, *id, request, caller) : MethodNotAllowed("GET", "/v1/pipelines/{id}/report");
   if (what == "cancel" || what == "retry") {
