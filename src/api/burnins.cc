@@ -1,10 +1,76 @@
 #include "api/burnins.h"
 
 #include <charconv>
+#include <set>
 
 #include "api/events.h"
+#include "core/time.h"
 
 namespace gpuherd::api {
+
+namespace {
+
+Status FieldError(const std::string& field, const std::string& what) {
+  return InvalidArgument("burn-in request: \"" + field + "\" " + what);
+}
+
+// A value echoed in an error, cut short: the body is the caller's.
+std::string Shown(const nlohmann::json& v) {
+  std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
+}
+
+}  // namespace
+
+Result<BurnInRequest> ParseBurnInRequest(const nlohmann::json& body) {
+  if (!body.is_object()) return InvalidArgument("burn-in request: the body must be a JSON object like {\"level\": 1}");
+  for (const auto& [key, value] : body.items()) {
+    static const std::set<std::string> kKnown = {"gpus", "level", "duration", "memtest_fraction", "reset_first"};
+    if (!kKnown.count(key)) {
+      return FieldError(key, "is not a burn-in option (known: gpus, level, duration, memtest_fraction, reset_first)");
+    }
+  }
+  BurnInRequest r;
+  const nlohmann::json level = body.value("level", nlohmann::json());
+  if (!level.is_number_integer() || level.get<int64_t>() < 1 || level.get<int64_t>() > 3) {
+    return FieldError("level", "must be 1, 2 or 3, got " + Shown(level));
+  }
+  r.level = level.get<int>();
+  if (body.contains("duration")) {
+    DurationMs ms = 0;
+    if (!body["duration"].is_string() || !ParseDuration(body["duration"].get<std::string>(), &ms) || ms <= 0) {
+      return FieldError("duration", "must be a positive duration like \"30s\", \"15m\" or \"72h\", got " +
+                                        Shown(body["duration"]));
+    }
+    r.duration = body["duration"].get<std::string>();
+  }
+  if (body.contains("memtest_fraction")) {
+    const nlohmann::json& f = body["memtest_fraction"];
+    if (!f.is_number() || f.get<double>() <= 0 || f.get<double>() > 1) {
+      return FieldError("memtest_fraction", "must be a number above 0 and at most 1, got " + Shown(f));
+    }
+    r.memtest_fraction = f.get<double>();
+  }
+  if (body.contains("reset_first")) {
+    if (!body["reset_first"].is_boolean()) return FieldError("reset_first", "must be true or false, got " + Shown(body["reset_first"]));
+    r.reset_first = body["reset_first"].get<bool>();
+  }
+  const nlohmann::json gpus = body.value("gpus", nlohmann::json());
+  if (gpus.is_null() || (gpus.is_string() && gpus.get<std::string>() == "all")) return r;
+  if (!gpus.is_array() || gpus.empty()) {
+    return FieldError("gpus", "must be \"all\" or a non-empty list of GPU indices or UUIDs, got " + Shown(gpus));
+  }
+  for (const nlohmann::json& g : gpus) {
+    if (g.is_number_integer()) {
+      r.gpus.push_back(std::to_string(g.get<int64_t>()));
+    } else if (g.is_string()) {
+      r.gpus.push_back(g.get<std::string>());
+    } else {
+      return FieldError("gpus", "names " + Shown(g) + ", which is not a GPU of this machine (`gpuherd gpus` lists them)");
+    }
+  }
+  return r;
+}
 namespace {
 
 // How far back an index is looked up: enough for any fleet's recent runs,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,19 @@
 #include "store/store.h"
 
 namespace gpuherd::api {
+
+// POST /v1/burnin's body: {"gpus": ["0", "GPU-…"] or "all" (default),
+// "level": 1-3, "duration": "15m" (level 3), "memtest_fraction": 0.9,
+// "reset_first": false (reset each GPU first where no process uses it)}.
+struct BurnInRequest {
+  std::vector<std::string> gpus;  // indices or UUIDs; empty: every GPU
+  int level = 0;
+  std::string duration = "15m";
+  double memtest_fraction = 0.90;
+  bool reset_first = false;
+};
+// kInvalidArgument names the field to fix.
+Result<BurnInRequest> ParseBurnInRequest(const nlohmann::json& body);
 
 // The row for a run: the indexed columns and the whole record as JSON.
 store::BurnInRecord ToBurnInRecord(const burnin::BurnInRun& run);

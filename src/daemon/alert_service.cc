@@ -246,8 +246,8 @@ void AlertService::Act(const alerts::AlertTransition& t) {
   jobs_->DrainFor(pos, origin, reason + " (gpuherd)");
 }
 
-Result<json> AlertService::ListJson(bool all) {
-  json list = json::array();
+Result<std::vector<api::Alert>> AlertService::List(bool all) {
+  std::vector<api::Alert> list;
   for (const alerts::Alert& a : engine_.Active()) list.push_back(api::AlertOf(ToRecord(a)));
   for (const auto& [key, a] : external_) list.push_back(api::AlertOf(ToRecord(a)));
   if (all) {
@@ -255,7 +255,7 @@ Result<json> AlertService::ListJson(bool all) {
     if (!resolved.ok()) return resolved.status();
     for (const store::AlertRecord& r : *resolved) list.push_back(api::AlertOf(r));
   }
-  return json{{"alerts", list}, {"now", state_->clock->Now()}};
+  return list;
 }
 
 std::vector<telemetry::AlertsFiring> AlertService::Firing() const {

@@ -66,12 +66,12 @@ class AlertService {
   void OnBurnInsRecorded() { health_stale_ = true; }
   // An alert decided outside the rule engine (the failure-risk model):
   // recorded, acted on when firing and notified like the rules' own; listed
-  // by ListJson and counted by Firing while it fires.
+  // by List and counted by Firing while it fires.
   void RaiseExternal(const alerts::AlertTransition& t);
 
-  // GET /v1/alerts?all=1: {"alerts": [...], "now"}; `all` adds the alerts
+  // GET /v1/alerts?all=1: pending and firing alerts; `all` adds the alerts
   // resolved in the last day.
-  Result<nlohmann::json> ListJson(bool all);
+  Result<std::vector<api::Alert>> List(bool all);
 
   // For /metrics: firing alerts counted by rule, the newest burn-in of each
   // GPU by UUID, and the InfiniBand ports' newest counters.

@@ -6,12 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "core/time.h"
 #include "http/json_body.h"
 
 namespace gpuherd::daemon {
-
-using nlohmann::json;
 
 BurnInLauncher MakeBurnInLauncher(const gpu::DriverChoice& choice, const std::string& sim_reason, size_t gpus,
                                   const std::string& home) {
@@ -38,27 +35,19 @@ BurnInLauncher MakeBurnInLauncher(const gpu::DriverChoice& choice, const std::st
 
 namespace {
 
-Status FieldError(const std::string& field, const std::string& what) {
-  return InvalidArgument("burn-in request: \"" + field + "\" " + what);
-}
-
-// Fleet positions named by "all" or a list of indices and UUIDs.
-Result<std::vector<int>> ChoosePositions(const json& gpus, const gpu::Fleet& fleet) {
+// Fleet positions named by the request (every GPU when it names none).
+Result<std::vector<int>> ChoosePositions(const std::vector<std::string>& gpus, const gpu::Fleet& fleet) {
   std::set<int> chosen;
-  if (gpus.is_null() || (gpus.is_string() && gpus.get<std::string>() == "all")) {
+  if (gpus.empty()) {
     for (size_t i = 0; i < fleet.gpus.size(); ++i) chosen.insert(static_cast<int>(i));
-  } else if (gpus.is_array() && !gpus.empty()) {
-    for (const json& g : gpus) {
-      std::string id = g.is_number_integer() ? std::to_string(g.get<int64_t>()) : g.is_string() ? g.get<std::string>() : "";
-      int position = gpu::FindGpu(fleet.gpus, id);
-      if (position < 0) {
-        return FieldError("gpus", "names " + http::DumpCapped(g, 80) +
-                                      ", which is not a GPU of this machine (`gpuherd gpus` lists them)");
-      }
-      chosen.insert(position);
+  }
+  for (const std::string& id : gpus) {
+    int position = gpu::FindGpu(fleet.gpus, id);
+    if (position < 0) {
+      return InvalidArgument("burn-in request: \"gpus\" names '" + http::Excerpt(id) +
+                             "', which is not a GPU of this machine (`gpuherd gpus` lists them)");
     }
-  } else {
-    return FieldError("gpus", "must be \"all\" or a non-empty list of GPU indices or UUIDs, got " + gpus.dump());
+    chosen.insert(position);
   }
   if (chosen.empty()) return Unavailable("this machine has no GPUs to test");
   return std::vector<int>(chosen.begin(), chosen.end());
@@ -66,40 +55,12 @@ Result<std::vector<int>> ChoosePositions(const json& gpus, const gpu::Fleet& fle
 
 }  // namespace
 
-Result<BurnInJob> PlanBurnInJob(const json& body, const gpu::Fleet& fleet, const BurnInLauncher& launcher) {
-  if (!body.is_object()) return InvalidArgument("burn-in request: the body must be a JSON object like {\"level\": 1}");
-  for (const auto& [key, value] : body.items()) {
-    static const std::set<std::string> kKnown = {"gpus", "level", "duration", "memtest_fraction", "reset_first"};
-    if (!kKnown.count(key)) {
-      return FieldError(key, "is not a burn-in option (known: gpus, level, duration, memtest_fraction, reset_first)");
-    }
+Result<BurnInJob> PlanBurnInJob(const api::BurnInRequest& request, const gpu::Fleet& fleet,
+                                const BurnInLauncher& launcher) {
+  if (request.level < 1 || request.level > 3) {
+    return InvalidArgument(fmt::format("burn-in request: \"level\" must be 1, 2 or 3, got {}", request.level));
   }
-  const json level = body.value("level", json());
-  if (!level.is_number_integer() || level.get<int>() < 1 || level.get<int>() > 3) {
-    return FieldError("level", "must be 1, 2 or 3, got " + level.dump());
-  }
-  std::string duration = "15m";
-  if (body.contains("duration")) {
-    DurationMs ms = 0;
-    if (!body["duration"].is_string() || !ParseDuration(body["duration"].get<std::string>(), &ms) || ms <= 0) {
-      return FieldError("duration", "must be a positive duration like \"30s\", \"15m\" or \"72h\", got " +
-                                        body["duration"].dump());
-    }
-    duration = body["duration"].get<std::string>();
-  }
-  double fraction = 0.90;
-  if (body.contains("memtest_fraction")) {
-    if (!body["memtest_fraction"].is_number() || body["memtest_fraction"].get<double>() <= 0 ||
-        body["memtest_fraction"].get<double>() > 1) {
-      return FieldError("memtest_fraction", "must be a number above 0 and at most 1, got " +
-                                                body["memtest_fraction"].dump());
-    }
-    fraction = body["memtest_fraction"].get<double>();
-  }
-  if (body.contains("reset_first") && !body["reset_first"].is_boolean()) {
-    return FieldError("reset_first", "must be true or false, got " + body["reset_first"].dump());
-  }
-  auto positions = ChoosePositions(body.value("gpus", json()), fleet);
+  auto positions = ChoosePositions(request.gpus, fleet);
   if (!positions.ok()) return positions.status();
 
   BurnInJob job;
@@ -110,17 +71,17 @@ Result<BurnInJob> PlanBurnInJob(const json& body, const gpu::Fleet& fleet, const
     ids += (ids.empty() ? "" : ",") + std::to_string(fleet.gpus[p].index);
   }
   std::vector<std::string> argv = {launcher.self_exe, "burnin", "--direct", "--json",
-                                   "--level", std::to_string(level.get<int>()),
+                                   "--level", std::to_string(request.level),
                                    "--gpu", ""};
   for (const std::string& uuid : job.extras.pinned_gpus) argv.back() += (argv.back().empty() ? "" : ",") + uuid;
-  if (level.get<int>() == 3) argv.insert(argv.end(), {"--duration", duration});
-  if (level.get<int>() >= 2) argv.insert(argv.end(), {"--memtest-fraction", fmt::format("{}", fraction)});
-  if (body.value("reset_first", false)) argv.push_back("--reset-first");
+  if (request.level == 3) argv.insert(argv.end(), {"--duration", request.duration});
+  if (request.level >= 2) argv.insert(argv.end(), {"--memtest-fraction", fmt::format("{}", request.memtest_fraction)});
+  if (request.reset_first) argv.push_back("--reset-first");
   argv.insert(argv.end(), launcher.driver_args.begin(), launcher.driver_args.end());
   if (!launcher.home.empty()) argv.insert(argv.end(), {"--home", launcher.home});
   job.spec.argv = std::move(argv);
   job.spec.gpu_twentieths = static_cast<int>(job.positions.size()) * sched::kTwentiethsPerGpu;
-  job.spec.name = fmt::format("burnin-L{}-gpu{}", level.get<int>(), ids);
+  job.spec.name = fmt::format("burnin-L{}-gpu{}", request.level, ids);
   job.spec.labels = {{"gpuherd.kind", "burnin"}};
   if (!launcher.nvml_library.empty()) job.spec.env = {{"GPUHERD_NVML_LIBRARY", launcher.nvml_library}};
   return job;

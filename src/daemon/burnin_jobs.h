@@ -8,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "api/burnins.h"
 #include "burnin/result.h"
 #include "core/status.h"
 #include "daemon/caller.h"
@@ -41,11 +40,10 @@ struct BurnInJob {
   std::vector<int> positions;  // fleet positions of the GPUs to test
 };
 
-// POST /v1/burnin's body: {"gpus": ["0", "GPU-…"] or "all" (default),
-// "level": 1-3, "duration": "15m" (level 3), "memtest_fraction": 0.9,
-// "reset_first": false (reset each GPU first where no process uses it)}.
-// kInvalidArgument says which field to fix.
-Result<BurnInJob> PlanBurnInJob(const nlohmann::json& body, const gpu::Fleet& fleet, const BurnInLauncher& launcher);
+// The queue job for a burn-in request (api::ParseBurnInRequest reads it
+// from POST /v1/burnin's body). kInvalidArgument says which field to fix.
+Result<BurnInJob> PlanBurnInJob(const api::BurnInRequest& request, const gpu::Fleet& fleet,
+                                const BurnInLauncher& launcher);
 
 
 // After burn-in runs are recorded: each run made by a queue job (job_id set)

@@ -29,8 +29,15 @@ BurnInLauncher Launcher() {
   return l;
 }
 
+// The request read as POST /v1/burnin reads it, then planned.
+Result<BurnInJob> Plan(const json& body, const gpu::Fleet& fleet, const BurnInLauncher& launcher) {
+  auto request = api::ParseBurnInRequest(body);
+  if (!request.ok()) return request.status();
+  return PlanBurnInJob(*request, fleet, launcher);
+}
+
 TEST(BurnInJobsTest, ALevelThreeRequestBecomesAPinnedJobThatReopensTheSameFleet) {
-  auto job = PlanBurnInJob({{"level", 3}, {"gpus", {"1"}}, {"duration", "30s"}}, TwoGpus(), Launcher());
+  auto job = Plan({{"level", 3}, {"gpus", {"1"}}, {"duration", "30s"}}, TwoGpus(), Launcher());
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_THAT(job->extras.pinned_gpus, ElementsAre("GPU-1"));
   EXPECT_THAT(job->positions, ElementsAre(1));
@@ -42,7 +49,7 @@ TEST(BurnInJobsTest, ALevelThreeRequestBecomesAPinnedJobThatReopensTheSameFleet)
 }
 
 TEST(BurnInJobsTest, AllGpusByDefault) {
-  auto job = PlanBurnInJob({{"level", 1}}, TwoGpus(), Launcher());
+  auto job = Plan({{"level", 1}}, TwoGpus(), Launcher());
   ASSERT_TRUE(job.ok());
   EXPECT_THAT(job->extras.pinned_gpus, ElementsAre("GPU-0", "GPU-1"));
   EXPECT_EQ(job->spec.argv.at(7), "GPU-0,GPU-1");
@@ -62,7 +69,7 @@ TEST(BurnInJobsTest, BadRequestsNameTheFieldToFix) {
       {{{"level", 1}, {"colour", "red"}}, "\"colour\" is not a burn-in option"},
   };
   for (const Case& c : cases) {
-    auto job = PlanBurnInJob(c.body, TwoGpus(), Launcher());
+    auto job = Plan(c.body, TwoGpus(), Launcher());
     ASSERT_FALSE(job.ok()) << c.body.dump();
     EXPECT_EQ(job.status().code(), Code::kInvalidArgument);
     EXPECT_THAT(job.status().message(), HasSubstr(c.says)) << c.body.dump();

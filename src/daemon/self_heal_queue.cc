@@ -7,8 +7,6 @@
 
 namespace gpuherd::daemon {
 
-using nlohmann::json;
-
 void SelfHealJobQueue::DrainForFault(int position, const std::string& reason) {
   jobs_->MoveJobsOff(position, reason, queue::DrainOrigin::kFault);
 }
@@ -29,9 +27,11 @@ bool SelfHealJobQueue::Drained(int position) const {
 
 Result<sched::JobId> SelfHealJobQueue::QueueRequalification(int position, int level, bool reset_first) {
   const gpu::GpuInfo& info = state_->fleet.gpus.at(position);
-  json body = {{"gpus", json::array({info.uuid})}, {"level", level}};
-  if (reset_first) body["reset_first"] = true;
-  auto plan = PlanBurnInJob(body, state_->fleet, launcher_);
+  api::BurnInRequest request;
+  request.gpus = {info.uuid};
+  request.level = level;
+  request.reset_first = reset_first;
+  auto plan = PlanBurnInJob(request, state_->fleet, launcher_);
   if (!plan.ok()) return plan.status();
   plan->spec.name = fmt::format("requalify-L{}-gpu{}", level, info.index);
   plan->spec.labels["gpuherd.requalify"] = "true";

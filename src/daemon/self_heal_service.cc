@@ -601,20 +601,21 @@ alerts::GpuHealth SelfHealService::StateOf(int position) const {
   return gpus_[position].machine.state();
 }
 
-json SelfHealService::StateJson(int position) const {
-  if (position < 0 || position >= static_cast<int>(gpus_.size())) return json::object();
+api::GpuHealthState SelfHealService::HealthState(int position) const {
+  api::GpuHealthState v;
+  if (position < 0 || position >= static_cast<int>(gpus_.size())) return v;
   const Gpu& g = gpus_[position];
   const alerts::GpuHealthRecord& r = g.machine.record();
-  json j = {{"state", alerts::GpuHealthName(r.state)},
-            {"since", r.since},
-            {"requalifications", r.requalifications}};
+  v.state = alerts::GpuHealthName(r.state);
+  v.since = r.since;
+  v.requalifications = r.requalifications;
   if (!r.history.empty()) {
-    j["reason"] = r.history.back().reason;
-    j["evidence"] = EvidenceJson(r.history.back().evidence);
+    v.reason = r.history.back().reason;
+    v.evidence = EvidenceJson(r.history.back().evidence);
   }
-  if (!g.rule.empty()) j["rule"] = g.rule;
-  if (g.requalify_job) j["requalify_job"] = g.requalify_job;
-  return j;
+  v.rule = g.rule;
+  v.requalify_job = g.requalify_job;
+  return v;
 }
 
 }  // namespace gpuherd::daemon

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "alerts/engine.h"
+#include "api/gpus.h"
 #include "alerts/gpu_state.h"
 #include "alerts/self_heal_rules.h"
 #include "burnin/result.h"
@@ -118,7 +119,7 @@ class SelfHealService : public TurnParticipant {
 
   alerts::GpuHealth StateOf(int position) const;
   // {"state", "since", "reason", "requalify_job"?, "requalifications", "shadow_rules"?}
-  nlohmann::json StateJson(int position) const;
+  api::GpuHealthState HealthState(int position) const;
   const SelfHealOptions& options() const { return options_; }
 
  private:

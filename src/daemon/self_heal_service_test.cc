@@ -169,7 +169,7 @@ TEST_F(SelfHealServiceTest, FatalXidQuarantinesRequalifiesAndReturnsTheGpu) {
   EXPECT_EQ(queue_.requalifications[0].level, 2);
   EXPECT_FALSE(queue_.requalifications[0].reset);
   EXPECT_EQ(s->StateOf(0), GpuHealth::kRequalifying);
-  EXPECT_EQ(s->StateJson(0)["requalify_job"], 100);
+  EXPECT_EQ(s->HealthState(0).requalify_job, 100);
 
   // A plain burn-in's run on the card: the service keeps the decision.
   EXPECT_EQ(s->OnBurnInRuns({Run(0, 55, true)}), std::set<int>{0});
@@ -184,7 +184,7 @@ TEST_F(SelfHealServiceTest, FatalXidQuarantinesRequalifiesAndReturnsTheGpu) {
   std::vector<std::string> path;
   for (const auto& t : *transitions) path.push_back(t.to_state);
   EXPECT_EQ(path, (std::vector<std::string>{"quarantined", "requalifying", "in_service"}));
-  EXPECT_EQ(s->StateJson(0)["requalifications"], 1);
+  EXPECT_EQ(s->HealthState(0).requalifications, 1);
 }
 
 TEST_F(SelfHealServiceTest, FailedRequalificationRetiresAndTellsTheOperator) {
@@ -333,7 +333,7 @@ TEST_F(SelfHealServiceTest, ARestartMidRequalificationCarriesOn) {
   // The daemon is gone; the job's record says it still runs.
   auto s = Start();
   EXPECT_EQ(s->StateOf(0), GpuHealth::kRequalifying);
-  EXPECT_EQ(s->StateJson(0)["requalify_job"], 100);
+  EXPECT_EQ(s->HealthState(0).requalify_job, 100);
   Rounds(*s, 5);
   EXPECT_EQ(queue_.requalifications.size(), 1u) << "queued a second burn-in";
   s->OnBurnInRuns({Run(0, 100, true)});

@@ -20,7 +20,9 @@ http::Response Start(RouteContext& ctx, const http::Request& request, const Call
   }
   auto body = BodyJson(request, "JSON, like {\"level\": 1, \"gpus\": \"all\"}", json::object());
   if (!body.ok()) return StatusResponse(body.status());
-  auto job = PlanBurnInJob(*body, ctx.state->fleet, *ctx.burnin_launcher);
+  auto parsed = api::ParseBurnInRequest(*body);
+  if (!parsed.ok()) return StatusResponse(parsed.status());
+  auto job = PlanBurnInJob(*parsed, ctx.state->fleet, *ctx.burnin_launcher);
   if (!job.ok()) return StatusResponse(job.status());
   auto id = ctx.jobs->Submit(job->spec, caller, job->extras);
   if (!id.ok()) return StatusResponse(id.status());

@@ -47,7 +47,7 @@ api::Gpu ViewOf(const RouteContext& ctx, int position, const Extras& extras) {
   if (auto it = ctx.state->failure_risk.find(uuid); it != ctx.state->failure_risk.end()) g.failure_risk = it->second;
   if (auto it = extras.health.find(uuid); it != extras.health.end()) api::SetHealth(g, it->second);
   if (static_cast<size_t>(position) < extras.jobs.size()) g.jobs = extras.jobs[position];
-  if (ctx.self_heal) g.health_state = ctx.self_heal->StateJson(position).get<api::GpuHealthState>();
+  if (ctx.self_heal) g.health_state = ctx.self_heal->HealthState(position);
   return g;
 }
 
