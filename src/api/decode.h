@@ -3,6 +3,7 @@
 // Status naming what was being read.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,19 @@ Result<T> Decode(const nlohmann::json& j, const std::string& what) {
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument("cannot read " + what + ": " + e.what());
   }
+}
+
+// A field of an object read leniently, for views that show what is there: a
+// string as it is, another value as its JSON, "" when absent or null.
+inline std::string FieldText(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+// A number field as an integer; 0 when absent or not a number.
+inline int64_t FieldInt(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<int64_t>() : 0;
 }
 
 }  // namespace gpuherd::api

@@ -14,22 +14,6 @@
 #include "cli/table.h"
 
 namespace gpuherd::cli {
-namespace {
-
-// A user name in a query: everything but unreserved characters escaped.
-std::string QueryEscape(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 std::optional<TimeMs> ParseSince(const std::string& text, TimeMs now) {
   DurationMs ago = 0;

@@ -7,22 +7,6 @@
 #include "api/burnins.h"
 
 namespace gpuherd::cli {
-namespace {
-
-// Model names hold spaces; everything but unreserved characters is escaped.
-std::string QueryEscape(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 std::unique_ptr<BurnInHistory> BurnInHistory::ViaDaemon(DaemonClient* client) {
   std::unique_ptr<BurnInHistory> history(new BurnInHistory());

@@ -1,5 +1,6 @@
 #include "cli/daemon_client.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <random>
 
@@ -10,6 +11,18 @@
 #include "http/json_body.h"
 
 namespace gpuherd::cli {
+
+std::string QueryEscape(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
 namespace {
 
 // As large as the client reads (a queue of many thousand jobs).

@@ -13,6 +13,10 @@
 
 namespace gpuherd::cli {
 
+// A value for a query string ("?model=..."): everything but unreserved
+// characters (RFC 3986) percent-escaped.
+std::string QueryEscape(const std::string& text);
+
 class DaemonClient {
  public:
   // $GPUHERD_CLIENT_TIMEOUT (a duration such as 30s) replaces the default

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "api/decode.h"
 #include "cli/job_format.h"
 #include "cli/table.h"
 
@@ -11,17 +12,6 @@ namespace gpuherd::cli {
 namespace {
 
 using nlohmann::json;
-
-std::string Text(const json& object, const char* key) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-int64_t Int(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_number() ? it->get<int64_t>() : 0;
-}
 
 std::string Value(const json& value) {
   if (value.is_number_float()) return fmt::format("{:.4g}", value.get<double>());
@@ -48,7 +38,7 @@ json CountNodes(const json& pipeline) {
   json counts = {{"total", 0}, {"completed", 0}, {"failed", 0}, {"running", 0}, {"waiting", 0}, {"skipped", 0}};
   for (const json& node : Nodes(pipeline)) {
     counts["total"] = counts["total"].get<int>() + 1;
-    std::string state = Text(node, "state");
+    std::string state = api::FieldText(node, "state");
     if (state == "active" || state == "pending") state = "running";
     if (state == "cancelled") state = "skipped";
     if (counts.contains(state)) counts[state] = counts[state].get<int>() + 1;
@@ -78,7 +68,7 @@ std::string NodeGpusCell(const json& node) {
 }
 
 std::string NodeElapsedCell(const json& node, TimeMs now) {
-  TimeMs started = Int(node, "started"), ended = Int(node, "ended");
+  TimeMs started = api::FieldInt(node, "started"), ended = api::FieldInt(node, "ended");
   if (started <= 0) return "-";
   TimeMs end = ended > 0 ? ended : now;
   return end >= started ? FormatDuration(end - started) : "-";
@@ -86,9 +76,9 @@ std::string NodeElapsedCell(const json& node, TimeMs now) {
 
 std::string NodeCountsCell(const json& counts) {
   if (!counts.is_object()) return "-";
-  std::string out = fmt::format("{}/{} done", Int(counts, "completed"), Int(counts, "total"));
+  std::string out = fmt::format("{}/{} done", api::FieldInt(counts, "completed"), api::FieldInt(counts, "total"));
   for (const char* kind : {"failed", "running", "skipped"}) {
-    if (int64_t n = Int(counts, kind); n > 0) out += fmt::format(", {} {}", n, kind);
+    if (int64_t n = api::FieldInt(counts, kind); n > 0) out += fmt::format(", {} {}", n, kind);
   }
   return out;
 }
@@ -96,45 +86,45 @@ std::string NodeCountsCell(const json& counts) {
 std::string PipelinesTable(const json& pipelines, bool color) {
   Table table({"ID", "NAME", "USER", "STATE", "NODES", "CREATED"});
   for (const json& p : pipelines) {
-    std::string state = Text(p, "outcome").empty() ? Text(p, "state") : Text(p, "outcome");
-    table.AddRow({Text(p, "id"), Text(p, "name"), Text(p, "user"),
+    std::string state = api::FieldText(p, "outcome").empty() ? api::FieldText(p, "state") : api::FieldText(p, "outcome");
+    table.AddRow({api::FieldText(p, "id"), api::FieldText(p, "name"), api::FieldText(p, "user"),
                   NodeStateCell(state, color), NodeCountsCell(p.value("nodes", json())),
-                  Int(p, "created") > 0 ? FormatTimeUtc(Int(p, "created")) : "-"});
+                  api::FieldInt(p, "created") > 0 ? FormatTimeUtc(api::FieldInt(p, "created")) : "-"});
   }
   return table.Render({0});
 }
 
 std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
-  std::string state = Text(pipeline, "outcome").empty() ? Text(pipeline, "state") : Text(pipeline, "outcome");
-  std::string out = fmt::format("pipeline {} {}: {}, {}\n", Text(pipeline, "id"), Text(pipeline, "name"), state,
+  std::string state = api::FieldText(pipeline, "outcome").empty() ? api::FieldText(pipeline, "state") : api::FieldText(pipeline, "outcome");
+  std::string out = fmt::format("pipeline {} {}: {}, {}\n", api::FieldText(pipeline, "id"), api::FieldText(pipeline, "name"), state,
                                 NodeCountsCell(CountNodes(pipeline)));
   // With an objective, the best point first and a RANK column.
   const json best_points = pipeline.value("best_points", json::object());
   const json objectives = pipeline.value("objectives", json::object());
   for (const auto& [step, b] : best_points.items()) {
     const json o = objectives.value(step, json::object());
-    out += Printable(fmt::format("best of {} by {} ({}): {} with {} = {} at step {}", step, Text(o, "metric"),
-                       Text(o, "mode"), Text(b, "node"), Text(b, "metric"),
+    out += Printable(fmt::format("best of {} by {} ({}): {} with {} = {} at step {}", step, api::FieldText(o, "metric"),
+                       api::FieldText(o, "mode"), api::FieldText(b, "node"), api::FieldText(b, "metric"),
                        b.contains("value") && b["value"].is_number() ? fmt::format("{:.6g}", b["value"].get<double>())
                                                                      : "-",
-                       Text(b, "step"))) + "\n";
+                       api::FieldText(b, "step"))) + "\n";
   }
   const bool ranked = !objectives.empty();
   std::vector<std::string> header = {"NODE", "STATE", "GPU", "ELAPSED", "ATTEMPTS", "LATEST"};
   if (ranked) header.insert(header.begin(), "RANK");
   Table table(header);
   for (const json& node : Nodes(pipeline)) {
-    std::string node_state = Text(node, "state");
+    std::string node_state = api::FieldText(node, "state");
     std::string latest = LatestMetricCell(node.value("latest_metrics", json()));
     if ((node_state == "failed" || node_state == "skipped" || node_state == "stopped") &&
-        !Text(node, "reason").empty()) {
-      latest = Text(node, "reason");
+        !api::FieldText(node, "reason").empty()) {
+      latest = api::FieldText(node, "reason");
     }
-    std::vector<std::string> row = {Text(node, "id"), NodeStateCell(node_state, color), NodeGpusCell(node),
-                                    NodeElapsedCell(node, now), std::to_string(Int(node, "attempts")), latest};
+    std::vector<std::string> row = {api::FieldText(node, "id"), NodeStateCell(node_state, color), NodeGpusCell(node),
+                                    NodeElapsedCell(node, now), std::to_string(api::FieldInt(node, "attempts")), latest};
     if (ranked) {
       const json o = node.value("objective", json::object());
-      row.insert(row.begin(), Int(o, "rank") > 0 ? std::to_string(Int(o, "rank")) : "-");
+      row.insert(row.begin(), api::FieldInt(o, "rank") > 0 ? std::to_string(api::FieldInt(o, "rank")) : "-");
     }
     table.AddRow(row);
   }
@@ -146,8 +136,8 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
     if (!history.is_array()) continue;
     for (const json& a : history) {
       if (!a.is_object()) continue;
-      std::string line = fmt::format("{} job {}: {}: {}", Text(node, "id"), Text(a, "job"), Text(a, "state"),
-                                     Text(a, "reason"));
+      std::string line = fmt::format("{} job {}: {}: {}", api::FieldText(node, "id"), api::FieldText(a, "job"), api::FieldText(a, "state"),
+                                     api::FieldText(a, "reason"));
       const json tail = a.value("stderr_tail", json::array());
       if (tail.is_array() && !tail.empty() && tail.back().is_string()) {
         line += " (stderr: " + tail.back().get<std::string>() + ")";
@@ -159,27 +149,27 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
 }
 
 bool PipelineFinished(const json& pipeline) {
-  if (Int(pipeline, "finished") > 0 || !Text(pipeline, "outcome").empty()) return true;
-  std::string state = Text(pipeline, "state");
+  if (api::FieldInt(pipeline, "finished") > 0 || !api::FieldText(pipeline, "outcome").empty()) return true;
+  std::string state = api::FieldText(pipeline, "state");
   return state == "succeeded" || state == "failed" || state == "cancelled" || state == "completed";
 }
 
 bool PipelineSucceeded(const json& pipeline) {
-  std::string outcome = Text(pipeline, "outcome");
-  if (outcome.empty()) outcome = Text(pipeline, "state");
+  std::string outcome = api::FieldText(pipeline, "outcome");
+  if (outcome.empty()) outcome = api::FieldText(pipeline, "state");
   return outcome == "succeeded" || outcome == "completed";
 }
 
 std::vector<std::string> ProgressChanges(const json& before, const json& after, TimeMs now) {
   std::map<std::string, const json*> previous;
-  for (const json& node : Nodes(before)) previous[Text(node, "id")] = &node;
+  for (const json& node : Nodes(before)) previous[api::FieldText(node, "id")] = &node;
   std::vector<std::string> lines;
   for (const json& node : Nodes(after)) {
-    std::string id = Text(node, "id"), state = Text(node, "state");
-    int64_t attempts = Int(node, "attempts");
+    std::string id = api::FieldText(node, "id"), state = api::FieldText(node, "state");
+    int64_t attempts = api::FieldInt(node, "attempts");
     auto it = previous.find(id);
     if (it == previous.end() ? state == "waiting"
-                             : Text(*it->second, "state") == state && Int(*it->second, "attempts") == attempts) {
+                             : api::FieldText(*it->second, "state") == state && api::FieldInt(*it->second, "attempts") == attempts) {
       continue;
     }
     std::string line = id + " " + (state == "active" ? "running" : state);
@@ -191,9 +181,9 @@ std::vector<std::string> ProgressChanges(const json& before, const json& after, 
       if (std::string latest = LatestMetricCell(node.value("latest_metrics", json())); latest != "-") {
         line += ", " + latest;
       }
-      if (state == "failed" && !Text(node, "reason").empty()) line += " (" + Text(node, "reason") + ")";
-    } else if (!Text(node, "reason").empty()) {
-      line += " (" + Text(node, "reason") + ")";
+      if (state == "failed" && !api::FieldText(node, "reason").empty()) line += " (" + api::FieldText(node, "reason") + ")";
+    } else if (!api::FieldText(node, "reason").empty()) {
+      line += " (" + api::FieldText(node, "reason") + ")";
     }
     lines.push_back(std::move(line));
   }

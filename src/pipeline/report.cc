@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "api/decode.h"
 #include "core/html.h"
 
 // Generated at build time from npm's uplot package (src/pipeline/CMakeLists.txt).
@@ -21,17 +22,6 @@ namespace gpuherd::pipeline {
 namespace {
 
 using nlohmann::json;
-
-std::string Str(const json& object, const char* key) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-int64_t Int(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_number() ? it->get<int64_t>() : 0;
-}
 
 // A node's id and key as the metric lines name it; either may be a number.
 std::string IdText(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
@@ -147,13 +137,13 @@ Result<Report> Summarize(const ReportData& data) {
     return InvalidArgument("the metrics must be an array of lines, as in GET /v1/pipelines/ID/metrics");
   }
   Report report;
-  report.id = Int(p, "id");
-  report.name = Str(p, "name");
-  report.state = Str(p, "state");
-  report.outcome = Str(p, "outcome");
-  report.run_dir = Str(p, "run_dir");
-  report.created = Int(p, "created");
-  report.finished = Int(p, "finished");
+  report.id = api::FieldInt(p, "id");
+  report.name = api::FieldText(p, "name");
+  report.state = api::FieldText(p, "state");
+  report.outcome = api::FieldText(p, "outcome");
+  report.run_dir = api::FieldText(p, "run_dir");
+  report.created = api::FieldInt(p, "created");
+  report.finished = api::FieldInt(p, "finished");
   if (auto it = p.find("params"); it != p.end() && it->is_object()) {
     for (const auto& [k, v] : it->items()) report.params[k] = v.is_string() ? v.get<std::string>() : v.dump();
   }
@@ -164,13 +154,13 @@ Result<Report> Summarize(const ReportData& data) {
     if (!n.is_object()) return InvalidArgument("a pipeline node is not an object");
     NodeReport node;
     node.id = n.contains("id") ? IdText(n["id"]) : "";
-    node.key = Str(n, "key");
-    node.step = Str(n, "step");
-    node.state = Str(n, "state");
-    node.attempts = static_cast<int>(Int(n, "attempts"));
-    node.reason = Str(n, "reason");
-    node.job_id = Int(n, "job_id");
-    node.stdout_path = Str(n, "stdout_path");
+    node.key = api::FieldText(n, "key");
+    node.step = api::FieldText(n, "step");
+    node.state = api::FieldText(n, "state");
+    node.attempts = static_cast<int>(api::FieldInt(n, "attempts"));
+    node.reason = api::FieldText(n, "reason");
+    node.job_id = api::FieldInt(n, "job_id");
+    node.stdout_path = api::FieldText(n, "stdout_path");
     if (auto it = n.find("attempt_history"); it != n.end() && it->is_array()) {
       for (const json& a : *it) {
         if (!a.is_object()) {
@@ -178,9 +168,9 @@ Result<Report> Summarize(const ReportData& data) {
           continue;
         }
         // "failed (job 12): exited with code 1; stderr: ...last line"
-        std::string text = Str(a, "state").empty() ? Str(a, "reason")
-                                                   : Str(a, "state") + (a.contains("job") ? " (job " + Str(a, "job") + ")" : "") +
-                                                         ": " + Str(a, "reason");
+        std::string text = api::FieldText(a, "state").empty() ? api::FieldText(a, "reason")
+                                                   : api::FieldText(a, "state") + (a.contains("job") ? " (job " + api::FieldText(a, "job") + ")" : "") +
+                                                         ": " + api::FieldText(a, "reason");
         if (auto tail = a.find("stderr_tail"); tail != a.end() && tail->is_array() && !tail->empty() &&
                                                 tail->back().is_string()) {
           text += "; stderr: " + tail->back().get<std::string>();
@@ -196,11 +186,11 @@ Result<Report> Summarize(const ReportData& data) {
       }
     }
     if (n.contains("gpu_twentieths")) {
-      node.gpus = static_cast<double>(Int(n, "gpu_twentieths")) / 20.0;
+      node.gpus = static_cast<double>(api::FieldInt(n, "gpu_twentieths")) / 20.0;
     } else if (auto it = n.find("gpus"); it != n.end() && it->is_array()) {
       node.gpus = static_cast<double>(it->size());
     }
-    TimeMs started = Int(n, "started"), ended = Int(n, "ended");
+    TimeMs started = api::FieldInt(n, "started"), ended = api::FieldInt(n, "ended");
     if (started > 0) {
       TimeMs end = ended > 0 ? ended : data.now;
       node.elapsed_seconds = end > started ? static_cast<double>(end - started) / 1000.0 : 0.0;
@@ -228,8 +218,8 @@ Result<Report> Summarize(const ReportData& data) {
       if (it == index.end() || values == m.end() || !values->is_object()) continue;
       Line line;
       line.order = order;
-      line.attempt = static_cast<int>(Int(m, "attempt"));
-      line.time = Int(m, "time");
+      line.attempt = static_cast<int>(api::FieldInt(m, "attempt"));
+      line.time = api::FieldInt(m, "time");
       if (m.contains("step") && m["step"].is_number()) {
         line.step = m["step"].get<double>();
       } else if (values->contains("step") && (*values)["step"].is_number()) {
@@ -253,7 +243,7 @@ Result<Report> Summarize(const ReportData& data) {
       if (!o.is_object() || !o.contains("metric") || !o["metric"].is_string()) continue;
       Objective objective;
       objective.metric = o["metric"].get<std::string>();
-      objective.mode = Str(o, "mode") == "max" ? ObjectiveMode::kMax : ObjectiveMode::kMin;
+      objective.mode = api::FieldText(o, "mode") == "max" ? ObjectiveMode::kMax : ObjectiveMode::kMin;
       report.objectives[step] = objective;
     }
   }
