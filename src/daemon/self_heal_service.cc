@@ -101,7 +101,7 @@ struct Threshold {
 constexpr Threshold kThresholds[] = {
     {"window", true},          {"suspect_jobs", false},         {"quarantine_jobs", false},
     {"retire_fatal", false},   {"retire_quarantines", false},   {"requarantine_window", true},
-    {"suspect_clears_after", true}, {"requalify_timeout", true},
+    {"suspect_clears_after", true}, {"requalify_timeout", true},   {"short_job_max", true},
 };
 
 }  // namespace
@@ -155,6 +155,7 @@ Status SetSelfHealThreshold(SelfHealOptions* options, const std::string& assignm
   if (key == "requarantine_window") s.requarantine_window = number;
   if (key == "suspect_clears_after") s.suspect_clears_after = number;
   if (key == "requalify_timeout") s.requalify_timeout = number;
+  if (key == "short_job_max") options->short_job_max = number;
   return Status::Ok();
 }
 

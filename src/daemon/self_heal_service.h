@@ -44,6 +44,9 @@ struct SelfHealOptions {
   bool allow_gpu_reset = false;  // `--allow-gpu-reset`: only with no process on the GPU
   // Rules in shadow mode (`--self-heal-shadow`); "all" shadows every rule.
   std::set<std::string> shadow_rules;
+  // `--self-heal short_job_max=`: the daemon hands it to the scheduler (rule
+  // 12: jobs with a longer time limit, or none, go to suspect GPUs last).
+  DurationMs short_job_max = kHourMs;
 };
 
 // The rule names `--self-heal-shadow` accepts.

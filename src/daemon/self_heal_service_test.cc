@@ -516,6 +516,9 @@ TEST(SelfHealOptionsTest, ThresholdsAreChecked) {
   EXPECT_EQ(o.rules.window, 12 * kHourMs);
   EXPECT_TRUE(SetSelfHealThreshold(&o, "retire_quarantines=2").ok());
   EXPECT_EQ(o.states.quarantines_for_retire, 2);
+  EXPECT_EQ(o.short_job_max, kHourMs);
+  EXPECT_TRUE(SetSelfHealThreshold(&o, "short_job_max=30m").ok());
+  EXPECT_EQ(o.short_job_max, 30 * kMinuteMs);
   EXPECT_FALSE(SetSelfHealThreshold(&o, "window=0s").ok());
   EXPECT_FALSE(SetSelfHealThreshold(&o, "suspect_jobs=-1").ok());
   EXPECT_FALSE(SetSelfHealThreshold(&o, "suspect_jobs=3x").ok());
