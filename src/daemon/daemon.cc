@@ -526,7 +526,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   }
   // After the queue's reload is committed, so that the runs see their jobs'
   // final states; only then does the queue report changes to them.
-  impl->local_backend = std::make_unique<LocalBackend>(impl->jobs.get(), &impl->state, dir);
+  impl->local_backend = std::make_unique<LocalBackend>(impl->jobs.get(), &impl->state);
   std::vector<JobBackend*> backends = {impl->local_backend.get()};
   if (!options.slurm.site.shared_dir.empty()) {
     impl->slurm_runner = exec::NewProcessRunner();

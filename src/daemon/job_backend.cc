@@ -22,11 +22,6 @@ Result<BackendJob> LocalBackend::Show(sched::JobId id) {
   return b;
 }
 
-std::string LocalBackend::MetricsPath(sched::JobId id) const {
-  // JobService gives every job GPUHERD_METRICS_FILE = jobs/<id>/metrics.jsonl.
-  return fmt::format("{}/{}/metrics.jsonl", dir_.jobs_dir(), id);
-}
-
 Result<std::optional<sched::Job>> LocalBackend::Recover(sched::JobId id) {
   // The queue reloaded its jobs before the pipelines: the store is current.
   auto job = state_->store->GetJob(id);

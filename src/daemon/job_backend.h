@@ -63,8 +63,7 @@ class JobBackend {
 // The local queue as a backend.
 class LocalBackend : public JobBackend {
  public:
-  explicit LocalBackend(JobService* jobs, DaemonState* state, StateDir dir)
-      : jobs_(jobs), state_(state), dir_(std::move(dir)) {}
+  LocalBackend(JobService* jobs, DaemonState* state) : jobs_(jobs), state_(state) {}
   std::string name() const override { return "local"; }
   bool Owns(sched::JobId id) const override;
   Result<sched::JobId> Submit(const sched::JobSpec& spec, const Caller& owner, const SubmitExtras& extras,
@@ -74,7 +73,7 @@ class LocalBackend : public JobBackend {
   }
   Status Signal(sched::JobId id, int signal) override { return jobs_->Signal(id, signal); }
   Result<BackendJob> Show(sched::JobId id) override;
-  std::string MetricsPath(sched::JobId id) const override;
+  std::string MetricsPath(sched::JobId id) const override { return jobs_->MetricsFile(id); }
   Result<std::optional<sched::Job>> Recover(sched::JobId id) override;
   void SetStateListener(std::function<void(const sched::Job&)> listener) override {
     jobs_->SetStateListener(std::move(listener));
@@ -83,7 +82,6 @@ class LocalBackend : public JobBackend {
  private:
   JobService* jobs_;
   DaemonState* state_;
-  StateDir dir_;
 };
 
 // Slurm-run jobs have ids above this (see SlurmBackend::NextId), so they

@@ -335,7 +335,8 @@ void JobService::DrainFor(int pos, queue::DrainOrigin origin, const std::string&
 }
 
 void JobService::SetSuspect(int pos, bool suspect) {
-  if (pool_.SetSuspect(state_->fleet.gpus.at(pos).uuid, suspect)) dirty_ = true;
+  if (!pool_.Has(pos)) return;
+  if (pool_.SetSuspect(state_->fleet.gpus[pos].uuid, suspect)) dirty_ = true;
 }
 
 Status JobService::LiftAfterBurnIn(int pos, const std::string& by) {

@@ -148,6 +148,8 @@ class JobService : public TurnParticipant {
     return d ? std::optional<std::string>(d->reason) : std::nullopt;
   }
   std::optional<queue::GpuDrain> DrainOf(const std::string& uuid) const { return pool_.DrainOf(uuid); }
+  // GPUHERD_METRICS_FILE of the job's attempts (the launcher's).
+  std::string MetricsFile(sched::JobId id) const { return launcher_->MetricsFile(id); }
 
   // GET /v1/jobs: jobs by id, of `user` and in `state` when given, finished
   // ones too when `all` (the 10,000 most recent, read from the store: the
