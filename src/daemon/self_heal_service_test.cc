@@ -346,7 +346,11 @@ TEST_F(SelfHealServiceTest, TwoXidsOnOneJobAreTwoAlertsAndEachResolvesAlone) {
   ended.state = sched::JobState::kCompleted;
   s->OnJobChanged(ended);
   EXPECT_TRUE(Firing(alerts_).empty());
-  for (const auto& t : alerts_) EXPECT_NE(t.from, t.to) << t.alert.subject;
+  // Each alert fired once and resolved once.
+  ASSERT_EQ(alerts_.size(), 4u);
+  EXPECT_EQ(alerts_[2].alert.subject, "job 1 xid 31");
+  EXPECT_EQ(alerts_[3].alert.subject, "job 1 xid 13");
+  EXPECT_EQ(alerts_[3].to, alerts::AlertState::kResolved);
 }
 
 TEST_F(SelfHealServiceTest, AnAlertAPreviousVersionStoredOnJobNStillResolvesAtItsJobsEnd) {
