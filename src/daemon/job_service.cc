@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "api/jobs.h"
 #include "core/owned_dirs.h"
 #include "daemon/attempt_log.h"
 #include "exec/job_files.h"
@@ -244,6 +245,7 @@ void JobService::Unindex(const Entry& e) {
 void JobService::Touch(Entry& e) {
   touched_.insert(e.job.id);
   e.listed.reset();
+  e.table_row.reset();
   dirty_ = true;
 }
 
@@ -570,6 +572,7 @@ void JobService::SetReason(Entry& e, std::string reason) {
   if (e.job.reason == reason) return;
   e.job.reason = std::move(reason);
   e.listed.reset();
+  e.table_row.reset();
 }
 
 TimeMs JobService::NextDue(TimeMs now) const {
@@ -1251,10 +1254,18 @@ JobService::ListedJob JobService::Listed(const sched::Job& job, int prior_attemp
   return listed;
 }
 
-std::string JobService::ListBody(bool all, const std::string& user, const std::string& state) {
+std::string JobService::TableRow(const sched::Job& job) {
+  // In api::kJobTableColumns' order.
+  return json::array({job.id, job.spec.name, job.spec.user, sched::JobStateName(job.state), job.spec.gpu_twentieths,
+                      job.gpus, job.spec.priority, job.submitted, job.started, job.ended, job.reason})
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string JobService::ListBody(bool all, const std::string& user, const std::string& state, bool table) {
   const TimeMs now = state_->clock->Now();
   const std::string now_text = std::to_string(now);
   // Finished jobs live in the store only: read at each listing, oldest first.
+  // For a table, head holds the row and tail stays empty.
   std::vector<std::pair<sched::JobId, ListedJob>> finished_listing;
   if (all) {
     auto finished = state_->store->ListFinishedJobs(0, kMaxListedFinished);
@@ -1265,13 +1276,21 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
       for (const auto& r : *finished) {
         Entry e;
         (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
-        finished_listing.emplace_back(r.id, Listed(e.job, e.extras.prior_attempts));
+        finished_listing.emplace_back(
+            r.id, table ? ListedJob{e.job.spec.user, sched::JobStateName(e.job.state), TableRow(e.job), ""}
+                        : Listed(e.job, e.extras.prior_attempts));
       }
       std::sort(finished_listing.begin(), finished_listing.end(),
                 [](const auto& a, const auto& b) { return a.first < b.first; });
     }
   }
-  std::string out = "{\"jobs\":[";
+  std::string out;
+  if (table) {
+    static const std::string kHead = "{\"columns\":" + json(api::kJobTableColumns).dump() + ",\"rows\":[";
+    out = kHead;
+  } else {
+    out = "{\"jobs\":[";
+  }
   bool first = true;
   auto add_unfinished = [&](const Entry& e) {
     if ((!user.empty() && e.job.spec.user != user) || (!state.empty() && sched::JobStateName(e.job.state) != state)) {
@@ -1279,6 +1298,11 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
     }
     if (!first) out += ',';
     first = false;
+    if (table) {
+      if (!e.table_row) e.table_row = TableRow(e.job);
+      out += *e.table_row;
+      return;
+    }
     // Serialized once per change (Touch, SetReason), spliced around "now".
     if (!e.listed) e.listed = Listed(e.job, e.extras.prior_attempts);
     out += e.listed->head;
@@ -1290,6 +1314,7 @@ std::string JobService::ListBody(bool all, const std::string& user, const std::s
     if (!first) out += ',';
     first = false;
     out += f.head;
+    if (table) return;
     out += now_text;
     out += f.tail;
   };
