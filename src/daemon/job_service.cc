@@ -1461,6 +1461,9 @@ Result<json> JobService::CancelMany(const CancelRequest& request, const Caller& 
     }
   }
   json cancelled = json::array(), stopping = json::array();
+  // Each cancel adds its record and its event to the turn's one commit.
+  state_->batch.jobs.reserve(state_->batch.jobs.size() + chosen.size());
+  state_->batch.events.reserve(state_->batch.events.size() + chosen.size());
   for (sched::JobId id : chosen) {
     auto done = Act(id, "cancel", caller);
     if (!done.ok()) {
