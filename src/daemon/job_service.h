@@ -326,6 +326,9 @@ class JobService : public TurnParticipant {
   // every claim and never stops a victim twice for one preemptor.
   std::map<sched::JobId, std::vector<int>> stored_claims_;
   std::vector<std::function<void()>> after_commit_;
+  // Jobs that finished this turn, freed after its commit: off the loop when
+  // there are many (a cancel of 20,000), so that no answer waits for it.
+  std::vector<std::map<sched::JobId, Entry>::node_type> finished_entries_;
   // Exits delivered in this turn: a failed commit replays them onto the
   // restored queue (the executor reports each end once only).
   std::vector<exec::ExitRecord> exits_this_turn_;

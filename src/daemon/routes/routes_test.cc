@@ -102,7 +102,7 @@ TEST_F(RoutesTest, CompactListingHasTheFullListingsJobs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   ASSERT_EQ(json::parse(Unix("GET", "/v1/jobs/" + done_id).body)["state"], "completed");
-  for (const std::string& query : {"all=1", "all=0", "all=1&state=pending", "all=1&state=completed",
+  for (std::string query : {"all=1", "all=0", "all=1&state=pending", "all=1&state=completed",
                                    "all=0&user=nobody-here"}) {
     json full = json::parse(Unix("GET", "/v1/jobs?" + query).body);
     auto views = api::Decode<std::vector<api::JobView>>(full["jobs"], "the listing");
