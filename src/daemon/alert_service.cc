@@ -94,6 +94,14 @@ Status AlertService::Restore() {
     bool restored = std::any_of(kept.begin(), kept.end(),
                                 [&](const alerts::Alert& k) { return k.rule == a.rule && k.subject == a.subject; });
     if (restored) continue;
+    const auto& adopted = options_.adopted_rules;
+    if (a.state == alerts::AlertState::kFiring &&
+        std::find(adopted.begin(), adopted.end(), a.rule) != adopted.end()) {
+      external_[{a.rule, a.subject}] = a;
+      external_rules_[a.rule] = a.severity;
+      adopted_.push_back(a);
+      continue;
+    }
     a.state = a.state == alerts::AlertState::kFiring ? alerts::AlertState::kResolved : alerts::AlertState::kInactive;
     a.resolved_at = a.state == alerts::AlertState::kResolved ? now : 0;
     state_->batch.alerts.push_back(ToRecord(a));

@@ -345,6 +345,7 @@ struct Daemon::Impl {
     alert_options.notify.webhook_urls = options.webhook_urls;
     alert_options.notify.command = options.alert_command;
     alert_options.payload.hostname = state.hostname;
+    alert_options.adopted_rules = SelfHealService::AlertRules();  // StartSelfHeal takes them back
     if (!options.ib_sysfs_root.empty()) alert_options.ib_host = host::NewHost(options.ib_sysfs_root);
     auto created = AlertService::Create(&state, jobs.get(), std::move(alert_options));
     if (!created.ok()) return created.status().Annotate("cannot start the alert notifications");
@@ -373,6 +374,7 @@ struct Daemon::Impl {
     participants.Add(self_heal.get());  // after the queue: reads its drains back on a failed commit
     Impl* raw = this;
     self_heal->SetAlertSink([raw](const alerts::AlertTransition& t) { raw->alerts->RaiseExternal(t); });
+    self_heal->AdoptAlerts(alerts->TakeAdopted());
     if (!CommitTurn()) return IoError("cannot write " + dir.db_path());
     const auto& o = options.self_heal;
     spdlog::info("self-healing: requalify after {} idle (level {}){}{}",

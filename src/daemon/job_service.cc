@@ -435,6 +435,10 @@ void JobService::DrainFor(int pos, queue::DrainOrigin origin, const std::string&
   if (pool_.Drain(pos, origin, reason)) dirty_ = true;
 }
 
+void JobService::SetSuspect(int pos, bool suspect) {
+  if (pool_.SetSuspect(state_->fleet.gpus.at(pos).uuid, suspect)) dirty_ = true;
+}
+
 Status JobService::LiftAfterBurnIn(int pos, const std::string& by) {
   GPUHERD_RETURN_IF_ERROR(pool_.Lift(pos, queue::DrainLifter::kPassedBurnIn, by));
   dirty_ = true;

@@ -145,6 +145,9 @@ class JobService : public TurnParticipant {
   // gpuherd's own drain (an alert's action, the risk model); no-op when the
   // GPU is drained already (the first origin stays).
   void DrainFor(int gpu_position, queue::DrainOrigin origin, const std::string& reason);
+  // Self-healing marks a GPU suspect or clears the mark: new long jobs go
+  // elsewhere while other GPUs are free (scheduler rule 12).
+  void SetSuspect(int gpu_position, bool suspect);
   // A passing burn-in returns the GPU when gpuherd drained it (not an
   // operator); FailedPrecondition otherwise.
   Status LiftAfterBurnIn(int gpu_position, const std::string& by);

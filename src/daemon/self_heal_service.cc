@@ -101,7 +101,7 @@ struct Threshold {
 constexpr Threshold kThresholds[] = {
     {"window", true},          {"suspect_jobs", false},         {"quarantine_jobs", false},
     {"retire_fatal", false},   {"retire_quarantines", false},   {"requarantine_window", true},
-    {"suspect_clears_after", true}, {"requalify_timeout", true},
+    {"suspect_clears_after", true}, {"requalify_timeout", true},   {"short_job_max", true},
 };
 
 }  // namespace
@@ -155,6 +155,7 @@ Status SetSelfHealThreshold(SelfHealOptions* options, const std::string& assignm
   if (key == "requarantine_window") s.requarantine_window = number;
   if (key == "suspect_clears_after") s.suspect_clears_after = number;
   if (key == "requalify_timeout") s.requalify_timeout = number;
+  if (key == "short_job_max") options->short_job_max = number;
   return Status::Ok();
 }
 
@@ -228,6 +229,7 @@ Status SelfHealService::Load() {
     // The requalification queued before the restart still counts as asked for.
     record.requalify_queued = false;
     g.machine = alerts::GpuStateMachine(options_.states, std::move(record));
+    queue_->SetSuspect(static_cast<int>(pos), g.machine.state() == GpuHealth::kSuspect);
   }
 
   // The rules' memory: what they judged within the window.
@@ -392,7 +394,17 @@ void SelfHealService::Carry(int pos, const alerts::HealthDecision& d, const std:
   Gpu& g = gpus_[pos];
   for (const alerts::HealthTransition& t : d.transitions) RecordTransition(pos, t, rule, shadow, d.actions);
   if (shadow) return;
-  if (!d.transitions.empty()) g.rule = rule;
+  if (!d.transitions.empty()) {
+    g.rule = rule;
+    queue_->SetSuspect(pos, g.machine.state() == GpuHealth::kSuspect);
+    // An operator returned a retired card: its alert is over.
+    if (g.machine.state() != GpuHealth::kRetired) {
+      if (auto it = retired_alerts_.find(pos); it != retired_alerts_.end()) {
+        ResolveAlert(it->second, d.transitions.back().time);
+        retired_alerts_.erase(it);
+      }
+    }
+  }
   const gpu::GpuInfo& info = state_->fleet.gpus[pos];
   const TimeMs now = state_->clock->Now();
   for (const alerts::HealthAction& a : d.actions) {
@@ -402,7 +414,7 @@ void SelfHealService::Carry(int pos, const alerts::HealthDecision& d, const std:
         g.drained = true;
         break;
       case alerts::HealthActionKind::kAvoidForLongJobs:
-        break;  // placement reads StateOf()
+        break;  // the suspect mark above: scheduler rule 12
       case alerts::HealthActionKind::kQueueRequalification: {
         const bool reset = options_.allow_gpu_reset;
         auto job = queue_->QueueRequalification(pos, options_.requalify_level, reset);
@@ -452,6 +464,7 @@ void SelfHealService::Carry(int pos, const alerts::HealthDecision& d, const std:
                                    "hardware and returns it (gpuherd undrain {})",
                                    info.index, info.name, a.reason, info.index);
           alert_sink_({alerts::AlertState::kInactive, alerts::AlertState::kFiring, now, al});
+          retired_alerts_[pos] = al;
         }
         break;
     }
@@ -496,6 +509,16 @@ void SelfHealService::Event(TimeMs now, const std::string& kind, store::Severity
 }
 
 void SelfHealService::OnRound(TimeMs now) {
+  // An application's XID is news for a window: a job that runs for a week
+  // does not keep its owner's alert firing all week.
+  for (auto it = job_alerts_.begin(); it != job_alerts_.end();) {
+    if (now - it->second.fired_at >= options_.rules.window) {
+      ResolveAlert(it->second, now);
+      it = job_alerts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   const std::vector<int> jobs = queue_->JobsPerGpu();
   for (size_t i = 0; i < gpus_.size(); ++i) {
     const int pos = static_cast<int>(i);
@@ -531,15 +554,42 @@ void SelfHealService::FinishRequalification(int pos, const HealthInput& input) {
   g.requalify_job = 0;
 }
 
+void SelfHealService::ResolveAlert(alerts::Alert a, TimeMs now) {
+  a.state = alerts::AlertState::kResolved;
+  a.resolved_at = now;
+  if (alert_sink_) alert_sink_({alerts::AlertState::kFiring, alerts::AlertState::kResolved, now, a});
+}
+
+const std::vector<std::string>& SelfHealService::AlertRules() {
+  static const std::vector<std::string> kRules = {"application_xid", "gpu_retired"};
+  return kRules;
+}
+
+void SelfHealService::AdoptAlerts(const std::vector<alerts::Alert>& firing) {
+  const TimeMs now = state_->clock->Now();
+  for (const alerts::Alert& a : firing) {
+    if (a.state != alerts::AlertState::kFiring) continue;
+    bool keep = false;
+    if (a.rule == "application_xid" && a.subject.rfind("job ", 0) == 0) {
+      const sched::JobId id = std::atoll(a.subject.c_str() + 4);
+      auto job = id > 0 ? state_->store->GetJob(id) : Result<std::optional<store::JobRecord>>(std::nullopt);
+      std::optional<sched::JobState> st;
+      if (job.ok() && *job) st = sched::ParseJobState((*job)->state);
+      keep = st && !sched::IsFinal(*st) && now - a.fired_at < options_.rules.window;
+      if (keep) job_alerts_.emplace(id, a);
+    } else if (a.rule == "gpu_retired") {
+      const int pos = PositionOf(a.subject);
+      keep = pos >= 0 && StateOf(pos) == GpuHealth::kRetired;
+      if (keep) retired_alerts_[pos] = a;
+    }
+    if (!keep) ResolveAlert(a, now);
+  }
+}
+
 void SelfHealService::OnJobChanged(const sched::Job& job) {
   if (!sched::IsFinal(job.state)) return;
   auto [from, to] = job_alerts_.equal_range(job.id);
-  for (auto it = from; it != to; ++it) {
-    alerts::Alert a = it->second;
-    a.state = alerts::AlertState::kResolved;
-    a.resolved_at = state_->clock->Now();
-    if (alert_sink_) alert_sink_({alerts::AlertState::kFiring, alerts::AlertState::kResolved, a.resolved_at, a});
-  }
+  for (auto it = from; it != to; ++it) ResolveAlert(it->second, state_->clock->Now());
   job_alerts_.erase(from, to);
 
   for (size_t pos = 0; pos < gpus_.size(); ++pos) {

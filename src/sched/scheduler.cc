@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -114,6 +115,7 @@ class Pass {
         model_of_[p] = models.try_emplace(fleet.gpus[p].name, static_cast<int>(models.size()))
                            .first->second;
       }
+      if (fleet.gpus[p].suspect) suspect_.push_back(p);  // sorted: p rises
       int gpu = fleet.gpus[p].index;
       if (gpu < 0) continue;
       if (static_cast<size_t>(gpu) >= position_of_.size()) position_of_.resize(gpu + 1, -1);
@@ -392,6 +394,18 @@ class Pass {
     if (may_fit) {
       std::span<const size_t> avoid;
       if (reservation_ && !ends_before) avoid = reservation_->gpus;
+      // Rule 12: a long job tries the GPUs that are not suspect first.
+      if (!suspect_.empty() && IsLong(spec)) {
+        std::vector<size_t> elsewhere;
+        std::set_union(avoid.begin(), avoid.end(), suspect_.begin(), suspect_.end(),
+                       std::back_inserter(elsewhere));
+        if (spec.fractional() || index_.FreeMatching(spec, elsewhere) >= need) {
+          if (std::optional<std::vector<size_t>> gpus = index_.Find(spec, elsewhere)) {
+            Start(job, std::move(*gpus));
+            return "";
+          }
+        }
+      }
       // Counting first keeps a long queue behind a reservation cheap.
       bool room_beside = spec.fractional() || index_.FreeMatching(spec, avoid) >= need;
       if (room_beside) {
@@ -555,6 +569,11 @@ class Pass {
     ++generation_;
     still_for_ = 0;
     if (!answers_.empty()) answers_.clear();
+  }
+
+  // Rule 12: no time limit, or one above short_job_max.
+  bool IsLong(const JobSpec& spec) const {
+    return spec.time_limit <= 0 || spec.time_limit > config_.short_job_max;
   }
 
   bool Suitable(size_t p, const JobSpec& spec) const {
@@ -856,6 +875,7 @@ class Pass {
   const SchedulerConfig& config_;
   PlacementIndex index_;
   std::vector<int> position_of_;             // GPU index → position
+  std::vector<size_t> suspect_;              // sorted positions of suspect GPUs (rule 12)
   std::vector<Holding> holdings_;
   std::vector<std::vector<size_t>> holders_; // position → holdings_ entries
   std::unordered_map<std::string, int> user_twentieths_;

@@ -783,6 +783,83 @@ TEST_F(SchedulerTest, AFullMachineStopsPlacingButStillExplainsEveryJob) {
   EXPECT_EQ(Reason(d, 500), "waiting for 0.5 GPU with 8 GiB: 0 free, 4 busy");
 }
 
+// Rule 12: suspect GPUs last for long jobs.
+TEST_F(SchedulerTest, Rule12ALongJobAvoidsASuspectGpuWhileAnotherIsFree) {
+  FleetState fleet = testing::MakeFleet(3);
+  fleet.gpus[0].suspect = true;  // otherwise the first choice: equal GPUs go lowest first
+  pending_ = {Pending(1, Gpus(10)), Pending(2, Gpus(10, 4 * kHourMs))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 2u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(1));  // no time limit: long
+  EXPECT_THAT(d.starts[1].gpus, ElementsAre(2));  // 4 h > 1 h: long
+}
+
+TEST_F(SchedulerTest, Rule12ALongJobTakesTheSuspectGpuWhenNoOtherIsFree) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  running_ = {Running(9, Gpus(10), kNow - kHourMs, {1})};
+  pending_ = {Pending(1, Gpus(10))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(0));
+}
+
+TEST_F(SchedulerTest, Rule12AShortJobUsesASuspectGpuLikeAnyOther) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  fleet.gpus[1].health_score = 90;  // the suspect GPU is the healthier one by burn-in
+  pending_ = {Pending(1, Gpus(10, kHourMs)), Pending(2, Gpus(10))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 2u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(0));  // exactly 1 h: short, takes the best GPU
+  EXPECT_THAT(d.starts[1].gpus, ElementsAre(1));
+}
+
+TEST_F(SchedulerTest, Rule12AGangUsesASuspectGpuOnlyWhenItCannotFormWithoutOne) {
+  FleetState fleet = testing::MakeServer8();
+  fleet.gpus[1].suspect = true;
+  pending_ = {Pending(1, Gpus(30))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, UnorderedElementsAre(0, 2, 3));  // the NVLink island less GPU 1
+  pending_ = {Pending(2, Gpus(80))};
+  d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].gpus.size(), 8u);
+}
+
+TEST_F(SchedulerTest, Rule12ALongFractionGoesToAFreeGpuRatherThanShareASuspectOne) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  running_ = {Running(9, Gpus(5, 30 * kMinuteMs), kNow - kMinuteMs, {0})};
+  pending_ = {Pending(1, Gpus(5)), Pending(2, Gpus(5, 30 * kMinuteMs))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 2u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(1));  // long: the free GPU, not beside job 9
+  EXPECT_THAT(d.starts[1].gpus, ElementsAre(0));  // short: packs beside job 9 (best fit)
+}
+
+TEST_F(SchedulerTest, Rule12TheShortLimitIsConfigurable) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  config_.short_job_max = 10 * kMinuteMs;
+  pending_ = {Pending(1, Gpus(10, 30 * kMinuteMs))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(1));  // 30 min > 10 min: long here
+}
+
+TEST_F(SchedulerTest, Rule12AMaintenanceJobPinnedToASuspectGpuRunsThere) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  JobSpec burnin = Gpus(10);
+  burnin.pinned_gpus = {"GPU-0"};
+  pending_ = {Pending(1, burnin)};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(0));
+}
+
 TEST(FormatClockTest, SameDayOrFullDate) {
   EXPECT_EQ(FormatClock(kNow + 2 * kHourMs + 5 * kMinuteMs, kNow), "14:05 UTC");
   EXPECT_EQ(FormatClock(kNow + 3 * 24 * kHourMs, kNow), "1970-01-04 12:00 UTC");
