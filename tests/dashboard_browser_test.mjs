@@ -367,6 +367,11 @@ test('self-healing: a quarantined GPU says so on its card and in the table, sinc
     const context = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
     const page = await context.newPage();
     page.on('pageerror', (e) => pageErrors.push(String(e)));
+    const passportReads = new Map();  // GPU index -> requests for its passport
+    page.on('request', (r) => {
+      const m = new URL(r.url()).pathname.match(/^\/v1\/gpus\/(\d+)\/passport$/);
+      if (m) passportReads.set(Number(m[1]), (passportReads.get(Number(m[1])) || 0) + 1);
+    });
     await page.goto(`http://127.0.0.1:${healPort}/#/fleet`);
     await page.locator('[data-testid=layout-cards]').click();
     const card = page.locator('[data-testid=gpu-card][data-gpu="0"]');
@@ -391,6 +396,21 @@ test('self-healing: a quarantined GPU says so on its card and in the table, sinc
     assert.match(await row.locator('td').nth(2).getAttribute('title'), /self-heal: quarantined since .*XID 48/);
     assert.equal(await page.locator('[data-testid=gpu-row][data-gpu="1"] [data-testid=gpu-heal-badge]').count(), 0);
     await page.locator('[data-testid=layout-cards]').click();
+    // Open, the passport follows the card: an operator returns the GPU and
+    // it shows without being reopened. A closed card's is never read.
+    await card.locator('[data-testid=gpu-passport] summary').click();
+    await card.locator('[data-testid=passport-state]', { hasText: 'in_service → quarantined' }).waitFor();
+    const readsWhenOpened = passportReads.get(0);
+    healCli('undrain', '0');
+    await card.locator('[data-testid=passport-state]', { hasText: 'quarantined → in_service' }).waitFor({ timeout: 15000 });
+    assert.equal(await card.locator('[data-testid=gpu-passport]').getAttribute('open'), '');
+    assert.ok(passportReads.get(0) > readsWhenOpened, `GPU 0's passport read ${passportReads.get(0)} times`);
+    assert.equal(passportReads.get(1) || 0, 0, "GPU 1's passport is closed and must not be read");
+    await card.locator('[data-testid=gpu-passport] summary').click();
+    await page.waitForTimeout(300);  // a read already under way is counted
+    const readsWhenClosed = passportReads.get(0);
+    await page.waitForTimeout(3500);  // longer than a poll
+    assert.equal(passportReads.get(0), readsWhenClosed, 'a closed passport is read again');
     await context.close();
   } finally {
     try { healCli('stop'); } catch (e) { heal.kill('SIGTERM'); }

@@ -170,18 +170,21 @@ class SelfHealDaemonTest(unittest.TestCase):
         self.wait_health(0, ["in_service"], timeout=10)
 
     def test_xid31_from_jobs_on_two_gpus_is_the_applications(self):
+        # Job a also hits XID 13: one alert per job and XID.
         path = self.scenario("xid31.yaml", ["{at: 5s, gpu: 0, kind: xid, xid: 31}",
-                                            "{at: 5s, gpu: 1, kind: xid, xid: 31}"])
+                                            "{at: 5s, gpu: 1, kind: xid, xid: 31}",
+                                            "{at: 6s, gpu: 0, kind: xid, xid: 13}"])
         self.home.start("--scenario", path, "--interval", "200ms", "--requalify-after", "1s")
         a = self.submit("--gpus", "1", "--name", "a", "--", "sleep", "120")
         b = self.submit("--gpus", "1", "--name", "b", "--", "sleep", "120")
         self.wait_state(a, ["running"])
         self.wait_state(b, ["running"])
         deadline = time.time() + 20
-        while time.time() < deadline and len(self.events("job.xid")) < 2:
+        while time.time() < deadline and len(self.events("job.xid")) < 3:
             time.sleep(0.2)
         told = self.events("job.xid")
-        self.assertEqual(sorted(e["data"]["job_id"] for e in told), sorted([str(a), str(b)]), told)
+        self.assertEqual(sorted((e["data"]["job_id"], e["data"]["xid"]) for e in told),
+                         sorted([(str(a), 31), (str(a), 13), (str(b), 31)]), told)
         self.assertTrue(all(e["data"]["owner"] for e in told), told)
         time.sleep(1)
         for g in self.gpus():
@@ -191,20 +194,25 @@ class SelfHealDaemonTest(unittest.TestCase):
         self.assertEqual(self.job(b)["state"], "running")
         judged = self.events("gpu.fault_judged")
         self.assertEqual({e["data"]["rule"] for e in judged}, {"application_xid"}, judged)
-        self.assertEqual(self.xid_alerts(), sorted([f"job {a}", f"job {b}"]))
+        both = sorted([f"job {a} xid 31", f"job {a} xid 13", f"job {b} xid 31"])
+        self.assertEqual(self.xid_alerts(), both)
 
         # A restart keeps the owners' alerts firing while their jobs run
         # (the jobs outlive the daemon); a job's end resolves its own.
         self.home.daemon.terminate()
         self.home.daemon.wait(timeout=20)
         self.home.start("--scenario", self.scenario("calm.yaml", []), "--interval", "200ms")
-        self.assertEqual(self.xid_alerts(), sorted([f"job {a}", f"job {b}"]))
+        self.assertEqual(self.xid_alerts(), both)
         self.gh("cancel", str(b))
         self.wait_state(b, ["cancelled"])
+        left = sorted([f"job {a} xid 31", f"job {a} xid 13"])
         deadline = time.time() + 10
-        while time.time() < deadline and self.xid_alerts() != [f"job {a}"]:
+        while time.time() < deadline and self.xid_alerts() != left:
             time.sleep(0.2)
-        self.assertEqual(self.xid_alerts(), [f"job {a}"])
+        self.assertEqual(self.xid_alerts(), left)
+        # The CLI's table: the GPU and what the owner was told.
+        table = self.gh("alerts").stdout
+        self.assertIn(f"job {a} hit XID 13", table)
         self.gh("cancel", str(a))
         self.wait_state(a, ["cancelled"])
         deadline = time.time() + 10

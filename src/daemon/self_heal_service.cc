@@ -106,6 +106,8 @@ constexpr Threshold kThresholds[] = {
 
 }  // namespace
 
+std::string JobXidSubject(const std::string& job_id, int xid) { return fmt::format("job {} xid {}", job_id, xid); }
+
 const std::vector<std::string>& SelfHealRuleNames() {
   static const std::vector<std::string> kNames = {
       "application_xid",     "application_xid_without_job", "same_xid_several_jobs", "same_xid_many_jobs",
@@ -368,7 +370,7 @@ void SelfHealService::TellOwner(const alerts::OwnerNotice& n, TimeMs now) {
   if (!alert_sink_) return;
   alerts::Alert a;
   a.rule = "application_xid";
-  a.subject = "job " + n.job_id;
+  a.subject = JobXidSubject(n.job_id, n.xid);
   a.gpu_index = pos >= 0 ? state_->fleet.gpus[pos].index : -1;
   a.state = alerts::AlertState::kFiring;
   a.pending_since = a.fired_at = now;
@@ -376,8 +378,18 @@ void SelfHealService::TellOwner(const alerts::OwnerNotice& n, TimeMs now) {
   a.severity = store::Severity::kWarning;
   a.action = alerts::Action::kNotify;
   a.summary = fmt::format("{} (owner {})", n.message, n.owner);
+  const sched::JobId job = std::atoll(n.job_id.c_str());
+  // The rules tell an owner once per job and XID within a window; one told
+  // again (the window passed before this round's expiry) replaces its alert.
+  auto [from, to] = job_alerts_.equal_range(job);
+  for (auto it = from; it != to; ++it) {
+    if (it->second.subject != a.subject) continue;
+    ResolveAlert(it->second, now);
+    job_alerts_.erase(it);
+    break;
+  }
   alert_sink_({alerts::AlertState::kInactive, alerts::AlertState::kFiring, now, a});
-  job_alerts_.emplace(std::atoll(n.job_id.c_str()), a);
+  job_alerts_.emplace(job, a);
 }
 
 void SelfHealService::Apply(int pos, const HealthInput& input, const std::string& rule, bool shadow) {
@@ -571,6 +583,7 @@ void SelfHealService::AdoptAlerts(const std::vector<alerts::Alert>& firing) {
     if (a.state != alerts::AlertState::kFiring) continue;
     bool keep = false;
     if (a.rule == "application_xid" && a.subject.rfind("job ", 0) == 0) {
+      // "job N xid X"; an alert stored before subjects named the XID is "job N".
       const sched::JobId id = std::atoll(a.subject.c_str() + 4);
       auto job = id > 0 ? state_->store->GetJob(id) : Result<std::optional<store::JobRecord>>(std::nullopt);
       std::optional<sched::JobState> st;

@@ -57,6 +57,10 @@ Status SetSelfHealThreshold(SelfHealOptions* options, const std::string& assignm
 // "rule,rule" or "all"; kInvalidArgument names the known rules.
 Status SetSelfHealShadow(SelfHealOptions* options, const std::string& list);
 
+// "job 7 xid 31": the subject of an application_xid alert. One alert per job
+// and XID, so that resolving one never takes another off the alert list.
+std::string JobXidSubject(const std::string& job_id, int xid);
+
 // A job holding a GPU, to whom an XID on it is attributed.
 struct JobOnGpu {
   sched::JobId id = 0;
@@ -167,8 +171,9 @@ class SelfHealService : public TurnParticipant {
   AlertSink alert_sink_;
   alerts::SelfHealState memory_;
   std::vector<Gpu> gpus_;  // by fleet position
-  // Application-XID alerts firing on jobs: resolved when the job ends, or
-  // once they are a window (SelfHealPolicy::window) old.
+  // Application-XID alerts firing on jobs, one per job and XID (subject
+  // JobXidSubject): resolved when the job ends, or once they are a window
+  // (SelfHealPolicy::window) old.
   std::multimap<sched::JobId, alerts::Alert> job_alerts_;
   // gpu_retired alerts by fleet position: resolved when the GPU leaves retired.
   std::map<int, alerts::Alert> retired_alerts_;

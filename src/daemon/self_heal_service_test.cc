@@ -246,7 +246,7 @@ TEST_F(SelfHealServiceTest, ApplicationXidsAcrossJobsTellTheOwnersAndDrainNothin
   EXPECT_EQ(json::parse(told[0].data_json)["owner"], "alice");
   EXPECT_EQ(json::parse(told[1].data_json)["owner"], "bob");
   ASSERT_EQ(alerts_.size(), 2u);
-  EXPECT_EQ(alerts_[0].alert.subject, "job 1");
+  EXPECT_EQ(alerts_[0].alert.subject, "job 1 xid 31");
   // The job's end resolves its alert.
   sched::Job ended;
   ended.id = 1;
@@ -300,7 +300,7 @@ TEST_F(SelfHealServiceTest, ApplicationXidAlertsOutliveARestartUntilTheirJobEnds
   auto s = Start();
   s->AdoptAlerts(left);
   ASSERT_EQ(alerts_.size(), 1u);
-  EXPECT_EQ(alerts_[0].alert.subject, "job 2");
+  EXPECT_EQ(alerts_[0].alert.subject, "job 2 xid 31");
   EXPECT_EQ(alerts_[0].to, alerts::AlertState::kResolved);
   // Job 1 ends: its alert resolves.
   sched::Job one;
@@ -308,7 +308,7 @@ TEST_F(SelfHealServiceTest, ApplicationXidAlertsOutliveARestartUntilTheirJobEnds
   one.state = sched::JobState::kCompleted;
   s->OnJobChanged(one);
   ASSERT_EQ(alerts_.size(), 2u);
-  EXPECT_EQ(alerts_[1].alert.subject, "job 1");
+  EXPECT_EQ(alerts_[1].alert.subject, "job 1 xid 31");
   EXPECT_EQ(alerts_[1].to, alerts::AlertState::kResolved);
   // Job 3 runs on; a window after the XID its alert resolves anyway.
   Rounds(*s, 1);
@@ -316,9 +316,67 @@ TEST_F(SelfHealServiceTest, ApplicationXidAlertsOutliveARestartUntilTheirJobEnds
   clock_.Advance(options_.rules.window);
   Rounds(*s, 1);
   ASSERT_EQ(alerts_.size(), 3u);
-  EXPECT_EQ(alerts_[2].alert.subject, "job 3");
+  EXPECT_EQ(alerts_[2].alert.subject, "job 3 xid 31");
   EXPECT_EQ(alerts_[2].to, alerts::AlertState::kResolved);
   EXPECT_TRUE(Firing(alerts_).empty());
+}
+
+TEST_F(SelfHealServiceTest, TwoXidsOnOneJobAreTwoAlertsAndEachResolvesAlone) {
+  auto s = Start();
+  queue_.jobs_on[0] = {{1, "alice"}};
+  s->OnGpuEvents({Xid(0, 31)});
+  Commit();
+  Rounds(*s, 60);
+  s->OnGpuEvents({Xid(0, 13)});
+  Commit();
+  std::vector<alerts::Alert> firing = Firing(alerts_);
+  ASSERT_EQ(firing.size(), 2u);
+  EXPECT_EQ(firing[0].subject, "job 1 xid 13");
+  EXPECT_EQ(firing[1].subject, "job 1 xid 31");
+  // XID 31's window ends an hour before XID 13's: only its alert resolves.
+  clock_.Advance(options_.rules.window - 61 * kMinuteMs);
+  Rounds(*s, 1);
+  firing = Firing(alerts_);
+  ASSERT_EQ(firing.size(), 1u);
+  EXPECT_EQ(firing[0].subject, "job 1 xid 13");
+  EXPECT_EQ(firing[0].value, 13);
+  // The job's end resolves the other.
+  sched::Job ended;
+  ended.id = 1;
+  ended.state = sched::JobState::kCompleted;
+  s->OnJobChanged(ended);
+  EXPECT_TRUE(Firing(alerts_).empty());
+  // Each alert fired once and resolved once.
+  ASSERT_EQ(alerts_.size(), 4u);
+  EXPECT_EQ(alerts_[2].alert.subject, "job 1 xid 31");
+  EXPECT_EQ(alerts_[3].alert.subject, "job 1 xid 13");
+  EXPECT_EQ(alerts_[3].to, alerts::AlertState::kResolved);
+}
+
+TEST_F(SelfHealServiceTest, AnAlertAPreviousVersionStoredOnJobNStillResolvesAtItsJobsEnd) {
+  store::JobRecord job;
+  job.id = 4;
+  job.user = "alice";
+  job.state = "running";
+  job.spec_json = "{}";
+  state_.batch.jobs.push_back(job);
+  Commit();
+  alerts::Alert old;
+  old.rule = "application_xid";
+  old.subject = "job 4";
+  old.gpu_index = 0;
+  old.state = alerts::AlertState::kFiring;
+  old.pending_since = old.fired_at = clock_.Now();
+  auto s = Start();
+  s->AdoptAlerts({old});
+  EXPECT_TRUE(alerts_.empty());
+  sched::Job ended;
+  ended.id = 4;
+  ended.state = sched::JobState::kFailed;
+  s->OnJobChanged(ended);
+  ASSERT_EQ(alerts_.size(), 1u);
+  EXPECT_EQ(alerts_[0].alert.subject, "job 4");
+  EXPECT_EQ(alerts_[0].to, alerts::AlertState::kResolved);
 }
 
 TEST_F(SelfHealServiceTest, ARetiredGpusAlertFiresAcrossARestartAndResolvesWhenAnOperatorReturnsIt) {

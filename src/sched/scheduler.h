@@ -67,11 +67,20 @@
 //     jobs and maintenance jobs pinned to the GPU (rule 0) use it like any
 //     other. Why 1 h: a suspect card faulted under 3 jobs within 24 h, so a
 //     short job risks at most its hour while a long one risks everything
-//     since its last checkpoint. Reservations (rule 4) and preemption (rules
-//     5, 7) do not look at it: they plan for GPUs busy now. A waiting job's
+//     since its last checkpoint. A long job's reservation (rule 4) keeps its
+//     time (suspect GPUs count: the job falls back to them when nothing else
+//     is free), but of the GPUs free by then it holds the ones it will be
+//     placed on: chosen as if the suspect GPUs were not there, and only if
+//     too few others are, as usual; the suspect ones stay open to backfill,
+//     where short jobs may use them. Preemption for a long job (rules 5, 7)
+//     stops no more work, and no better-connected set is given up, to avoid
+//     a suspect GPU: of victims equal in lost work and urgency it stops the
+//     one not on a suspect GPU, and of GPU sets equally connected and equally
+//     cheap it claims the one with fewer suspect GPUs. A waiting job's
 //     answer (rule 11) does not depend on it: a long job that finds nothing
 //     elsewhere falls back to the suspect GPUs, so it waits exactly when a
-//     short one would.
+//     short one would, and a reservation or a preemption changes the pass
+//     (no answer given before it is reused after it).
 #pragma once
 
 #include <map>

@@ -386,6 +386,7 @@
         }
       }
       if (route === state.route) render();
+      if (route === state.route && route.view === 'fleet') refreshOpenPassports();
       const at = `${clock(Date.now())} ${zoneName()}`;
       document.getElementById('status-line').textContent =
         `${fleet.hostname || ''} · ${fleet.gpus.length} GPUs (${fleet.driver}) · daemon ${health.status} · updated ${at} · every ${POLL_MS / 1000} s`;
@@ -495,6 +496,7 @@
       return el('div', { class: 'field' }, el('span', { class: 'label' }, label), fields[name]);
     };
     const chartsBox = el('div', { class: 'charts' });
+    let card = null;
     const root = el('section', { class: 'gpu-card', 'data-testid': 'gpu-card', 'data-gpu': gpu.index },
       el('div', { class: 'card-head' },
         el('h2', {}, `GPU ${gpu.index}`, el('span', { class: 'model' }, gpu.name)),
@@ -506,7 +508,7 @@
       chartsBox,
       fields.jobs = el('div', { class: 'jobs-on', 'data-testid': 'gpu-jobs' }),
       fields.passport = el('details', { class: 'passport', 'data-testid': 'gpu-passport',
-        ontoggle: (e) => { if (e.target.open) loadPassport(gpu.index, fields.passport); } },
+        ontoggle: (e) => { if (e.target.open) loadPassport(gpu.index, card); } },
       el('summary', {}, 'passport'), el('div', { class: 'passport-body' }, el('span', { class: 'muted' }, 'loading…'))),
       fields.actions = el('div', { class: 'card-actions' }));
     const charts = [];
@@ -533,19 +535,39 @@
     } else {
       chartsBox.append(el('p', { class: 'muted' }, 'Charts are missing: this gpuherd was built without npm (uPlot).'));
     }
-    return { root, fields, charts, boxes, key: '' };
+    card = { root, fields, charts, boxes, key: '', passportKey: '', passportLoading: false };
+    return card;
   }
 
-  // The card's passport (GET /v1/gpus/{id}/passport), read when opened.
-  async function loadPassport(index, box) {
+  // Open passports follow the card: read again on every poll (a new incident,
+  // a state change), never for a closed card.
+  function refreshOpenPassports() {
+    for (const [index, card] of state.cards) {
+      if (card.fields.passport.open) loadPassport(index, card);
+    }
+  }
+
+  // The card's passport (GET /v1/gpus/{id}/passport), read when opened and
+  // while it stays open. One read at a time per card; an unchanged passport
+  // leaves the page alone (a selection in it survives).
+  async function loadPassport(index, card) {
+    if (card.passportLoading) return;
+    const box = card.fields.passport;
     const body = box.querySelector('.passport-body');
     let p;
+    card.passportLoading = true;
     try {
       p = await api(`/v1/gpus/${index}/passport`);
     } catch (e) {
+      card.passportKey = '';
       body.replaceChildren(el('span', { class: 'warn' }, `cannot read the passport: ${e.message}`));
       return;
+    } finally {
+      card.passportLoading = false;
     }
+    const key = JSON.stringify(p);
+    if (key === card.passportKey) return;
+    card.passportKey = key;
     const row = (label, value) => el('div', { class: 'field' }, el('span', { class: 'label' }, label), el('span', { class: 'value' }, value));
     const last = (list, n) => (list || []).slice(-n).reverse();
     body.replaceChildren(
