@@ -170,6 +170,20 @@ void PipelineService::SaveNode(const Run& run, int node) { state_->batch.pipelin
 
 void PipelineService::SaveRun(const Run& run) { state_->batch.pipeline_runs.push_back(run.record); }
 
+void PipelineService::AddWaitingNodes(Run& run) {
+  for (size_t i = 0; i < run.plan.nodes.size(); ++i) {
+    const pipeline::PlanNode& n = run.plan.nodes[i];
+    store::PipelineNodeRecord row;
+    row.run_id = run.record.id;
+    row.node_id = n.id;
+    row.key = n.key;
+    row.step = n.step;
+    row.state = pipeline::NodeStateName(NodeState::kWaiting);
+    run.nodes.push_back(std::move(row));
+    run.by_id[n.id] = static_cast<int>(i);
+  }
+}
+
 Result<PipelineService::Run> PipelineService::Rebuild(const store::PipelineRunRecord& record) {
   auto spec = pipeline::ParsePipeline(record.yaml, record.source_path);
   if (!spec.ok()) return spec.status().Annotate(fmt::format("stored pipeline run {} no longer parses", record.id));
@@ -184,17 +198,7 @@ Result<PipelineService::Run> PipelineService::Rebuild(const store::PipelineRunRe
   Run run;
   run.record = record;
   run.plan = std::move(plan).value();
-  for (size_t i = 0; i < run.plan.nodes.size(); ++i) {
-    const pipeline::PlanNode& n = run.plan.nodes[i];
-    store::PipelineNodeRecord row;
-    row.run_id = record.id;
-    row.node_id = n.id;
-    row.key = n.key;
-    row.step = n.step;
-    row.state = pipeline::NodeStateName(NodeState::kWaiting);
-    run.nodes.push_back(std::move(row));
-    run.by_id[n.id] = static_cast<int>(i);
-  }
+  AddWaitingNodes(run);
   auto rows = state_->store->ListPipelineNodes(record.id);
   if (!rows.ok()) return rows.status();
   for (auto& row : *rows) {
@@ -330,17 +334,7 @@ Result<api::PipelineCreated> PipelineService::Create(const api::PipelineCreateRe
   Run run;
   run.record = record;
   run.plan = std::move(plan).value();
-  for (size_t i = 0; i < run.plan.nodes.size(); ++i) {
-    const pipeline::PlanNode& n = run.plan.nodes[i];
-    store::PipelineNodeRecord row;
-    row.run_id = id;
-    row.node_id = n.id;
-    row.key = n.key;
-    row.step = n.step;
-    row.state = pipeline::NodeStateName(NodeState::kWaiting);
-    run.nodes.push_back(std::move(row));
-    run.by_id[n.id] = static_cast<int>(i);
-  }
+  AddWaitingNodes(run);
   SaveRun(run);
   for (size_t i = 0; i < run.nodes.size(); ++i) SaveNode(run, static_cast<int>(i));
   Event(run, "pipeline.created", store::Severity::kInfo,

@@ -92,6 +92,8 @@ class PipelineService {
     bool dirty = true;                             // NextActions may have news
   };
 
+  // A waiting node row for every node of the run's plan, and by_id.
+  void AddWaitingNodes(Run& run);
   // Re-expands a stored run's file; the nodes are the stored ones.
   Result<Run> Rebuild(const store::PipelineRunRecord& record);
   Result<Run*> Find(int64_t id, const Caller& caller, bool act);
