@@ -563,9 +563,11 @@ TEST(AlertServiceExternalTest, AResolutionTakesOffOnlyTheAlertItResolves) {
   };
   auto listed = [&] {
     std::vector<TimeMs> out;
-    auto list = service_ref.ListJson(false);
+    auto list = service_ref.List(false);
     EXPECT_TRUE(list.ok());
-    for (const json& a : (*list)["alerts"]) out.push_back(a["pending_since"].get<TimeMs>());
+    if (list.ok()) {
+      for (const api::Alert& a : *list) out.push_back(a.pending_since);
+    }
     return out;
   };
   raise(kT0, alerts::AlertState::kInactive, alerts::AlertState::kFiring);
