@@ -558,6 +558,27 @@ TEST_F(PipelineServiceTest, ARestartedDaemonCarriesOnWithTheRun) {
   EXPECT_EQ(Run("name: next\nsteps:\n  a: {run: \"true\", gpus: 0}\n"), id + 1);
 }
 
+// Stopped right after answering, while its worker makes a 2,000-point
+// sweep's folders: the worker stops between two folders, and the next start
+// makes every folder before the run goes on (on 2 shared cores the first
+// daemon had made about 100 of the 2,000 workspaces when it stopped).
+TEST_F(PipelineServiceTest, ADaemonStoppedWhileMakingFoldersMakesThemAtTheNextStart) {
+  StartDaemon();
+  std::string points;
+  for (int i = 0; i < 2000; ++i) points += (i ? ", " : "") + std::to_string(i);
+  const int64_t id = Run("name: wide\ndefaults: {gpus: 0}\nsteps:\n  prepare: {run: \"sleep 60\"}\n"
+                         "  work:\n    needs: [prepare]\n    matrix: {i: [" + points + "]}\n    run: \"true\"\n");
+  ASSERT_GT(id, 0);
+  StopDaemon();
+  StartDaemon();
+  ASSERT_TRUE(WaitFor([&] { return Node(Show(id), "prepare")["state"] == "running"; })) << Show(id).dump(2);
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_TRUE(fs::is_directory(RunDir(id) + "/work/" + std::to_string(i))) << i;
+  }
+  EXPECT_TRUE(fs::is_directory(RunDir(id) + "/.checkpoints/work"));
+  EXPECT_EQ(Show(id)["state"], "running");
+}
+
 TEST_F(PipelineServiceTest, PlainJobsHaveTheirMetricsCollectedToo) {
   StartDaemon();
   json spec = {{"command", {"sh", "-c", "echo '{\"step\": 1, \"loss\": 2.5}' >> $GPUHERD_METRICS_FILE"}},
