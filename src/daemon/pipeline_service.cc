@@ -169,8 +169,9 @@ void PipelineService::MakeFolders(Run& run) {
   const std::string pipelines = dir_.root + "/pipelines";
   // Listing the folders is cheap; making them (a syscall or three each, and
   // a chown when the daemon is root) is the worker's.
-  folders_->Post([pipelines, folders = RunFolders(run.plan), owner = DirOwner{static_cast<uint32_t>(run.record.uid), static_cast<uint32_t>(run.record.gid)},
-                  id = run.record.id, request = run.folders_request, closing = closing_, post = post_, this] {
+  const DirOwner owner{static_cast<uint32_t>(run.record.uid), static_cast<uint32_t>(run.record.gid)};
+  folders_->Post([pipelines, folders = RunFolders(run.plan), owner, id = run.record.id, request = run.folders_request,
+                  closing = closing_, post = post_, this] {
     Status made = MakeRunFolders(pipelines, folders, owner, *closing);
     if (*closing) return;  // the service is going: the next Load() makes them
     post([this, id, request, made] { FoldersMade(id, request, made); });
