@@ -122,7 +122,7 @@ void JobService::Erase(sched::JobId id) {
   auto count = unfinished_by_uid_.find(it->second.job.spec.uid);
   if (count != unfinished_by_uid_.end() && --count->second <= 0) unfinished_by_uid_.erase(count);
   Unindex(it->second);
-  jobs_.erase(it);
+  finished_entries_.push_back(jobs_.extract(it));
 }
 
 void JobService::SetState(Entry& e, JobState state) {
@@ -683,7 +683,11 @@ void JobService::Finish(Entry& e, JobState state, const std::string& reason) {
   job.reason = reason;
   job.ended = state_->clock->Now();
   fair_share_->Finished(job);
-  state_->batch.jobs.push_back(ToRecord(e));
+  // The entry is erased below: its stored spec moves into the record.
+  std::string stored_spec = std::move(e.stored_spec);
+  store::JobRecord record = ToRecord(e);
+  record.spec_json = std::move(stored_spec);
+  state_->batch.jobs.push_back(std::move(record));
   touched_.erase(job.id);
   Event(job, "job." + std::string(sched::JobStateName(state)),
         state == JobState::kFailed ? store::Severity::kWarning : store::Severity::kInfo, reason);
@@ -850,6 +854,16 @@ void JobService::EndOfTurn() {
 }
 
 void JobService::AfterCommit(bool committed) {
+  // A few are freed here; many on the launch thread (a bulk cancel's 20,000
+  // specs took a tenth of its time to free).
+  constexpr size_t kFreedOnTheLoop = 64;
+  if (finished_entries_.size() <= kFreedOnTheLoop) {
+    finished_entries_.clear();
+  } else {
+    auto entries = std::make_shared<decltype(finished_entries_)>(std::move(finished_entries_));
+    finished_entries_.clear();
+    launcher_->OffLoop([entries] { entries->clear(); });
+  }
   auto actions = std::move(after_commit_);
   after_commit_.clear();
   auto exits = std::move(exits_this_turn_);
@@ -924,6 +938,9 @@ Result<api::CancelOutcome> JobService::CancelMany(const CancelRequest& request, 
       if (matches(e.job)) chosen.push_back(id);
     }
   }
+  // Each cancel adds its record and its event to the turn's one commit.
+  state_->batch.jobs.reserve(state_->batch.jobs.size() + chosen.size());
+  state_->batch.events.reserve(state_->batch.events.size() + chosen.size());
   for (sched::JobId id : chosen) {
     auto done = Act(id, "cancel", caller);
     if (!done.ok()) {

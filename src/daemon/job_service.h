@@ -155,7 +155,8 @@ class JobService : public TurnParticipant {
   // ones too when `all` (the 10,000 most recent, read from the store: the
   // daemon keeps only unfinished jobs in memory). An unfinished job's view is
   // made once per change and shared until the next (ListedJob::live), so
-  // polling a deep queue builds nothing.
+  // polling a deep queue builds nothing; the routes write it as the full
+  // listing or as the compact one (?view=table, api::kJobTableColumns).
   struct ListedJob {
     std::shared_ptr<const api::JobView> view;  // its `now` is 0: the listing's is JobListing::now
     bool live = false;  // unfinished: this view object stands for the job until it changes
@@ -321,6 +322,9 @@ class JobService : public TurnParticipant {
   // every claim and never stops a victim twice for one preemptor.
   std::map<sched::JobId, std::vector<int>> stored_claims_;
   std::vector<std::function<void()>> after_commit_;
+  // Jobs that finished this turn, freed after its commit: off the loop when
+  // there are many (a cancel of 20,000), so that no answer waits for it.
+  std::vector<std::map<sched::JobId, Entry>::node_type> finished_entries_;
   // Exits delivered in this turn: a failed commit replays them onto the
   // restored queue (the executor reports each end once only).
   std::vector<exec::ExitRecord> exits_this_turn_;

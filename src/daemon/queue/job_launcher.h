@@ -66,6 +66,9 @@ class JobLauncher {
   // Off the loop: the job's folders (owned by the user it runs as), then the
   // executor's launch; `done` runs on the loop with the shim's pid or why not.
   void Launch(exec::LaunchSpec launch, std::function<void(const Result<int>&)> done);
+  // Other work the loop should not wait for (freeing many finished jobs), on
+  // the same thread, after the launches queued before it.
+  void OffLoop(std::function<void()> task) { run_off_loop_(std::move(task)); }
 
  private:
   const gpu::Fleet* fleet_;

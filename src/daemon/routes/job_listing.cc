@@ -20,31 +20,59 @@ JobListingWriter::Text JobListingWriter::Split(const api::JobView& view, bool hi
   return {text.substr(0, value), text.substr(value + 1)};  // past the "0"
 }
 
-std::string JobListingWriter::Body(const JobService::JobListing& listing, const Caller& caller) {
+std::string JobListingWriter::TableRow(const api::JobView& v) {
+  return nlohmann::json::array({v.id, v.name, v.user, v.state, v.gpu_twentieths, v.assigned_gpus, v.priority,
+                                v.submitted, v.started, v.ended, v.reason})
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+JobListingWriter::Cached& JobListingWriter::For(const std::shared_ptr<const api::JobView>& view) {
+  Cached& c = cache_[view->id];
+  if (c.view != view) c = Cached{view, std::nullopt, std::nullopt, std::nullopt};
+  return c;
+}
+
+std::string JobListingWriter::Body(const JobService::JobListing& listing, const Caller& caller, Form form) {
   const std::string now = std::to_string(listing.now);
-  std::string out = "{\"jobs\":[";
+  std::string out;
+  if (form == Form::kTable) {
+    static const std::string kHead =
+        "{\"columns\":" + nlohmann::json(api::kJobTableColumns).dump() + ",\"rows\":[";
+    out = kHead;
+  } else {
+    out = "{\"jobs\":[";
+  }
   bool first = true;
-  auto add = [&](const Text& t) {
+  auto add = [&](const std::string& head, const std::string& tail, bool with_now) {
     if (!first) out += ',';
     first = false;
-    out += t.head;
+    out += head;
+    if (!with_now) return;
     out += now;
-    out += t.tail;
+    out += tail;
   };
   for (const JobService::ListedJob& job : listing.jobs) {
-    const bool hide = !MaySeeJobInternals(caller, job.view->user);
-    if (!job.live) {  // a finished job, read from the store for this answer only
-      add(Split(*job.view, hide));
+    if (form == Form::kTable) {
+      if (!job.live) {  // a finished job, read from the store for this answer only
+        add(TableRow(*job.view), "", false);
+        continue;
+      }
+      Cached& c = For(job.view);
+      if (!c.row) c.row = TableRow(*job.view);
+      add(*c.row, "", false);
       continue;
     }
-    Cached& c = cache_[job.view->id];
-    if (c.view != job.view) {
-      c.view = job.view;
-      c.full = Split(*job.view, false);
-      c.hidden.reset();
+    const bool hide = !MaySeeJobInternals(caller, job.view->user);
+    if (!job.live) {
+      const Text t = Split(*job.view, hide);
+      add(t.head, t.tail, true);
+      continue;
     }
-    if (hide && !c.hidden) c.hidden = Split(*job.view, true);
-    add(hide ? *c.hidden : c.full);
+    Cached& c = For(job.view);
+    std::optional<Text>& text = hide ? c.hidden : c.full;
+    if (!text) text = Split(*job.view, hide);
+    const Text& t = *text;
+    add(t.head, t.tail, true);
   }
   out += "],\"now\":" + now + "}";
   // A view only this cache still holds is of a job that changed or left the

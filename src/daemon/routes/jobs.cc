@@ -16,16 +16,22 @@ namespace {
 using nlohmann::json;
 
 // The listing, with other users' commands left out for a caller who is not
-// an admin.
+// an admin; ?view=table, the compact listing `ps` reads (the same jobs, only
+// the table's columns, which hold nothing private).
 http::Response List(RouteContext& ctx, const http::Request& request, const Caller& caller) {
   std::string state = QueryText(request, "state");
   if (!state.empty() && !sched::ParseJobState(state)) {
     return http::ErrorResponse(400, "unknown state '" + http::Excerpt(state) +
                                         "'; use pending, held, running, stopping, completed, failed or cancelled");
   }
+  std::string view = QueryText(request, "view");
+  if (!view.empty() && view != "table" && view != "jobs") {
+    return http::ErrorResponse(400, "unknown view '" + http::Excerpt(view) + "'; use jobs (the default) or table");
+  }
   http::Response response;
-  response.body =
-      ctx.job_listing->Body(ctx.jobs->List(QueryFlag(request, "all"), QueryText(request, "user"), state), caller);
+  response.body = ctx.job_listing->Body(
+      ctx.jobs->List(QueryFlag(request, "all"), QueryText(request, "user"), state), caller,
+      view == "table" ? JobListingWriter::Form::kTable : JobListingWriter::Form::kJobs);
   return response;
 }
 
