@@ -76,6 +76,19 @@ class PipelineCliTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 2)
         self.assertIn("/nonexistent/p.yaml", proc.stderr)
 
+    def test_run_without_a_daemon_says_the_file_was_not_checked(self):
+        # The daemon checks and expands the file; without one nothing was checked.
+        home = Home()
+        try:
+            proc = run("run", os.path.join(EXAMPLES, "invalid", "cycle.yaml"), home=home.dir, check=False)
+        finally:
+            home.close()
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("no daemon answered", proc.stderr)
+        self.assertIn("cycle.yaml was neither checked nor run", proc.stderr)
+        self.assertIn("gpuherd daemon", proc.stderr)
+        self.assertEqual(proc.stdout, "")
+
     # --- run --wait, pipelines, show ------------------------------------------
 
     def test_run_wait_completes_the_sweep(self):

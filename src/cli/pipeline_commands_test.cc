@@ -58,6 +58,7 @@ class PipelineCommandsTest : public ::testing::Test {
     http::Response response;
     if (r.method == "POST" && r.path == "/v1/pipelines") {
       posted_ = json::parse(r.body);
+      if (!refusal_.empty()) return http::ErrorResponse(400, refusal_);
       response.status = 201;
       response.body = json{{"id", 7}, {"nodes", 2}}.dump();
     } else if (r.path == "/v1/pipelines/7") {
@@ -140,6 +141,7 @@ class PipelineCommandsTest : public ::testing::Test {
   int polls_ = 0;
   int running_polls_ = 0;
   std::string outcome_ = "succeeded";
+  std::string refusal_;  // the daemon's 400 to POST /v1/pipelines, when set
   std::string out_;
 };
 
@@ -161,10 +163,23 @@ TEST_F(PipelineCommandsTest, RunSubmitsTheFileAndPrintsTheId) {
   EXPECT_EQ(posted_["params"], json({{"steps", "5"}}));
 }
 
-TEST_F(PipelineCommandsTest, InvalidFileExitsTwoWithoutSubmitting) {
-  std::string path = WritePipeline("name: toy\nsteps:\n  train: {run: x, needs: [nothing]}\n");
+// The daemon checks the file (its errors name the file and line); the CLI
+// sends it unexpanded and exits 2 on the refusal, printing no id.
+TEST_F(PipelineCommandsTest, InvalidFileIsCheckedByTheDaemonAndExitsTwo) {
+  const std::string bad = "name: toy\nsteps:\n  train: {run: x, needs: [nothing]}\n";
+  const std::string path = WritePipeline(bad);
+  refusal_ = "p.yaml:3: step 'train' needs 'nothing', which is not a step";
   EXPECT_EQ(Run({"run", path}), 2);
-  EXPECT_EQ(Run({"run", WritePipeline(kPipeline), "-p", "epochs=3"}), 2);
+  EXPECT_EQ(out_, "");
+  EXPECT_THAT(requests_, ::testing::ElementsAre("POST /v1/pipelines"));
+  EXPECT_EQ(posted_["yaml"], bad);
+  EXPECT_EQ(posted_["source"], path);
+}
+
+// What only the CLI can see is still checked before anything is sent.
+TEST_F(PipelineCommandsTest, UnreadableFileAndMalformedOverrideExitTwoWithoutSubmitting) {
+  EXPECT_EQ(Run({"run", dir_ + "/missing.yaml"}), 2);
+  EXPECT_EQ(Run({"run", WritePipeline(kPipeline), "-p", "steps"}), 2);
   EXPECT_THAT(requests_, IsEmpty());
 }
 

@@ -1,5 +1,5 @@
-// gpuherd run FILE [-p key=value]... [--wait] [--json]: checks a pipeline file
-// here, submits it to the daemon, and with --wait follows it to the end.
+// gpuherd run FILE [-p key=value]... [--wait] [--json]: sends a pipeline file
+// to the daemon (which checks and expands it), and with --wait follows it to the end.
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,9 +7,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -17,8 +16,8 @@
 #include "cli/daemon_client.h"
 #include "cli/pipeline_format.h"
 #include "cli/table.h"
+#include "core/yaml.h"
 #include "pipeline/plan.h"
-#include "pipeline/spec.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -39,34 +38,24 @@ TimeMs WallNow() {
       .count();
 }
 
-struct Submission {
-  json body;
-  size_t nodes = 0;
-};
-
-// Everything the daemon would refuse, found here first so the message names
-// the file and line: the file itself, then the -p overrides.
-Result<Submission> Prepare(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgument(fmt::format("cannot read {}: check the path", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto spec = pipeline::LoadPipeline(path);
-  if (!spec.ok()) return spec.status();
+// The file is read once, here, and sent as it is: the daemon parses and
+// expands it (its errors name the file and line, as `source` is the path
+// given here). Only what the daemon cannot see is checked here: that the
+// file can be read, and that each -p is key=value.
+Result<json> Prepare(const std::string& path, const std::vector<std::string>& overrides) {
+  auto text = ReadTextFile(path, YamlLimits().max_bytes);
+  if (!text.ok()) return InvalidArgument(text.status().Annotate("cannot read the pipeline file").message());
   std::map<std::string, std::string> params;
   for (const std::string& o : overrides) {
     auto kv = pipeline::ParseOverride(o);
     if (!kv.ok()) return InvalidArgument(fmt::format("-p {}: {}", o, kv.status().message()));
     params[kv->first] = kv->second;
   }
-  // The run folder is the daemon's to choose; any absolute path expands the
-  // same plan, which checks the overrides against the file's parameters.
-  auto plan = pipeline::Expand(*spec, params, "/run");
-  if (!plan.ok()) return InvalidArgument(plan.status().message());  // it names the file
-  Submission s;
-  s.body = {{"yaml", text.str()}, {"source", path}, {"base_dir", spec->base_dir}, {"params", params}};
-  s.nodes = plan->nodes.size();
-  return s;
+  // Relative paths in the file (scripts, data) are the file's folder's.
+  std::error_code ec;
+  const std::string base_dir = std::filesystem::absolute(path, ec).parent_path().lexically_normal().string();
+  if (ec) return InvalidArgument(fmt::format("cannot resolve the folder of {}: {}", path, ec.message()));
+  return json{{"yaml", std::move(text).value()}, {"source", path}, {"base_dir", base_dir}, {"params", params}};
 }
 
 // Redraws the progress table in place on a terminal; elsewhere prints one
@@ -166,9 +155,15 @@ void AddRunCommand(CLI::App& app, CommandContext* ctx) {
       return;
     }
     DaemonClient client(ctx->dir());
-    auto reply = client.Post("/v1/pipelines", submission->body);
+    auto reply = client.Post("/v1/pipelines", *submission);
     if (!reply.ok()) {
-      ctx->Fail(reply.status());
+      if (reply.status().code() == Code::kUnavailable) {
+        // The daemon checks the file: without one, nothing was checked.
+        ctx->Fail(reply.status().Annotate(
+            "no daemon answered, so " + f->file + " was neither checked nor run; start one with `gpuherd daemon`"));
+        return;
+      }
+      ctx->Fail(reply.status());  // the daemon's message names the file and line
       if (reply.status().code() == Code::kInvalidArgument) ctx->exit_code = kInvalidExit;
       return;
     }

@@ -560,7 +560,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   } else if (options.pipeline_backend == "slurm") {
     return InvalidArgument("pipelines on Slurm need a shared folder for the jobs' files: --slurm-shared-dir DIR");
   }
-  impl->pipelines = std::make_unique<PipelineService>(&impl->state, backends, options.pipeline_backend, dir);
+  impl->pipelines = std::make_unique<PipelineService>(
+      &impl->state, backends, options.pipeline_backend, dir,
+      [raw](std::function<void()> task) { raw->loop->Post(std::move(task)); });
   GPUHERD_RETURN_IF_ERROR(impl->pipelines->Load());
   for (JobBackend* b : backends) {
     const bool local = b == impl->local_backend.get();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -115,19 +116,95 @@ bool LowerIsBetter(const std::string& metric) {
   return false;
 }
 
-// Creates `path` (and its parents below `pipelines`, <home>/pipelines) for the run's
-// owner: the jobs run as that user when the daemon is root, and must write
-// their workspaces. The owner controls the run folder's entries, so nothing
-// on the way is followed (owned_dirs.h).
-Status MakeDir(const std::string& pipelines, const std::string& path, const Caller& owner) {
-  return MakeDirsBeneath(pipelines, path, DirOwner{owner.uid, owner.gid});
+// The folders of a run: its own (<home>/pipelines/<id>), its checkpoint
+// folder, and each node's workspace, artifact and checkpoint folders,
+// parents first.
+std::vector<std::string> RunFolders(const pipeline::Plan& plan) {
+  const std::string& run = plan.run_dir;
+  std::vector<std::string> folders = {run, run + "/.checkpoints"};
+  folders.reserve(2 + plan.nodes.size() * 3);
+  for (const pipeline::PlanNode& n : plan.nodes) {
+    if (n.key != n.step) folders.push_back(run + "/" + n.step);
+    folders.push_back(run + "/" + n.key);
+    for (const std::string& a : n.artifacts) folders.push_back(run + "/" + a);
+    if (n.key != n.step) folders.push_back(run + "/.checkpoints/" + n.step);
+  }
+  return folders;
+}
+
+// Runs on the folder worker. Makes each folder for the run's owner: the
+// jobs run as that user when the daemon is root, and must write their
+// workspaces. The owner controls the run folder's entries, so nothing on
+// the way is followed (owned_dirs.h).
+Status MakeRunFolders(const std::string& pipelines, const std::vector<std::string>& folders, const DirOwner& owner,
+                      const std::atomic<bool>& closing) {
+  std::error_code ec;
+  fs::create_directories(pipelines, ec);
+  fs::permissions(pipelines, fs::perms(0711), ec);
+  for (const std::string& folder : folders) {
+    if (closing) return Unavailable("the daemon stopped before the run's folders were made");
+    GPUHERD_RETURN_IF_ERROR(MakeDirsBeneath(pipelines, folder, owner));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
 
 PipelineService::PipelineService(DaemonState* state, std::vector<JobBackend*> backends, std::string default_backend,
-                                 StateDir dir)
-    : state_(state), backends_(std::move(backends)), default_backend_(std::move(default_backend)), dir_(std::move(dir)) {}
+                                 StateDir dir, PostToLoop post)
+    : state_(state),
+      backends_(std::move(backends)),
+      default_backend_(std::move(default_backend)),
+      dir_(std::move(dir)),
+      post_(std::move(post)) {}
+
+PipelineService::~PipelineService() {
+  *closing_ = true;
+  folders_.reset();  // joins the worker before the rest goes
+}
+
+void PipelineService::MakeFolders(Run& run) {
+  run.folders_ready = false;
+  run.folders_request = next_folders_request_++;
+  const std::string pipelines = dir_.root + "/pipelines";
+  // Listing the folders is cheap; making them (a syscall or three each, and
+  // a chown when the daemon is root) is the worker's.
+  const DirOwner owner{static_cast<uint32_t>(run.record.uid), static_cast<uint32_t>(run.record.gid)};
+  folders_->Post([pipelines, folders = RunFolders(run.plan), owner, id = run.record.id, request = run.folders_request,
+                  closing = closing_, post = post_, this] {
+    Status made = MakeRunFolders(pipelines, folders, owner, *closing);
+    if (*closing) return;  // the service is going: the next Load() makes them
+    post([this, id, request, made] { FoldersMade(id, request, made); });
+  });
+}
+
+void PipelineService::FoldersMade(int64_t id, uint64_t request, const Status& made) {
+  auto it = runs_.find(id);
+  // Cancelled (and gone) meanwhile, or asked again since (a failed commit
+  // read the runs back): this answer is stale.
+  if (it == runs_.end() || it->second.folders_request != request) return;
+  Run& run = it->second;
+  if (made.ok()) {
+    run.folders_ready = true;
+    run.dirty = true;
+    dirty_ = true;
+    return;
+  }
+  spdlog::warn("pipeline {}: cannot make its folders: {}", id, made.ToString());
+  if (run.record.state != "running") return;  // cancelled meanwhile: nothing to fail
+  const std::string why = "the run's folders could not be made: " + made.message();
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    store::PipelineNodeRecord& row = run.nodes[i];
+    if (row.state != pipeline::NodeStateName(NodeState::kWaiting)) continue;
+    row.state = pipeline::NodeStateName(NodeState::kSkipped);
+    row.reason = why;
+    row.ended = state_->clock->Now();
+    SaveNode(run, static_cast<int>(i));
+  }
+  FinishRun(run, pipeline::Outcome::kFailed, why);
+  run.dirty = true;
+  dirty_ = true;  // EndOfTurn lets the run go once no node is active
+}
 
 Result<JobBackend*> PipelineService::BackendOf(const Run& run) const {
   const std::string& name = run.plan.backend.name.empty() ? default_backend_ : run.plan.backend.name;
@@ -240,6 +317,9 @@ Status PipelineService::Load() {
       continue;
     }
     Run& run = runs_.emplace(record.id, std::move(rebuilt).value()).first->second;
+    // Made again: the daemon may have stopped before they all were. Until
+    // then the run submits nothing; its running jobs carry on.
+    MakeFolders(run);
     if (!run.plan.early_stops.empty()) {
       auto lines = state_->store->ListRunMetrics(record.id, "");
       if (!lines.ok()) return lines.status();
@@ -300,6 +380,8 @@ Result<api::PipelineCreated> PipelineService::Create(const api::PipelineCreateRe
   auto plan = pipeline::Expand(*spec, overrides, run_dir);
   if (!plan.ok()) return plan.status();
 
+  // Stored now, answered after the commit; its folders are made off the
+  // loop, and Drive() submits nothing before they are (MakeFolders).
   store::PipelineRunRecord record;
   record.id = id;
   record.name = plan->name;
@@ -313,22 +395,6 @@ Result<api::PipelineCreated> PipelineService::Create(const api::PipelineCreateRe
   record.user = caller.user;
   record.uid = caller.uid;
   record.gid = caller.gid;
-  const Caller owner = Owner(record);
-
-  // The run's folder, each node's workspace, artifact and checkpoint
-  // folders, made before any job starts.
-  std::error_code ec;
-  const std::string pipelines = dir_.root + "/pipelines";
-  fs::create_directories(pipelines, ec);
-  fs::permissions(dir_.root + "/pipelines", fs::perms(0711), ec);
-  GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir, owner));
-  GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/.checkpoints", owner));
-  for (const pipeline::PlanNode& n : plan->nodes) {
-    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/" + n.step, owner));
-    GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/" + n.key, owner));
-    for (const std::string& a : n.artifacts) GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/" + a, owner));
-    if (n.key != n.step) GPUHERD_RETURN_IF_ERROR(MakeDir(pipelines, plan->run_dir + "/.checkpoints/" + n.step, owner));
-  }
   ++next_id_;
 
   Run run;
@@ -340,12 +406,13 @@ Result<api::PipelineCreated> PipelineService::Create(const api::PipelineCreateRe
   Event(run, "pipeline.created", store::Severity::kInfo,
         fmt::format("{} nodes from {}, run by {}, in {}", run.nodes.size(), source, caller.user, run.record.run_dir));
   const size_t count = run.nodes.size();
-  runs_.emplace(id, std::move(run));
+  MakeFolders(runs_.emplace(id, std::move(run)).first->second);
   dirty_ = true;
   return api::PipelineCreated{id, count};
 }
 
 void PipelineService::Drive(Run& run) {
+  if (!run.folders_ready) return;  // FoldersMade() sets it dirty again
   run.dirty = false;
   if (run.record.state != "running") return;  // cancelled: its jobs are stopping
   for (bool again = true; again;) {
@@ -990,10 +1057,12 @@ Result<std::string> PipelineService::Retry(int64_t id, const Caller& caller) {
   run->record.outcome.clear();
   run->record.finished = 0;
   run->dirty = true;
+  // A run whose folders could not be made tries again.
+  if (run != &loaded && !run->folders_ready) MakeFolders(*run);
   SaveRun(*run);
   Event(*run, "pipeline.retried", store::Severity::kInfo,
         fmt::format("{} failed or skipped nodes set waiting again by {}", again.size(), caller.user));
-  if (run == &loaded) runs_.emplace(id, std::move(loaded));
+  if (run == &loaded) MakeFolders(runs_.emplace(id, std::move(loaded)).first->second);
   dirty_ = true;
   return std::string("running");
 }

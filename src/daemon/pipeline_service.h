@@ -8,12 +8,23 @@
 // A run survives a daemon restart: its file, overrides and folder are
 // stored, and expansion is deterministic, so Load() rebuilds the same plan
 // and carries on from the stored node states.
+//
+// A run's folders (its own, and each node's workspace, artifact and
+// checkpoint folders) are made on a worker thread, not on the event loop: a
+// 10,000-node sweep is tens of thousands of mkdir and chown calls. Create()
+// stores the run and answers at once; no node of the run is submitted until
+// the worker has made every folder, and when it cannot, the run fails with
+// the reason (its waiting nodes are skipped, saying why). Load() makes the
+// folders of every unfinished run again (the ones that exist are kept), so
+// a daemon stopped before the worker was done carries on after a restart.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +39,7 @@
 #include "daemon/job_backend.h"
 #include "daemon/job_service.h"
 #include "daemon/metrics_intake.h"
+#include "daemon/work_queue.h"
 #include "pipeline/plan.h"
 #include "pipeline/progress.h"
 #include "sched/job.h"
@@ -39,7 +51,14 @@ class PipelineService {
   // `state` and the backends must outlive the service; `default_backend`
   // names the one for runs whose file names none. Call Load() once, then
   // route every backend's job changes to OnJobChanged.
-  PipelineService(DaemonState* state, std::vector<JobBackend*> backends, std::string default_backend, StateDir dir);
+  // `post` runs a task on the event loop (thread-safe): how the folder
+  // worker reports back.
+  using PostToLoop = std::function<void(std::function<void()>)>;
+  PipelineService(DaemonState* state, std::vector<JobBackend*> backends, std::string default_backend, StateDir dir,
+                  PostToLoop post);
+  // Stops the folder worker between two folders; a run it did not finish
+  // has its folders made at the next Load().
+  ~PipelineService();
 
   // Reloads unfinished runs and starts collecting the metrics of the jobs
   // that are running (their lines so far are stored again, without raising
@@ -90,6 +109,11 @@ class PipelineService {
     // policy, in the order they were read (rebuilt from the store at Load).
     std::map<int, std::vector<pipeline::Observation>> objective_lines;
     bool dirty = true;                             // NextActions may have news
+    // Every folder of the run exists: its nodes may be submitted.
+    bool folders_ready = false;
+    // Which request to the folder worker this run waits for (an answer to
+    // an older one, e.g. before a failed commit reloaded the runs, is stale).
+    uint64_t folders_request = 0;
   };
 
   // A waiting node row for every node of the run's plan, and by_id.
@@ -97,6 +121,10 @@ class PipelineService {
   // Re-expands a stored run's file; the nodes are the stored ones.
   Result<Run> Rebuild(const store::PipelineRunRecord& record);
   Result<Run*> Find(int64_t id, const Caller& caller, bool act);
+  // Asks the folder worker to make the run's folders; FoldersMade() is
+  // posted back with the outcome.
+  void MakeFolders(Run& run);
+  void FoldersMade(int64_t id, uint64_t request, const Status& made);
   // A stored run not kept in memory (finished), for reading.
   Result<Run> Stored(int64_t id, const Caller& caller);
   void Drive(Run& run);
@@ -151,6 +179,12 @@ class PipelineService {
   std::function<void(const alerts::AlertTransition&)> alert_sink_;
   // Firing anomaly alerts by job: resolved when the job's attempt ends.
   std::multimap<sched::JobId, alerts::Alert> anomaly_alerts_;  // a node waits for its owner's queue to have room
+  PostToLoop post_;
+  uint64_t next_folders_request_ = 1;
+  // Set by the destructor: the worker stops between two folders.
+  std::shared_ptr<std::atomic<bool>> closing_ = std::make_shared<std::atomic<bool>>(false);
+  // Last: joined first, while the fields its tasks use still exist.
+  std::unique_ptr<WorkQueue> folders_ = std::make_unique<WorkQueue>();
 };
 
 }  // namespace gpuherd::daemon

@@ -153,19 +153,37 @@ TEST_F(PipelineServiceTest, InvalidFileIsRefusedWithItsLineAndNothingIsStored) {
 
 // The owner of a run folder controls what is in it: a link planted where the
 // daemon is about to make a node's folder is not followed (the daemon made,
-// and as root chowned, folders wherever it pointed).
+// and as root chowned, folders wherever it pointed). The folders are made
+// off the event loop after the run is stored: the run fails with the reason,
+// none of its nodes was ever submitted, and a retry once the link is gone
+// makes the folders and runs it.
 TEST_F(PipelineServiceTest, LinkPlantedInTheRunFolderIsNotFollowed) {
   StartDaemon();
   fs::create_directories(home_ / "victim");
   fs::create_directories(RunDir(1));
   fs::create_directory_symlink(home_ / "victim", RunDir(1) + "/train");
-  json body = {{"yaml", "name: p\nsteps:\n  train:\n    matrix: {x: [1, 2]}\n    run: \"true\"\n"},
-               {"source", "p.yaml"}};
-  auto r = Call("POST", "/v1/pipelines", body.dump());
-  EXPECT_NE(r.status, 201) << r.body;
-  EXPECT_NE(r.body.find("symbolic link"), std::string::npos) << r.body;
+  const int64_t id = Run("name: p\ndefaults: {gpus: 0}\nsteps:\n  train:\n    matrix: {x: [1, 2]}\n"
+                         "    run: \"true\"\n");
+  ASSERT_EQ(id, 1);
+  ASSERT_TRUE(WaitState(id, "failed")) << Show(id).dump(2);
+  json run = Show(id);
+  ASSERT_EQ(run["nodes"].size(), 2u);
+  for (const auto& n : run["nodes"]) {
+    EXPECT_EQ(n["state"], "skipped") << n.dump();
+    EXPECT_EQ(n["attempts"], 0) << n.dump();  // no job was submitted before the folders failed
+    EXPECT_NE(n["reason"].get<std::string>().find("folders could not be made"), std::string::npos) << n.dump();
+    EXPECT_NE(n["reason"].get<std::string>().find("symbolic link"), std::string::npos) << n.dump();
+  }
   EXPECT_TRUE(fs::is_empty(home_ / "victim"));
   EXPECT_EQ(Get("/v1/jobs")["jobs"].size(), 0u);
+
+  fs::remove(RunDir(1) + "/train");
+  auto retried = Call("POST", "/v1/pipelines/1/retry");
+  ASSERT_EQ(retried.status, 200) << retried.body;
+  ASSERT_TRUE(WaitState(id, "completed")) << Show(id).dump(2);
+  EXPECT_TRUE(fs::is_directory(RunDir(1) + "/train/0"));
+  EXPECT_TRUE(fs::is_directory(RunDir(1) + "/train/1"));
+  EXPECT_TRUE(fs::is_empty(home_ / "victim"));
 }
 
 // A sweep whose point b fails on its first attempt: the retry is a new job
@@ -528,12 +546,37 @@ TEST_F(PipelineServiceTest, ARestartedDaemonCarriesOnWithTheRun) {
                    "  b: {needs: [a], run: [\"sh\", \"-c\", \"echo done > ${{ workspace }}/out\"]}\n");
   ASSERT_TRUE(WaitFor([&] { return Node(Show(id), "a")["state"] == "running"; }));
   StopDaemon();
+  // As if the daemon had stopped before its folder worker made b's
+  // workspace: the reload makes the run's folders again before b starts.
+  ASSERT_TRUE(fs::is_directory(RunDir(id) + "/b"));
+  fs::remove_all(RunDir(id) + "/b");
   StartDaemon();
   ASSERT_TRUE(WaitState(id, "completed")) << Show(id).dump(2);
   EXPECT_EQ(Read(RunDir(id) + "/b/out"), "done\n");
   EXPECT_EQ(Node(Show(id), "a")["attempts"], 1);
   // Ids are never reused.
   EXPECT_EQ(Run("name: next\nsteps:\n  a: {run: \"true\", gpus: 0}\n"), id + 1);
+}
+
+// Stopped right after answering, while its worker makes a 2,000-point
+// sweep's folders: the worker stops between two folders, and the next start
+// makes every folder before the run goes on (on 2 shared cores the first
+// daemon had made about 100 of the 2,000 workspaces when it stopped).
+TEST_F(PipelineServiceTest, ADaemonStoppedWhileMakingFoldersMakesThemAtTheNextStart) {
+  StartDaemon();
+  std::string points;
+  for (int i = 0; i < 2000; ++i) points += (i ? ", " : "") + std::to_string(i);
+  const int64_t id = Run("name: wide\ndefaults: {gpus: 0}\nsteps:\n  prepare: {run: \"sleep 60\"}\n"
+                         "  work:\n    needs: [prepare]\n    matrix: {i: [" + points + "]}\n    run: \"true\"\n");
+  ASSERT_GT(id, 0);
+  StopDaemon();
+  StartDaemon();
+  ASSERT_TRUE(WaitFor([&] { return Node(Show(id), "prepare")["state"] == "running"; })) << Show(id).dump(2);
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_TRUE(fs::is_directory(RunDir(id) + "/work/" + std::to_string(i))) << i;
+  }
+  EXPECT_TRUE(fs::is_directory(RunDir(id) + "/.checkpoints/work"));
+  EXPECT_EQ(Show(id)["state"], "running");
 }
 
 TEST_F(PipelineServiceTest, PlainJobsHaveTheirMetricsCollectedToo) {

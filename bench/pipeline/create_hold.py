@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""How long creating a 10,000-node pipeline holds the daemon's event loop.
+
+    bench/pipeline/create_hold.py [--gpuherd build/gpuherd] [--points 9999] [--rounds 3]
+
+A fresh --home with a simulated fleet. While one thread POSTs a pipeline of a
+`prepare` step and a sweep of POINTS points that need it (POINTS + 1 nodes, so
+only `prepare` is submitted at once), another sends GET /v1/jobs, which runs on
+the event loop, back to back. A probe's time is how long the loop kept it
+waiting (a probe on an idle loop answers in about a millisecond), so the longest
+probe during the POST is the loop's longest hold. The folders of every node
+(workspace, artifacts, checkpoints) are made while it runs; the script checks
+that they all exist before the next round. Prints a Markdown table: the POST's
+time and the longest and median probe, per round. Standard library only.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline_bench import Daemon  # noqa: E402
+
+
+def sweep_yaml(n):
+    points = ", ".join(str(i) for i in range(n))
+    return (f"name: hold\ndefaults: {{gpus: 0}}\nsteps:\n  prepare: {{run: 'sleep 600'}}\n"
+            f"  work:\n    needs: [prepare]\n    matrix: {{i: [{points}]}}\n    run: 'true'\n")
+
+
+def one_round(daemon, yaml, points):
+    probes = []
+    done = threading.Event()
+
+    def probe():
+        while not done.is_set():
+            t = time.monotonic()
+            daemon.call("GET", "/v1/jobs")
+            probes.append(time.monotonic() - t)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    time.sleep(0.3)  # a few probes of the idle loop first
+    t0 = time.monotonic()
+    created = daemon.call("POST", "/v1/pipelines", {"yaml": yaml, "source": "hold.yaml", "base_dir": "/"})
+    post_s = time.monotonic() - t0
+    # Until every folder is made (off the loop, it may outlast the POST).
+    run_dir = daemon.call("GET", f"/v1/pipelines/{created['id']}")["run_dir"]
+    deadline = time.monotonic() + 600
+    while not os.path.isdir(os.path.join(run_dir, "work", str(points - 1))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    folders_s = time.monotonic() - t0
+    time.sleep(0.3)
+    done.set()
+    prober.join()
+    missing = [i for i in range(points) if not os.path.isdir(os.path.join(run_dir, "work", str(i)))]
+    if missing:
+        sys.exit(f"{len(missing)} workspaces were not made (the first: work/{missing[0]})")
+    daemon.call("POST", f"/v1/pipelines/{created['id']}/cancel", {})
+    return created["nodes"], post_s, folders_s, max(probes), statistics.median(probes), len(probes)
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--gpuherd", default=os.environ.get("GPUHERD", "build/gpuherd"))
+    p.add_argument("--points", type=int, default=9999, help="sweep points (default 9999: 10,000 nodes)")
+    p.add_argument("--rounds", type=int, default=3)
+    a = p.parse_args(argv)
+    home = tempfile.mkdtemp(prefix="gpuherd-create-hold-")
+    daemon = Daemon(os.path.abspath(a.gpuherd), home)
+    rows = []
+    try:
+        yaml = sweep_yaml(a.points)
+        for _ in range(a.rounds):
+            rows.append(one_round(daemon, yaml, a.points))
+    finally:
+        daemon.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    print("| round | nodes | POST answered | every folder made | longest loop hold (probe) | median probe | probes |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for i, (nodes, post_s, folders_s, longest, median, count) in enumerate(rows, 1):
+        print(f"| {i} | {nodes:,} | {post_s * 1e3:.0f} ms | {folders_s * 1e3:.0f} ms | {longest * 1e3:.0f} ms "
+              f"| {median * 1e3:.1f} ms | {count} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
