@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <thread>
 
 #include "exec/pidfd.h"
 
@@ -169,14 +170,25 @@ int Executor::RemoveStaleCgroups() {
 }
 
 void Executor::Shutdown() {
-  const bool shims_running = watcher_->WatchedCount() > 0;
+  bool was_shut_down = false;
+  {
+    std::lock_guard lock(launcher_mu_);
+    was_shut_down = shut_down_;
+    shut_down_ = true;
+    if (launcher_) launcher_->Close();
+  }
+  // No launch starts after this; one that forked its shim before it still
+  // has to register it with the watcher. Its shim makes its group under the
+  // parent later, on its own, so the parent may go only when every shim
+  // launched is counted and none is running: counting before a late launch
+  // registered removed the parent under a shim about to make its group.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (launches_in_flight_ > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const bool shims_running = watcher_->WatchedCount() > 0 || launches_in_flight_ > 0;
   watcher_->Stop();
-  std::lock_guard lock(launcher_mu_);
-  const bool was_shut_down = shut_down_;
-  shut_down_ = true;
-  if (launcher_) launcher_->Close();
-  // A launch counted here may have started a shim that has yet to make its group.
-  if (!was_shut_down && !shims_running && launches_in_flight_ == 0) (void)cgroups_->RemoveParentIfEmpty();
+  if (!was_shut_down && !shims_running) (void)cgroups_->RemoveParentIfEmpty();
 }
 
 }  // namespace gpuherd::exec
