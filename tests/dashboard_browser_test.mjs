@@ -349,6 +349,76 @@ test('64 GPUs fit one screen in the dense table; ranges, UTC toggle, a lost GPU 
   }
 });
 
+test('self-healing: a quarantined GPU says so on its card and in the table, since when and why; its passport opens', async () => {
+  const healHome = fs.mkdtempSync(path.join(os.tmpdir(), 'gpuherd-dashboard-heal-'));
+  const scenario = path.join(healHome, 'xid48.yaml');
+  fs.writeFileSync(scenario, 'seed: 3\ngpus: [{model: a100-40gb, count: 2}]\nfaults:\n  - {at: 2s, gpu: 0, kind: xid, xid: 48}\n');
+  // --requalify-after 0: the card stays quarantined for the test to look at.
+  const heal = spawn(GPUHERD, ['--home', healHome, 'daemon', '--scenario', scenario, '--port', '0', '--interval', '200ms',
+    '--requalify-after', '0'], { stdio: ['ignore', fs.openSync(path.join(healHome, 'daemon.out'), 'w'), 'inherit'] });
+  const healCli = (...args) => execFileSync(GPUHERD, ['--home', healHome, ...args],
+    { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    await waitFor('the self-healing daemon', () => {
+      if (heal.exitCode !== null) throw new Error(`the daemon exited (${heal.exitCode})`);
+      try { healCli('status'); return true; } catch (e) { return false; }
+    }, 30000);
+    const healPort = Number(fs.readFileSync(path.join(healHome, 'api-port'), 'utf8'));
+    const context = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    const passportReads = new Map();  // GPU index -> requests for its passport
+    page.on('request', (r) => {
+      const m = new URL(r.url()).pathname.match(/^\/v1\/gpus\/(\d+)\/passport$/);
+      if (m) passportReads.set(Number(m[1]), (passportReads.get(Number(m[1])) || 0) + 1);
+    });
+    await page.goto(`http://127.0.0.1:${healPort}/#/fleet`);
+    await page.locator('[data-testid=layout-cards]').click();
+    const card = page.locator('[data-testid=gpu-card][data-gpu="0"]');
+    await card.locator('[data-testid=gpu-heal-badge]', { hasText: 'quarantined' }).waitFor({ timeout: 20000 });
+    const line = await card.locator('[data-testid=gpu-heal]').innerText();
+    assert.match(line, /^self-heal: quarantined since \d\d\/\d\d, \d\d:\d\d:\d\d UTC \(\d+ (s|min) ago\): .*XID 48/);
+    assert.match(line, /\[rule fatal_fault\]/);
+    // GPU 1 is in service: no badge, no line.
+    const other = page.locator('[data-testid=gpu-card][data-gpu="1"]');
+    assert.equal(await other.locator('[data-testid=gpu-heal-badge]').count(), 0);
+    assert.equal(await other.locator('[data-testid=gpu-heal]').isVisible(), false);
+    // The passport, read when opened.
+    await card.locator('[data-testid=gpu-passport] summary').click();
+    await card.locator('[data-testid=passport-state]', { hasText: 'in_service → quarantined' }).waitFor();
+    await card.locator('[data-testid=passport-incident]', { hasText: 'xid 48' }).first().waitFor();
+    await page.screenshot({ path: path.join(OUT, 'dashboard-self-heal.png'), fullPage: true });
+    console.log(`screenshot: ${path.join(OUT, 'dashboard-self-heal.png')}`);
+    // The dense table: the badge beside the GPU's state, why in its title.
+    await page.locator('[data-testid=layout-dense]').click();
+    const row = page.locator('[data-testid=gpu-row][data-gpu="0"]');
+    await row.locator('[data-testid=gpu-heal-badge]', { hasText: 'quarantined' }).waitFor();
+    assert.match(await row.locator('td').nth(2).getAttribute('title'), /self-heal: quarantined since .*XID 48/);
+    assert.equal(await page.locator('[data-testid=gpu-row][data-gpu="1"] [data-testid=gpu-heal-badge]').count(), 0);
+    await page.locator('[data-testid=layout-cards]').click();
+    // Open, the passport follows the card: an operator returns the GPU and
+    // it shows without being reopened. A closed card's is never read.
+    await card.locator('[data-testid=gpu-passport] summary').click();
+    await card.locator('[data-testid=passport-state]', { hasText: 'in_service → quarantined' }).waitFor();
+    const readsWhenOpened = passportReads.get(0);
+    healCli('undrain', '0');
+    await card.locator('[data-testid=passport-state]', { hasText: 'quarantined → in_service' }).waitFor({ timeout: 15000 });
+    assert.equal(await card.locator('[data-testid=gpu-passport]').getAttribute('open'), '');
+    assert.ok(passportReads.get(0) > readsWhenOpened, `GPU 0's passport read ${passportReads.get(0)} times`);
+    assert.equal(passportReads.get(1) || 0, 0, "GPU 1's passport is closed and must not be read");
+    await card.locator('[data-testid=gpu-passport] summary').click();
+    await page.waitForTimeout(300);  // a read already under way is counted
+    const readsWhenClosed = passportReads.get(0);
+    await page.waitForTimeout(3500);  // longer than a poll
+    assert.equal(passportReads.get(0), readsWhenClosed, 'a closed passport is read again');
+    await context.close();
+  } finally {
+    try { healCli('stop'); } catch (e) { heal.kill('SIGTERM'); }
+    await new Promise((r) => { if (heal.exitCode !== null) r(); else heal.on('exit', r); });
+    fs.rmSync(healHome, { recursive: true, force: true });
+  }
+});
+
 test('alerts and events view lists the daemon events; nothing left loopback', async () => {
   const page = await newPage(`http://127.0.0.1:${port}/#/alerts`);
   await page.locator('[data-testid=event-row]').first().waitFor();

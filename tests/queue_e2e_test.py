@@ -180,6 +180,28 @@ class QueueTest(unittest.TestCase):
         self.assertEqual(refused.returncode, 2, refused.stderr)  # a usage error
         self.assertEqual(len(json.loads(self.gh("ps", "--all", "--json").stdout)), 3)
 
+    def test_ps_table_lists_the_jobs_of_ps_json(self):
+        # The table reads the compact listing (?view=table), --json the full one.
+        self.home.start("--sim", "1", "--interval", "200ms")
+        blocker = self.submit("--gpus", "1", "--name", "blocker", "--", "sleep", "30")
+        self.wait_state(blocker, ["running"])
+        done = self.submit("--gpus", "0", "--name", "quick", "--", "true")
+        self.wait_state(done, ["completed"])
+        ids = [int(x) for x in self.gh("submit", "--array", "5", "--gpus", "1", "--priority", "7", "--name", "sweep",
+                                       "--", "true").stdout.split()]
+        for args in ([], ["--all"], ["--state", "pending"], ["--state", "completed"]):
+            listed = json.loads(self.gh("ps", *args, "--json").stdout)
+            rows = [line.split() for line in self.gh("ps", *args).stdout.splitlines()[1:]]
+            self.assertEqual([int(r[0]) for r in rows], [j["id"] for j in listed], args)
+            for row, j in zip(rows, listed):
+                self.assertEqual(row[1:4], [j["name"], j["user"], j["state"]], args)
+        table = self.gh("ps").stdout.splitlines()
+        self.assertEqual(table[0].split()[:4], ["ID", "NAME", "USER", "STATE"])
+        sweep = [line.split() for line in table if line.split()[1].startswith("sweep[")]
+        self.assertEqual([int(r[0]) for r in sweep], ids)
+        self.assertTrue(all(r[3] == "pending" and r[4] == "1" and r[5] == "-" and r[6] == "7" for r in sweep), sweep)
+        self.gh("cancel", "--quiet", str(blocker), *map(str, ids))
+
     def test_fractional_jobs_share_a_gpu(self):
         self.home.start("--sim", "1", "--interval", "200ms")
         ids = [self.submit("--gpus", "0.5", "--gpu-mem", "2GiB", "--", "sleep", "2") for _ in range(2)]

@@ -3,7 +3,11 @@
 scenarios: a fault quarantines the GPU and moves its job, the daemon
 requalifies the card by itself and returns it to service; the same card
 failing again and again is retired; an application's XID drains nothing; an
-operator's drain survives all of it; a kill -9 mid-requalification carries on.
+operator's drain survives all of it; a kill -9 mid-requalification carries on;
+XID 31 under three jobs on one GPU makes it suspect (new long jobs go
+elsewhere while another GPU is free), a fourth quarantines it; an
+application's XID alert outlives a daemon restart and resolves at its job's
+end.
 Real processes, the unix socket and loopback only."""
 
 import json
@@ -166,18 +170,21 @@ class SelfHealDaemonTest(unittest.TestCase):
         self.wait_health(0, ["in_service"], timeout=10)
 
     def test_xid31_from_jobs_on_two_gpus_is_the_applications(self):
+        # Job a also hits XID 13: one alert per job and XID.
         path = self.scenario("xid31.yaml", ["{at: 5s, gpu: 0, kind: xid, xid: 31}",
-                                            "{at: 5s, gpu: 1, kind: xid, xid: 31}"])
+                                            "{at: 5s, gpu: 1, kind: xid, xid: 31}",
+                                            "{at: 6s, gpu: 0, kind: xid, xid: 13}"])
         self.home.start("--scenario", path, "--interval", "200ms", "--requalify-after", "1s")
-        a = self.submit("--gpus", "1", "--name", "a", "--", "sleep", "30")
-        b = self.submit("--gpus", "1", "--name", "b", "--", "sleep", "30")
+        a = self.submit("--gpus", "1", "--name", "a", "--", "sleep", "120")
+        b = self.submit("--gpus", "1", "--name", "b", "--", "sleep", "120")
         self.wait_state(a, ["running"])
         self.wait_state(b, ["running"])
         deadline = time.time() + 20
-        while time.time() < deadline and len(self.events("job.xid")) < 2:
+        while time.time() < deadline and len(self.events("job.xid")) < 3:
             time.sleep(0.2)
         told = self.events("job.xid")
-        self.assertEqual(sorted(e["data"]["job_id"] for e in told), sorted([str(a), str(b)]), told)
+        self.assertEqual(sorted((e["data"]["job_id"], e["data"]["xid"]) for e in told),
+                         sorted([(str(a), 31), (str(a), 13), (str(b), 31)]), told)
         self.assertTrue(all(e["data"]["owner"] for e in told), told)
         time.sleep(1)
         for g in self.gpus():
@@ -187,9 +194,72 @@ class SelfHealDaemonTest(unittest.TestCase):
         self.assertEqual(self.job(b)["state"], "running")
         judged = self.events("gpu.fault_judged")
         self.assertEqual({e["data"]["rule"] for e in judged}, {"application_xid"}, judged)
+        both = sorted([f"job {a} xid 31", f"job {a} xid 13", f"job {b} xid 31"])
+        self.assertEqual(self.xid_alerts(), both)
+
+        # A restart keeps the owners' alerts firing while their jobs run
+        # (the jobs outlive the daemon); a job's end resolves its own.
+        self.home.daemon.terminate()
+        self.home.daemon.wait(timeout=20)
+        self.home.start("--scenario", self.scenario("calm.yaml", []), "--interval", "200ms")
+        self.assertEqual(self.xid_alerts(), both)
+        self.gh("cancel", str(b))
+        self.wait_state(b, ["cancelled"])
+        left = sorted([f"job {a} xid 31", f"job {a} xid 13"])
+        deadline = time.time() + 10
+        while time.time() < deadline and self.xid_alerts() != left:
+            time.sleep(0.2)
+        self.assertEqual(self.xid_alerts(), left)
+        # The CLI's table: the GPU and what the owner was told.
+        table = self.gh("alerts").stdout
+        self.assertIn(f"job {a} hit XID 13", table)
+        self.gh("cancel", str(a))
+        self.wait_state(a, ["cancelled"])
+        deadline = time.time() + 10
+        while time.time() < deadline and self.xid_alerts():
+            time.sleep(0.2)
+        self.assertEqual(self.xid_alerts(), [])
+
+    def xid_alerts(self):
         alerts = json.loads(self.gh("alerts", "--json").stdout)
-        self.assertEqual(sorted(x["subject"] for x in alerts if x["rule"] == "application_xid"),
-                         sorted([f"job {a}", f"job {b}"]), alerts)
+        return sorted(x["subject"] for x in alerts if x["rule"] == "application_xid" and x["state"] == "firing")
+
+    def test_xid31_on_one_gpu_from_three_jobs_makes_it_suspect_long_jobs_avoid_it_then_quarantine(self):
+        # XID 31 on GPU 0 four times, 8 s apart, each time under another job.
+        path = self.scenario("suspect.yaml", [f"{{at: {t}s, gpu: 0, kind: xid, xid: 31}}" for t in (4, 12, 20, 28)])
+        self.home.start("--scenario", path, "--interval", "200ms", "--requalify-after", "0")
+        self.gh("drain", "1", "--reason", "keep the jobs on GPU 0")
+        jobs = []
+        for n in range(1, 4):
+            jid = self.submit("--gpus", "1", "--name", f"on-gpu0-{n}", "--", "sleep", "300")
+            self.assertEqual(self.wait_state(jid, ["running"])["assigned_gpus"], [0])
+            jobs.append(jid)
+            deadline = time.time() + 15
+            while time.time() < deadline and len(self.events("gpu.fault_judged")) < n:
+                time.sleep(0.1)
+            self.gh("cancel", str(jid))
+            self.wait_state(jid, ["cancelled"])
+        judged = self.events("gpu.fault_judged")
+        self.assertEqual(sorted(e["data"]["job_id"] for e in judged), sorted(str(j) for j in jobs), judged)
+        g = self.wait_health(0, ["suspect"], timeout=5)
+        self.assertFalse(g.get("drained", False), g)
+        self.assertEqual(self.path_of(0), [("in_service", "suspect")])
+
+        # Suspect: a long job (no time limit) goes to the other GPU while it is
+        # free; a short one (10 min, under 1 h) may use the suspect GPU.
+        self.gh("undrain", "1")
+        long_job = self.submit("--gpus", "1", "--name", "long", "--", "sleep", "300")
+        self.assertEqual(self.wait_state(long_job, ["running"])["assigned_gpus"], [1])
+        short = self.submit("--gpus", "1", "--time-limit", "10m", "--name", "short", "--", "sleep", "300")
+        self.assertEqual(self.wait_state(short, ["running"])["assigned_gpus"], [0])
+
+        # The fourth job to hit it: quarantined, drained, and no longer suspect.
+        g = self.wait_health(0, ["quarantined"], timeout=20)
+        self.assertTrue(g["drained"], g)
+        self.assertEqual(self.path_of(0), [("in_service", "suspect"), ("suspect", "quarantined")])
+        self.assertEqual(self.job(long_job)["state"], "running")
+        for jid in (long_job, short):
+            self.gh("cancel", str(jid), check=False)
 
     def test_an_operators_drain_survives_quarantine_and_requalification(self):
         path = self.scenario("op.yaml", ["{at: 4s, gpu: 0, kind: xid, xid: 48}"])

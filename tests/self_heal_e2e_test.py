@@ -73,6 +73,14 @@ class SelfHealTest(unittest.TestCase):
         self.assertEqual(len(out["runs"]), 3)
         self.assertFalse(out["recorded"])
         self.assertIn("not recorded", proc.stderr)
+        # A scenario is a simulated fleet as well: not recorded either.
+        scenario = os.path.join(self.home, "two.yaml")
+        with open(scenario, "w") as f:
+            f.write("seed: 5\ngpus: [{model: a100-40gb, count: 2}]\nfaults: []\n")
+        proc = run("burnin", "--scenario", scenario, "--level", "1", "--json", home=self.home, check=False,
+                   timeout=120)
+        self.assertIn(proc.returncode, (0, 1), proc.stderr)
+        self.assertFalse(json.loads(proc.stdout)["recorded"])
         health = json.loads(run("health", "--json", home=self.home).stdout)
         self.assertEqual(health["runs"], [], "the daemon's history took the simulated runs")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The client side by side with task-spooler's, in one run on this machine.
 
-  bench/queue/client_bench.py [--gpuherd build/gpuherd] [--rounds 300] [--jobs 1000]
+  bench/queue/client_bench.py [--gpuherd build/gpuherd ...] [--rounds 300] [--jobs 1000]
 
 1. Latency: `gpuherd submit -- true` against `tsp true`, one at a time,
    alternating (so both see the same load), --rounds of each after a warm-up:
@@ -14,7 +14,9 @@
    jobs/s (until the last job ended, seen by a poller every 20 ms).
 
 Prints Markdown tables with the ratios (gpuherd / task-spooler: latency below
-1 is faster, rates above 1 are faster). Installs task-spooler with apt when
+1 is faster, rates above 1 are faster). Given --gpuherd more than once (a
+build before a change, then after), each binary is measured in turn against
+a task-spooler server of its own, all in the same run, a row each. Installs task-spooler with apt when
 neither `tsp` nor `ts` is found (as root). Compare within one run: on a
 shared machine the absolute figures move with the load, the ratios far less.
 """
@@ -167,44 +169,59 @@ def throughput(q, jobs, argv, unfinished):
     return jobs / (submitted - start), jobs / (ended - start)
 
 
+def measure(gpuherd, tsp, rounds, jobs):
+    work = tempfile.mkdtemp(prefix="client-bench.")
+    q = Queues(gpuherd, tsp, work)
+    try:
+        q.start()
+        log(f"{gpuherd}: latency, {rounds} rounds of each")
+        times = latency(q, rounds)
+        log(f"{gpuherd}: throughput, {jobs} submissions, {CLIENTS} clients at a time")
+        g_submit, g_done = throughput(q, jobs, [gpuherd, "submit", "--gpus", "1", "--", "true"], q.gpuherd_unfinished)
+        t_submit, t_done = throughput(q, jobs, [tsp, "true"], q.tsp_unfinished)
+    finally:
+        q.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "g_med": statistics.median(times["gpuherd"]) * 1e3, "t_med": statistics.median(times["tsp"]) * 1e3,
+        "g_p90": percentile(times["gpuherd"], 0.9) * 1e3, "t_p90": percentile(times["tsp"], 0.9) * 1e3,
+        "g_submit": g_submit, "t_submit": t_submit, "g_done": g_done, "t_done": t_done,
+    }
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gpuherd", default=os.environ.get("GPUHERD", os.path.join(here, "..", "..", "build", "gpuherd")))
+    parser.add_argument("--gpuherd", action="append",
+                        help="a gpuherd binary (repeat to compare builds; default build/gpuherd or $GPUHERD)")
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--jobs", type=int, default=1000)
     args = parser.parse_args()
     if args.rounds < 1 or args.jobs < 1:
         parser.error("--rounds and --jobs must be positive")
-    gpuherd = os.path.abspath(args.gpuherd)
-    if not os.access(gpuherd, os.X_OK):
-        sys.exit(f"client_bench: no gpuherd binary at {gpuherd}")
+    binaries = [os.path.abspath(b) for b in (args.gpuherd or [os.environ.get(
+        "GPUHERD", os.path.join(here, "..", "..", "build", "gpuherd"))])]
+    for gpuherd in binaries:
+        if not os.access(gpuherd, os.X_OK):
+            sys.exit(f"client_bench: no gpuherd binary at {gpuherd}")
     tsp = find_tsp()
-    work = tempfile.mkdtemp(prefix="client-bench.")
-    q = Queues(gpuherd, tsp, work)
-    try:
-        q.start()
-        log(f"latency: {args.rounds} rounds of each")
-        times = latency(q, args.rounds)
-        log(f"throughput: {args.jobs} submissions, {CLIENTS} clients at a time")
-        g_submit, g_done = throughput(q, args.jobs, [gpuherd, "submit", "--gpus", "1", "--", "true"],
-                                      q.gpuherd_unfinished)
-        t_submit, t_done = throughput(q, args.jobs, [tsp, "true"], q.tsp_unfinished)
-    finally:
-        q.stop()
-        shutil.rmtree(work, ignore_errors=True)
-    g_med, t_med = statistics.median(times["gpuherd"]) * 1e3, statistics.median(times["tsp"]) * 1e3
-    g_p90, t_p90 = percentile(times["gpuherd"], 0.9) * 1e3, percentile(times["tsp"], 0.9) * 1e3
+    results = [(gpuherd, measure(gpuherd, tsp, args.rounds, args.jobs)) for gpuherd in binaries]
     print(f"Load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
     print("| one submission (ms) | gpuherd submit -- true | tsp true | ratio |")
     print("|---|---|---|---|")
-    print(f"| median | {g_med:.2f} | {t_med:.2f} | {g_med / t_med:.2f}x |")
-    print(f"| 90th percentile | {g_p90:.2f} | {t_p90:.2f} | {g_p90 / t_p90:.2f}x |")
+    for gpuherd, r in results:
+        name = f"{gpuherd}: " if len(results) > 1 else ""
+        print(f"| {name}median | {r['g_med']:.2f} | {r['t_med']:.2f} | {r['g_med'] / r['t_med']:.2f}x |")
+        print(f"| {name}90th percentile | {r['g_p90']:.2f} | {r['t_p90']:.2f} | {r['g_p90'] / r['t_p90']:.2f}x |")
     print()
     print(f"| {args.jobs} jobs, {CLIENTS} clients | gpuherd | task-spooler | ratio |")
     print("|---|---|---|---|")
-    print(f"| submissions/s | {g_submit:.0f} | {t_submit:.0f} | {g_submit / t_submit:.2f}x |")
-    print(f"| jobs/s (to the last end) | {g_done:.0f} | {t_done:.0f} | {g_done / t_done:.2f}x |")
+    for gpuherd, r in results:
+        name = f"{gpuherd}: " if len(results) > 1 else ""
+        print(f"| {name}submissions/s | {r['g_submit']:.0f} | {r['t_submit']:.0f} | "
+              f"{r['g_submit'] / r['t_submit']:.2f}x |")
+        print(f"| {name}jobs/s (to the last end) | {r['g_done']:.0f} | {r['t_done']:.0f} | "
+              f"{r['g_done'] / r['t_done']:.2f}x |")
 
 
 if __name__ == "__main__":

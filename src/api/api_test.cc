@@ -141,5 +141,49 @@ TEST(ApiJobsTest, JobViewReadsTheDaemonsJob) {
   EXPECT_FALSE(v->exit_signal.has_value());
 }
 
+
+TEST(ApiJobsTest, JobTableReadsRowsByColumnName) {
+  // Columns in another order than the daemon's, one the reader does not know.
+  const std::string body =
+      R"({"columns":["state","id","future","assigned_gpus","name","priority","gpu_twentieths","reason",)"
+      R"("submitted","started","ended","user"],"rows":[)"
+      R"(["running",4,{"x":1},[0,3],"tr\u0000ain",-5,10,"",100,200,0,"ana"],)"
+      R"(["pending",5,[2,"y"],[],"b",0,20,"waiting",300,0,0,"bo"]],"now":1000})";
+  auto table = ParseJobTable(body);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  ASSERT_EQ(table->jobs.size(), 2u);
+  EXPECT_EQ(table->now, 1000);
+  const JobView& a = table->jobs[0];
+  EXPECT_EQ(a.id, 4);
+  EXPECT_EQ(a.state, "running");
+  EXPECT_EQ(a.name, std::string("tr\0ain", 6));
+  EXPECT_EQ(a.user, "ana");
+  EXPECT_EQ(a.priority, -5);
+  EXPECT_EQ(GpusRequested(a), "0.5");
+  EXPECT_EQ(GpusAssigned(a), "0,3");
+  EXPECT_EQ(JobTime(a, table->now), FormatDuration(800));
+  EXPECT_EQ(table->jobs[1].reason, "waiting");
+  EXPECT_EQ(GpusAssigned(table->jobs[1]), "-");
+  EXPECT_EQ(table->jobs[1].now, 1000);
+}
+
+TEST(ApiJobsTest, JobTableRefusesWhatIsNotAListing) {
+  const std::string columns = R"({"columns":["id","name","assigned_gpus"],)";
+  for (const std::string& bad : {
+           std::string(R"({"jobs":[],"now":1})"),                           // the full listing
+           std::string(R"({"rows":[[1]],"columns":["id"],"now":1})"),       // rows before columns
+           columns + R"("rows":[["1","a",[]]],"now":1})",                   // text as an id
+           columns + R"("rows":[[1,7,[]]],"now":1})",                       // a number as a name
+           columns + R"("rows":[[1,"a",[["deep"]]]],"now":1})",             // deeper than the format
+           columns + R"("rows":[[1,"a",[1.5]]],"now":1})",                  // a fraction as a GPU
+           columns + R"("rows":[[1,"a",[]]],"now":"soon"})",                // now as text
+           columns + R"("rows":[[1,"a",[]]],"now":1)",                      // cut short
+           columns + R"("rows":[[1,"a",[]]],"now":1,"x":[[[[[1]]]]]})",     // nesting anywhere
+           columns + R"("rows":[[99999999999999999999,"a",[]]],"now":1})",  // out of range
+       }) {
+    EXPECT_FALSE(ParseJobTable(bad).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace gpuherd::api

@@ -1,10 +1,212 @@
 #include "api/jobs.h"
 
+#include <array>
+#include <limits>
+
 #include <fmt/format.h>
 
 namespace gpuherd::api {
 
 using nlohmann::json;
+
+namespace {
+
+enum class Column { kUnknown, kId, kName, kUser, kState, kGpuTwentieths, kAssignedGpus, kPriority, kSubmitted,
+                    kStarted, kEnded, kReason };
+
+Column ColumnNamed(std::string_view name) {
+  static constexpr std::array<std::pair<std::string_view, Column>, 11> kNames = {{
+      {"id", Column::kId},
+      {"name", Column::kName},
+      {"user", Column::kUser},
+      {"state", Column::kState},
+      {"gpu_twentieths", Column::kGpuTwentieths},
+      {"assigned_gpus", Column::kAssignedGpus},
+      {"priority", Column::kPriority},
+      {"submitted", Column::kSubmitted},
+      {"started", Column::kStarted},
+      {"ended", Column::kEnded},
+      {"reason", Column::kReason},
+  }};
+  for (const auto& [n, c] : kNames) {
+    if (n == name) return c;
+  }
+  return Column::kUnknown;
+}
+
+// nlohmann's SAX interface over the compact listing. Depth counts the open
+// containers: 1 the body, 2 "columns" or "rows", 3 a row, 4 a row's GPU list.
+class TableReader : public nlohmann::json_sax<json> {
+ public:
+  JobTable table;
+  std::string error;
+  bool saw_columns = false, saw_rows = false, saw_now = false;
+
+  bool null() override { return Scalar(std::nullopt, nullptr, "null", /*is_null=*/true); }
+  bool boolean(bool) override { return Scalar(std::nullopt, nullptr, "a boolean"); }
+  bool number_integer(number_integer_t v) override { return Scalar(v, nullptr, "a number"); }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (v > static_cast<number_unsigned_t>(std::numeric_limits<int64_t>::max())) return Fail("a number out of range");
+    return Scalar(static_cast<int64_t>(v), nullptr, "a number");
+  }
+  bool number_float(number_float_t, const string_t&) override { return Scalar(std::nullopt, nullptr, "a fraction"); }
+  bool string(string_t& v) override { return Scalar(std::nullopt, &v, "a string"); }
+  bool binary(binary_t&) override { return Fail("binary data"); }
+
+  bool start_object(std::size_t) override {
+    if (skip_ != 0 || SkipsCell()) return Open();
+    if (depth_ != 0 && section_ != Section::kOther) return Fail("an object inside the listing's " + key_);
+    return Open();
+  }
+  bool end_object() override { return Close(); }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      key_ = k;
+      section_ = k == "columns" ? Section::kColumns : k == "rows" ? Section::kRows : k == "now" ? Section::kNow
+                                                                                             : Section::kOther;
+    }
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (skip_ != 0 || SkipsCell()) return Open();
+    if (depth_ == 0) return Fail("an array where the listing's object belongs");
+    if (section_ == Section::kRows) {
+      if (depth_ == 2) {
+        if (!saw_columns) return Fail("rows before the columns");
+        table.jobs.emplace_back();
+        column_ = 0;
+      } else if (depth_ == 3) {
+        if (ColumnAt(column_) != Column::kAssignedGpus) return Fail("a list in column " + std::to_string(column_));
+      } else if (depth_ != 1) {
+        return Fail("a list inside a row's GPU list");
+      }
+    } else if (section_ == Section::kColumns && depth_ != 1) {
+      return Fail("a list among the columns");
+    }
+    return Open();
+  }
+  bool end_array() override {
+    if (skip_ == 0 && section_ == Section::kRows && depth_ == 4) ++column_;  // the GPU list was one cell
+    if (depth_ == 2 && section_ == Section::kColumns) saw_columns = true;
+    if (depth_ == 2 && section_ == Section::kRows) saw_rows = true;
+    return Close();
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    if (error.empty()) error = fmt::format("not JSON at byte {}: {}", position, e.what());
+    return false;
+  }
+
+ private:
+  enum class Section { kOther, kColumns, kRows, kNow };
+
+  bool Open() {
+    if (++depth_ > 4) return Fail("more than 4 levels of nesting");
+    return true;
+  }
+  bool Close() {
+    if (skip_ != 0 && depth_ == skip_) {  // the skipped cell ends
+      skip_ = 0;
+      ++column_;
+    }
+    --depth_;
+    return true;
+  }
+  // A list or object in a column this reader does not know (a newer
+  // daemon's) is one cell, skipped whole.
+  bool SkipsCell() {
+    if (section_ != Section::kRows || depth_ != 3 || ColumnAt(column_) != Column::kUnknown) return false;
+    skip_ = depth_ + 1;
+    return true;
+  }
+  bool Fail(const std::string& what) {
+    if (error.empty()) error = "unexpected " + what;
+    return false;
+  }
+  Column ColumnAt(size_t i) const { return i < columns_.size() ? columns_[i] : Column::kUnknown; }
+
+  // A scalar where it stands: a column's name, a cell, a GPU, "now", or
+  // something of another section, ignored.
+  bool Scalar(std::optional<int64_t> number, string_t* text, const char* what, bool is_null = false) {
+    if (depth_ == 0) return Fail(std::string(what) + " where the listing's object belongs");
+    if (skip_ != 0) return true;
+    if (depth_ == 1) {
+      if (section_ != Section::kNow) return true;
+      if (!number) return Fail(std::string(what) + " as \"now\"");
+      table.now = *number;
+      saw_now = true;
+      return true;
+    }
+    if (section_ == Section::kColumns && depth_ == 2) {
+      if (!text) return Fail(std::string(what) + " among the columns");
+      columns_.push_back(ColumnNamed(*text));
+      return true;
+    }
+    if (section_ != Section::kRows) return true;
+    if (depth_ == 2) return Fail(std::string(what) + " where a row belongs");
+    JobView& job = table.jobs.back();
+    if (depth_ == 4) {
+      if (!number || *number < std::numeric_limits<int>::min() || *number > std::numeric_limits<int>::max()) {
+        return Fail(std::string(what) + " in a row's GPU list");
+      }
+      job.assigned_gpus.push_back(static_cast<int>(*number));
+      return true;
+    }
+    const Column column = ColumnAt(column_++);
+    if (column == Column::kUnknown || is_null) return true;  // a column of a newer daemon, or no value
+    auto as_int = [&](int* out) {
+      if (!number || *number < std::numeric_limits<int>::min() || *number > std::numeric_limits<int>::max()) {
+        return Fail(std::string(what) + " in column " + std::to_string(column_ - 1));
+      }
+      *out = static_cast<int>(*number);
+      return true;
+    };
+    auto as_int64 = [&](int64_t* out) {
+      if (!number) return Fail(std::string(what) + " in column " + std::to_string(column_ - 1));
+      *out = *number;
+      return true;
+    };
+    auto as_text = [&](std::string* out) {
+      if (!text) return Fail(std::string(what) + " in column " + std::to_string(column_ - 1));
+      *out = std::move(*text);
+      return true;
+    };
+    switch (column) {
+      case Column::kId: return as_int64(&job.id);
+      case Column::kName: return as_text(&job.name);
+      case Column::kUser: return as_text(&job.user);
+      case Column::kState: return as_text(&job.state);
+      case Column::kGpuTwentieths: return as_int(&job.gpu_twentieths);
+      case Column::kAssignedGpus: return Fail(std::string(what) + " where a GPU list belongs");
+      case Column::kPriority: return as_int(&job.priority);
+      case Column::kSubmitted: return as_int64(&job.submitted);
+      case Column::kStarted: return as_int64(&job.started);
+      case Column::kEnded: return as_int64(&job.ended);
+      case Column::kReason: return as_text(&job.reason);
+      case Column::kUnknown: break;
+    }
+    return true;
+  }
+
+  int depth_ = 0;
+  Section section_ = Section::kOther;
+  std::string key_;
+  std::vector<Column> columns_;
+  size_t column_ = 0;
+  int skip_ = 0;  // the depth of the cell being skipped, or 0
+};
+
+}  // namespace
+
+Result<JobTable> ParseJobTable(std::string_view body) {
+  TableReader reader;
+  const bool ok = json::sax_parse(body.begin(), body.end(), &reader, json::input_format_t::json, /*strict=*/true);
+  if (!ok) return InvalidArgument("cannot read the job listing: " + (reader.error.empty() ? "not JSON" : reader.error));
+  if (!reader.saw_columns || !reader.saw_rows || !reader.saw_now) {
+    return InvalidArgument("cannot read the job listing: it has no columns, rows or now");
+  }
+  for (JobView& j : reader.table.jobs) j.now = reader.table.now;
+  return std::move(reader.table);
+}
 
 void from_json(const json& j, JobView& v) {
   v.id = j.value("id", int64_t{0});

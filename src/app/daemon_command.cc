@@ -118,7 +118,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--self-heal", flags->self_heal,
                   "A self-healing threshold, KEY=VALUE (window=24h, suspect_jobs=3, quarantine_jobs=4, "
                   "retire_fatal=5, retire_quarantines=3, requarantine_window=7d, suspect_clears_after=72h, "
-                  "requalify_timeout=2h); repeatable");
+                  "requalify_timeout=2h, short_job_max=1h: longer jobs go to suspect GPUs last); repeatable");
   cmd->callback([ctx, flags] {
     daemon::DaemonOptions options;
     if (flags->requalify_after == "0") {
@@ -160,6 +160,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     options.queue.scheduler.max_queued_jobs_per_user = flags->user_max_queued;
     options.queue.scheduler.preemption = !flags->no_preemption;
     options.queue.scheduler.backfill = !flags->no_backfill;
+    options.queue.scheduler.short_job_max = options.self_heal.short_job_max;
     options.mps = flags->mps;
     options.home = ctx->own_dir().root;
     options.socket_path = flags->socket;

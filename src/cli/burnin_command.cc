@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "burnin/gpu_reset.h"
 #include "burnin/report.h"
 #include "burnin/runner.h"
 #include "cli/burnin_format.h"
@@ -271,39 +272,11 @@ int RunThroughDaemon(const CommandContext& ctx, const BurnInFlags& flags, Daemon
   return code;
 }
 
-// --reset-first (a requalification under `daemon --allow-gpu-reset`): resets
-// the GPU before its burn-in, only when no process uses it. The outcome is a
-// check of the run ("gpu_reset"), so the requalification's evidence shows it.
+// --reset-first (a requalification under `daemon --allow-gpu-reset`):
+// burnin/gpu_reset.h resets the GPU only when no process uses it.
 burnin::Check ResetGpu(gpu::Driver& driver, const gpu::GpuInfo& info, host::Clock& clock) {
-  burnin::Check c;
-  c.name = "gpu_reset";
-  c.level = 1;
-  c.outcome = burnin::CheckOutcome::kSkipped;
-  auto sample = driver.Sample(info.index, clock.Now());
-  if (!sample.ok()) {
-    c.reason = "gpu_not_answering";
-    c.message = "not reset: the GPU does not answer (" + sample.status().message() + ")";
-  } else if (!sample->processes.empty()) {
-    c.reason = "processes_on_gpu";
-    c.message = fmt::format("not reset: {} process(es) use the GPU", sample->processes.size());
-  } else if (driver.simulated()) {
-    c.reason = "simulated";
-    c.message = "not reset: a simulated card has no hardware to reset";
-  } else {
-    exec::CommandRequest reset;
-    reset.argv = {"nvidia-smi", "--gpu-reset", "-i", info.pci_bus_id};
-    reset.timeout = 2 * kMinuteMs;
-    auto done = exec::NewProcessRunner()->Run(reset);
-    if (done.ok() && done->exit_code == 0) {
-      c.outcome = burnin::CheckOutcome::kPass;
-      c.message = "reset with nvidia-smi --gpu-reset before the burn-in";
-    } else {
-      c.outcome = burnin::CheckOutcome::kWarn;
-      c.reason = "reset_failed";
-      c.message = "nvidia-smi --gpu-reset failed: " +
-                  (done.ok() ? Printable(done->err.substr(0, 200)) : done.status().message());
-    }
-  }
+  auto runner = exec::NewProcessRunner();
+  burnin::Check c = burnin::ResetBeforeBurnIn(driver, info, clock.Now(), *runner);
   std::fprintf(stderr, "GPU %d: %s\n", info.index, Printable(c.message).c_str());
   return c;
 }

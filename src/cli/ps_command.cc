@@ -55,6 +55,8 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     std::string target = std::string("/v1/jobs?all=") + (f->all || finished_state ? "1" : "0");
     if (!f->user.empty()) target += "&user=" + f->user;
     if (!f->state.empty()) target += "&state=" + f->state;
+    // A table needs its columns only: the compact listing, read without a DOM.
+    if (!f->json) target += "&view=table";
     auto response = http::Client(http::Endpoint{ctx->dir().socket_path()}).Request("GET", target);
     if (!response.ok()) return ctx->Fail(response.status());
     if (response->status < 200 || response->status >= 300) return ctx->Fail(http::StatusFromResponse(*response));
@@ -65,21 +67,20 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
         return;
       }
     }
-    auto reply = http::ParseJson(response->body, {.max_bytes = response->body.size(), .max_depth = 64});
-    if (!reply.ok() || !reply->is_object()) {
-      return ctx->Fail(Internal("the daemon sent a reply that is not a JSON object for " + target));
-    }
     if (f->json) {
+      auto reply = http::ParseJson(response->body, {.max_bytes = response->body.size(), .max_depth = 64});
+      if (!reply.ok() || !reply->is_object()) {
+        return ctx->Fail(Internal("the daemon sent a reply that is not a JSON object for " + target));
+      }
       std::printf("%s\n", (*reply)["jobs"].dump().c_str());  // compact, as the daemon sends it
       return;
     }
-    // By reference: a copy of 20,000 jobs' DOM costs more than reading it.
-    static const nlohmann::json kNone = nlohmann::json::array();
-    auto listed = reply->find("jobs");
-    auto jobs = api::Decode<std::vector<api::JobView>>(listed == reply->end() ? kNone : *listed, "the queue");
-    if (!jobs.ok()) return ctx->Fail(jobs.status());
-    TimeMs now = reply->value("now", int64_t{0});
-    *reply = nlohmann::json();  // freed before the table is built, not after
+    auto listing = api::ParseJobTable(response->body);
+    if (!listing.ok()) return ctx->Fail(listing.status().Annotate("the daemon's answer to " + target));
+    response->body.clear();
+    response->body.shrink_to_fit();  // freed before the table is built, not after
+    const std::vector<api::JobView>* jobs = &listing->jobs;
+    const TimeMs now = listing->now;
     Table table({"ID", "NAME", "USER", "STATE", "GPUS", "ON", "PRIO", "TIME", "REASON"});
     table.Reserve(jobs->size());
     const bool color = ctx->color();  // asks the terminal: once, not per row

@@ -36,7 +36,19 @@ size_t ColourSequence(std::string_view text, size_t i) {
   return 0;
 }
 
+// Whether `text` holds a byte Escape could change: a control character, DEL
+// or the first byte of a C1 control. Most cells hold none (20,000 rows of
+// `ps` are 180,000 cells), and those are copied as they are.
+bool MayNeedEscape(std::string_view text) {
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f || c == 0xc2) return true;
+  }
+  return false;
+}
+
 std::string Escape(std::string_view text, bool keep_colour, bool keep_newline = false) {
+  if (!MayNeedEscape(text)) return std::string(text);
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -76,6 +88,15 @@ std::string PrintableLines(std::string_view text) { return Escape(text, false, t
 std::string PrintableCell(std::string_view text) { return Escape(text, true); }
 
 size_t DisplayWidth(const std::string& text) {
+  bool plain = true;  // ASCII without escapes: one column a byte
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == 0x1b || c >= 0x80) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return text.size();
   size_t width = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(text[i]);
@@ -94,32 +115,50 @@ std::string Colored(const std::string& text, const char* ansi_code, bool enabled
 }
 
 std::string Table::Render(const std::vector<size_t>& right_aligned) const {
-  std::vector<std::vector<std::string>> rows;
-  rows.reserve(rows_.size());
-  for (const auto& row : rows_) {
-    std::vector<std::string> cells;
-    for (const std::string& cell : row) cells.push_back(PrintableCell(cell));
-    rows.push_back(std::move(cells));
-  }
-  std::vector<size_t> widths(headers_.size(), 0);
-  for (size_t c = 0; c < headers_.size(); ++c) widths[c] = DisplayWidth(headers_[c]);
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], DisplayWidth(row[c]));
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (size_t c = 0; c < widths.size(); ++c) {
-      std::string cell = c < cells.size() ? cells[c] : "";
-      std::string pad(widths[c] - std::min(widths[c], DisplayWidth(cell)), ' ');
-      bool right = std::find(right_aligned.begin(), right_aligned.end(), c) != right_aligned.end();
-      out += right ? pad + cell : cell + (c + 1 < widths.size() ? pad : "");
-      if (c + 1 < widths.size()) out += "  ";
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
+  // Each cell escaped and measured once; lines appended in place.
+  struct Cell {
+    std::string text;
+    size_t width;
   };
-  std::string out = line(headers_);
-  for (const auto& row : rows) out += line(row);
+  const size_t columns = headers_.size();
+  std::vector<size_t> widths(columns, 0);
+  std::vector<Cell> cells;
+  cells.reserve((rows_.size() + 1) * columns);
+  auto add = [&](const std::vector<std::string>& row, bool escape) {
+    for (size_t c = 0; c < columns; ++c) {
+      std::string text = c < row.size() ? (escape ? PrintableCell(row[c]) : row[c]) : std::string();
+      const size_t width = DisplayWidth(text);
+      widths[c] = std::max(widths[c], width);
+      cells.push_back({std::move(text), width});
+    }
+  };
+  add(headers_, false);
+  for (const auto& row : rows_) add(row, true);
+  std::vector<bool> right(columns, false);
+  for (size_t c : right_aligned) {
+    if (c < columns) right[c] = true;
+  }
+  size_t line_width = 1;
+  for (size_t w : widths) line_width += w + 2;
+  std::string out;
+  out.reserve(line_width * (rows_.size() + 1));
+  for (size_t at = 0; at < cells.size(); at += columns) {
+    const size_t start = out.size();
+    for (size_t c = 0; c < columns; ++c) {
+      const Cell& cell = cells[at + c];
+      const size_t pad = widths[c] - std::min(widths[c], cell.width);
+      if (right[c]) {
+        out.append(pad, ' ');
+        out += cell.text;
+      } else {
+        out += cell.text;
+        if (c + 1 < columns) out.append(pad, ' ');
+      }
+      if (c + 1 < columns) out += "  ";
+    }
+    while (out.size() > start && out.back() == ' ') out.pop_back();
+    out += '\n';
+  }
   return out;
 }
 

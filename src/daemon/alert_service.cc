@@ -94,6 +94,14 @@ Status AlertService::Restore() {
     bool restored = std::any_of(kept.begin(), kept.end(),
                                 [&](const alerts::Alert& k) { return k.rule == a.rule && k.subject == a.subject; });
     if (restored) continue;
+    const auto& adopted = options_.adopted_rules;
+    if (a.state == alerts::AlertState::kFiring &&
+        std::find(adopted.begin(), adopted.end(), a.rule) != adopted.end()) {
+      external_[{a.rule, a.subject}] = a;
+      external_rules_[a.rule] = a.severity;
+      adopted_.push_back(a);
+      continue;
+    }
     a.state = a.state == alerts::AlertState::kFiring ? alerts::AlertState::kResolved : alerts::AlertState::kInactive;
     a.resolved_at = a.state == alerts::AlertState::kResolved ? now : 0;
     state_->batch.alerts.push_back(ToRecord(a));
@@ -179,8 +187,8 @@ void AlertService::RaiseExternal(const alerts::AlertTransition& t) {
   external_rules_[t.alert.rule] = t.alert.severity;
   if (t.to == alerts::AlertState::kFiring || t.to == alerts::AlertState::kPending) {
     external_[key] = t.alert;
-  } else {
-    external_.erase(key);
+  } else if (auto it = external_.find(key); it != external_.end() && it->second.pending_since == t.alert.pending_since) {
+    external_.erase(it);  // only the alert resolved, not a later one of the same subject
   }
   Record(t);
   if (t.to == alerts::AlertState::kFiring) Act(t);
@@ -219,7 +227,15 @@ void AlertService::Record(const alerts::AlertTransition& t) {
                {"value", a.value},
                {"action", alerts::ActionName(a.action)},
                {"pending_since", a.pending_since}};
+  // A GPU's alert is on its UUID; one on a job ("job 7 xid 31") names the
+  // job, and its event belongs to the GPU of its index.
   std::string gpu_uuid = a.gpu_index >= 0 ? a.subject : "";
+  const auto& gpus = state_->fleet.gpus;
+  if (a.gpu_index >= 0 && std::none_of(gpus.begin(), gpus.end(), [&](const auto& g) { return g.uuid == a.subject; })) {
+    for (const gpu::GpuInfo& g : gpus) {
+      if (g.index == a.gpu_index) gpu_uuid = g.uuid;
+    }
+  }
   state_->batch.events.push_back({0, t.time, kind, severity, gpu_uuid, message, data.dump()});
 }
 

@@ -35,6 +35,10 @@ struct AlertServiceOptions {
   std::unique_ptr<host::Host> ib_host;
   // Resolved alerts older than this are deleted at start.
   DurationMs resolved_retention = 30 * 24 * kHourMs;
+  // Rules raised outside the engine whose owner takes its firing alerts back
+  // at start (TakeAdopted) and decides when they resolve; other such alerts
+  // resolve at start.
+  std::vector<std::string> adopted_rules;
 };
 
 // The newest completed burn-in of a GPU, as /metrics shows it.
@@ -53,6 +57,10 @@ class AlertService {
   // At start: takes back the pending and firing alerts a previous daemon
   // stored, so that an alert already firing does not fire (and act) again.
   Status Restore();
+  // The firing alerts of AlertServiceOptions::adopted_rules that Restore
+  // kept, once; listed and counted as firing until their owner resolves them
+  // through RaiseExternal.
+  std::vector<alerts::Alert> TakeAdopted() { return std::move(adopted_); }
 
   // After each sampling round, before the turn's commit: evaluates the rules
   // at `now` (the round's time) and acts.
@@ -112,6 +120,7 @@ class AlertService {
   // the severity of each such rule ever raised, so that its series stays.
   std::map<std::pair<std::string, std::string>, alerts::Alert> external_;
   std::map<std::string, store::Severity> external_rules_;
+  std::vector<alerts::Alert> adopted_;
 };
 
 }  // namespace gpuherd::daemon

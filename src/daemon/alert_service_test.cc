@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "burnin/result.h"
+#include "daemon/alert_service.h"
 #include "http/client.h"
 #include "http/token.h"
 #include "daemon/daemon.h"
@@ -524,6 +525,64 @@ TEST_F(MonitoringTest, BadRulesFileRefusesToStartWithItsLine) {
   d = Daemon::Create(options, clock_.get());
   ASSERT_FALSE(d.ok());
   EXPECT_THAT(d.status().message(), HasSubstr("ftp://example.invalid/hook"));
+}
+
+// Alerts raised outside the engine (self-healing's, the risk model's): a
+// resolution takes off the list exactly the alert it resolves, and an alert
+// on a job belongs to its GPU in the events.
+TEST(AlertServiceExternalTest, AResolutionTakesOffOnlyTheAlertItResolves) {
+  fs::path dir = fs::temp_directory_path() / ("gpuherd_alert_external_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  host::FakeClock clock(kT0);
+  DaemonState state;
+  state.clock = &clock;
+  state.sample_interval = kStep;
+  auto store = store::Store::Open((dir / "state.db").string());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  state.store = std::move(store).value();
+  gpu::GpuInfo gpu;
+  gpu.index = 3;
+  gpu.uuid = "GPU-three";
+  state.fleet.gpus.push_back(gpu);
+  auto service = AlertService::Create(&state, nullptr, AlertServiceOptions());
+  ASSERT_TRUE(service.ok()) << service.status().ToString();
+  AlertService& service_ref = **service;
+
+  auto raise = [&](TimeMs at, alerts::AlertState from, alerts::AlertState to) {
+    alerts::Alert a;
+    a.rule = "application_xid";
+    a.subject = "job 7 xid 31";
+    a.gpu_index = 3;
+    a.state = to;
+    a.pending_since = a.fired_at = at;
+    if (to == alerts::AlertState::kResolved) a.resolved_at = clock.Now();
+    a.severity = store::Severity::kWarning;
+    a.summary = "job 7 hit XID 31";
+    service_ref.RaiseExternal({from, to, clock.Now(), a});
+  };
+  auto listed = [&] {
+    std::vector<TimeMs> out;
+    auto list = service_ref.ListJson(false);
+    EXPECT_TRUE(list.ok());
+    for (const json& a : (*list)["alerts"]) out.push_back(a["pending_since"].get<TimeMs>());
+    return out;
+  };
+  raise(kT0, alerts::AlertState::kInactive, alerts::AlertState::kFiring);
+  clock.Advance(kHourMs);
+  // Its owner told again: the new alert replaces the old on the list.
+  raise(kT0 + kHourMs, alerts::AlertState::kInactive, alerts::AlertState::kFiring);
+  EXPECT_EQ(listed(), std::vector<TimeMs>{kT0 + kHourMs});
+  // The old one's resolution, late: the new one stays.
+  raise(kT0, alerts::AlertState::kFiring, alerts::AlertState::kResolved);
+  EXPECT_EQ(listed(), std::vector<TimeMs>{kT0 + kHourMs});
+  raise(kT0 + kHourMs, alerts::AlertState::kFiring, alerts::AlertState::kResolved);
+  EXPECT_TRUE(listed().empty());
+
+  ASSERT_FALSE(state.batch.events.empty());
+  for (const store::EventRecord& e : state.batch.events) EXPECT_EQ(e.gpu_uuid, "GPU-three") << e.message;
+  service->reset();
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -188,6 +189,10 @@ struct Daemon::Impl {
   std::unique_ptr<SelfHealService> self_heal;  // uses jobs and alerts
   std::unique_ptr<http::Server> server;
   std::unique_ptr<http::Server> metrics_server;  // --metrics-port: /metrics only
+  // Long history ranges, read on an HTTP thread (ServeLongHistory): one at a
+  // time, with a read-only connection of their own.
+  std::mutex history_mu;
+  std::unique_ptr<store::Store> history_reader;
 
   ~Impl() {
     if (metrics_server) metrics_server->Stop();
@@ -279,6 +284,22 @@ struct Daemon::Impl {
     state.last_round_took = round.took;
   }
 
+  // A week of minutes takes seconds to average: the loop only copies the
+  // fleet and the clock, and this HTTP thread reads the store (WAL lets it
+  // read while the loop commits).
+  http::Response ServeLongHistory(int64_t seconds) {
+    auto inputs = loop->CallOr<std::optional<routes::LongHistory>>(
+        [&] { return std::optional<routes::LongHistory>(routes::LongHistoryInputs(state, seconds)); }, std::nullopt);
+    if (!inputs) return http::ErrorResponse(503, "the daemon is stopping");
+    std::lock_guard<std::mutex> lock(history_mu);
+    if (!history_reader) {
+      auto reader = store::Store::Open(dir.db_path(), {.read_only = true});
+      if (!reader.ok()) return routes::StatusResponse(reader.status());
+      history_reader = std::move(reader).value();
+    }
+    return routes::AnswerLongHistory(*inputs, *history_reader);
+  }
+
   http::Response Serve(const http::Request& request) {
     if (auto refused = routes::CheckHost(request, allowed_hosts)) return std::move(*refused);
     // The dashboard's page and scripts: fixed bytes, no state, no token.
@@ -289,6 +310,7 @@ struct Daemon::Impl {
                                     "\"Authorization: Bearer <token>\" with the token from " + dir.token_path() +
                                     " (or use the unix socket " + dir.socket_path() + ")");
     }
+    if (auto seconds = routes::LongHistorySeconds(request)) return ServeLongHistory(*seconds);
     auto key = IdempotencyKeyOf(request);
     if (!key.ok()) return http::ErrorResponse(400, key.status().message());
     return loop->CallOr<http::Response>(
@@ -323,6 +345,7 @@ struct Daemon::Impl {
     alert_options.notify.webhook_urls = options.webhook_urls;
     alert_options.notify.command = options.alert_command;
     alert_options.payload.hostname = state.hostname;
+    alert_options.adopted_rules = SelfHealService::AlertRules();  // StartSelfHeal takes them back
     if (!options.ib_sysfs_root.empty()) alert_options.ib_host = host::NewHost(options.ib_sysfs_root);
     auto created = AlertService::Create(&state, jobs.get(), std::move(alert_options));
     if (!created.ok()) return created.status().Annotate("cannot start the alert notifications");
@@ -351,6 +374,7 @@ struct Daemon::Impl {
     participants.Add(self_heal.get());  // after the queue: reads its drains back on a failed commit
     Impl* raw = this;
     self_heal->SetAlertSink([raw](const alerts::AlertTransition& t) { raw->alerts->RaiseExternal(t); });
+    self_heal->AdoptAlerts(alerts->TakeAdopted());
     if (!CommitTurn()) return IoError("cannot write " + dir.db_path());
     const auto& o = options.self_heal;
     spdlog::info("self-healing: requalify after {} idle (level {}){}{}",

@@ -15,6 +15,7 @@
 #include "http/client.h"
 #include "http/token.h"
 #include "daemon/daemon.h"
+#include "daemon/routes/routes.h"
 #include "exec/launcher.h"
 #include "pipeline/report.h"
 #include "store/store.h"
@@ -267,6 +268,64 @@ TEST_F(DashboardTest, LongRangesComeFromStoredMinutesInBuckets) {
   // An hour: the readings, as before.
   EXPECT_EQ(Get("/v1/gpus/history?seconds=3600")["source"], "readings");
   EXPECT_EQ(Tcp("GET", "/v1/gpus/history?seconds=604801").status, 400);
+}
+
+// Ranges over an hour are read off the event loop (a week of 64 GPUs' minutes
+// held it for 3 s): which requests go that way, and that the answer needs
+// nothing but the fleet, the clock and a read-only connection of its own
+// beside the daemon's writing one.
+TEST_F(DashboardTest, LongRangesAreReadOffTheLoopWithTheirOwnConnection) {
+  auto request = [](const std::string& method, const std::string& path, std::map<std::string, std::string> query) {
+    http::Request r;
+    r.method = method;
+    r.path = path;
+    r.query = std::move(query);
+    return r;
+  };
+  EXPECT_EQ(routes::LongHistorySeconds(request("GET", "/v1/gpus/history", {{"seconds", "604800"}})), 604800);
+  EXPECT_EQ(routes::LongHistorySeconds(request("HEAD", "/v1/gpus/history", {{"seconds", "7200"}})), 7200);
+  // The readings (an hour or less), a malformed range and other routes stay on the loop.
+  EXPECT_FALSE(routes::LongHistorySeconds(request("GET", "/v1/gpus/history", {})));
+  EXPECT_FALSE(routes::LongHistorySeconds(request("GET", "/v1/gpus/history", {{"seconds", "3600"}})));
+  EXPECT_FALSE(routes::LongHistorySeconds(request("GET", "/v1/gpus/history", {{"seconds", "604801"}})));
+  EXPECT_FALSE(routes::LongHistorySeconds(request("GET", "/v1/gpus/history", {{"seconds", "lots"}})));
+  EXPECT_FALSE(routes::LongHistorySeconds(request("POST", "/v1/gpus/history", {{"seconds", "86400"}})));
+  EXPECT_FALSE(routes::LongHistorySeconds(request("GET", "/v1/gpus/0/rollups", {{"seconds", "86400"}})));
+
+  StartDaemon(1);
+  const json fleet = Get("/v1/gpus")["gpus"][0];
+  StopDaemon();
+  auto writer = store::Store::Open((home_ / "state.db").string());
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  const TimeMs minute = clock_->Now() / 60000 * 60000 - 3 * 3600000;
+  store::WriteBatch batch;
+  store::RollupRecord r;
+  r.uuid = fleet["uuid"];
+  r.minute = minute;
+  r.samples = 12;
+  r.stat(store::RollupMetric::kGpuUtil) = store::RollupStat{64, 64, 64};
+  batch.rollups.push_back(r);
+  ASSERT_TRUE((*writer)->Commit(&batch).ok());
+  writer->reset();
+  StartDaemon(1);  // the writer now; the reader opens beside it
+  auto reader = store::Store::Open((home_ / "state.db").string(), {.read_only = true});
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  routes::LongHistory inputs;
+  inputs.now = clock_->Now();
+  inputs.seconds = 6 * 3600;
+  inputs.gpus.resize(1);
+  inputs.gpus[0].index = 0;
+  inputs.gpus[0].uuid = fleet["uuid"];
+  http::Response answer = routes::AnswerLongHistory(inputs, **reader);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  json h = json::parse(answer.body);
+  EXPECT_EQ(h["source"], "rollups");
+  ASSERT_GE(h["gpus"][0]["time"].size(), 1u) << h.dump();
+  EXPECT_EQ(h["gpus"][0]["time"][0], minute + 30000);
+  EXPECT_EQ(h["gpus"][0]["gpu_util_pct"][0], 64);
+  // Through the daemon, the same minute.
+  json six = Get("/v1/gpus/history?seconds=21600");
+  EXPECT_EQ(six["gpus"][0]["gpu_util_pct"][0], 64) << six.dump();
 }
 
 // Each GPU lists its jobs (used against share for a fraction) and its latest

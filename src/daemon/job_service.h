@@ -145,6 +145,9 @@ class JobService : public TurnParticipant {
   // gpuherd's own drain (an alert's action, the risk model); no-op when the
   // GPU is drained already (the first origin stays).
   void DrainFor(int gpu_position, queue::DrainOrigin origin, const std::string& reason);
+  // Self-healing marks a GPU suspect or clears the mark: new long jobs go
+  // elsewhere while other GPUs are free (scheduler rule 12).
+  void SetSuspect(int gpu_position, bool suspect);
   // A passing burn-in returns the GPU when gpuherd drained it (not an
   // operator); FailedPrecondition otherwise.
   Status LiftAfterBurnIn(int gpu_position, const std::string& by);
@@ -159,7 +162,10 @@ class JobService : public TurnParticipant {
   // ones too when `all` (the 10,000 most recent, read from the store: the
   // daemon keeps only unfinished jobs in memory). An unfinished job's listing
   // is serialized once per change, so polling a deep queue costs no parsing.
-  std::string ListBody(bool all, const std::string& user, const std::string& state);
+  // With `table`, the compact listing instead (api::ParseJobTable reads it):
+  // {"columns": [...], "rows": [[...]], "now": N}, the same jobs in the same
+  // order, each row serialized once per change as well.
+  std::string ListBody(bool all, const std::string& user, const std::string& state, bool table = false);
   Result<nlohmann::json> Show(sched::JobId id);
   // A piece of a job's log from `offset` (at most 256 KiB).
   Result<nlohmann::json> Logs(sched::JobId id, const std::string& stream, int64_t offset);
@@ -223,9 +229,12 @@ class JobService : public TurnParticipant {
     sched::JobId stopping_for = 0;  // the preemptor this attempt stops for
     std::set<sched::JobId> preempted_for;  // every preemptor it was stopped for (never twice)
     std::vector<int> stored_claim;  // the claim its stored spec holds (StoreMarks), as fleet positions
-    // Its listing while unchanged; reset by Touch and SetReason.
+    // Its listing and its table row while unchanged; reset by Touch and SetReason.
     mutable std::optional<ListedJob> listed;
+    mutable std::optional<std::string> table_row;
   };
+  // The job's row of the compact listing, in api::kJobTableColumns' order.
+  static std::string TableRow(const sched::Job& job);
 
   void Touch(Entry& e);  // marks the job's record for this turn's batch
   void Event(const sched::Job& job, const std::string& kind, store::Severity severity, const std::string& message);
@@ -320,6 +329,9 @@ class JobService : public TurnParticipant {
   // every claim and never stops a victim twice for one preemptor.
   std::map<sched::JobId, std::vector<int>> stored_claims_;
   std::vector<std::function<void()>> after_commit_;
+  // Jobs that finished this turn, freed after its commit: off the loop when
+  // there are many (a cancel of 20,000), so that no answer waits for it.
+  std::vector<std::map<sched::JobId, Entry>::node_type> finished_entries_;
   // Exits delivered in this turn: a failed commit replays them onto the
   // restored queue (the executor reports each end once only).
   std::vector<exec::ExitRecord> exits_this_turn_;

@@ -31,6 +31,7 @@ class SelfHealJobQueue : public SelfHealQueue {
   void CancelRequalification(sched::JobId job, const std::string& reason) override;
   std::vector<int> JobsPerGpu() const override { return jobs_->JobsPerGpu(); }
   std::vector<JobOnGpu> JobsOn(int position) const override;
+  void SetSuspect(int position, bool suspect) override { jobs_->SetSuspect(position, suspect); }
 
  private:
   DaemonState* state_;

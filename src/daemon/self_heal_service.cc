@@ -101,10 +101,12 @@ struct Threshold {
 constexpr Threshold kThresholds[] = {
     {"window", true},          {"suspect_jobs", false},         {"quarantine_jobs", false},
     {"retire_fatal", false},   {"retire_quarantines", false},   {"requarantine_window", true},
-    {"suspect_clears_after", true}, {"requalify_timeout", true},
+    {"suspect_clears_after", true}, {"requalify_timeout", true},   {"short_job_max", true},
 };
 
 }  // namespace
+
+std::string JobXidSubject(const std::string& job_id, int xid) { return fmt::format("job {} xid {}", job_id, xid); }
 
 const std::vector<std::string>& SelfHealRuleNames() {
   static const std::vector<std::string> kNames = {
@@ -155,6 +157,7 @@ Status SetSelfHealThreshold(SelfHealOptions* options, const std::string& assignm
   if (key == "requarantine_window") s.requarantine_window = number;
   if (key == "suspect_clears_after") s.suspect_clears_after = number;
   if (key == "requalify_timeout") s.requalify_timeout = number;
+  if (key == "short_job_max") options->short_job_max = number;
   return Status::Ok();
 }
 
@@ -228,6 +231,7 @@ Status SelfHealService::Load() {
     // The requalification queued before the restart still counts as asked for.
     record.requalify_queued = false;
     g.machine = alerts::GpuStateMachine(options_.states, std::move(record));
+    queue_->SetSuspect(static_cast<int>(pos), g.machine.state() == GpuHealth::kSuspect);
   }
 
   // The rules' memory: what they judged within the window.
@@ -366,7 +370,7 @@ void SelfHealService::TellOwner(const alerts::OwnerNotice& n, TimeMs now) {
   if (!alert_sink_) return;
   alerts::Alert a;
   a.rule = "application_xid";
-  a.subject = "job " + n.job_id;
+  a.subject = JobXidSubject(n.job_id, n.xid);
   a.gpu_index = pos >= 0 ? state_->fleet.gpus[pos].index : -1;
   a.state = alerts::AlertState::kFiring;
   a.pending_since = a.fired_at = now;
@@ -374,8 +378,18 @@ void SelfHealService::TellOwner(const alerts::OwnerNotice& n, TimeMs now) {
   a.severity = store::Severity::kWarning;
   a.action = alerts::Action::kNotify;
   a.summary = fmt::format("{} (owner {})", n.message, n.owner);
+  const sched::JobId job = std::atoll(n.job_id.c_str());
+  // The rules tell an owner once per job and XID within a window; one told
+  // again (the window passed before this round's expiry) replaces its alert.
+  auto [from, to] = job_alerts_.equal_range(job);
+  for (auto it = from; it != to; ++it) {
+    if (it->second.subject != a.subject) continue;
+    ResolveAlert(it->second, now);
+    job_alerts_.erase(it);
+    break;
+  }
   alert_sink_({alerts::AlertState::kInactive, alerts::AlertState::kFiring, now, a});
-  job_alerts_.emplace(std::atoll(n.job_id.c_str()), a);
+  job_alerts_.emplace(job, a);
 }
 
 void SelfHealService::Apply(int pos, const HealthInput& input, const std::string& rule, bool shadow) {
@@ -392,7 +406,17 @@ void SelfHealService::Carry(int pos, const alerts::HealthDecision& d, const std:
   Gpu& g = gpus_[pos];
   for (const alerts::HealthTransition& t : d.transitions) RecordTransition(pos, t, rule, shadow, d.actions);
   if (shadow) return;
-  if (!d.transitions.empty()) g.rule = rule;
+  if (!d.transitions.empty()) {
+    g.rule = rule;
+    queue_->SetSuspect(pos, g.machine.state() == GpuHealth::kSuspect);
+    // An operator returned a retired card: its alert is over.
+    if (g.machine.state() != GpuHealth::kRetired) {
+      if (auto it = retired_alerts_.find(pos); it != retired_alerts_.end()) {
+        ResolveAlert(it->second, d.transitions.back().time);
+        retired_alerts_.erase(it);
+      }
+    }
+  }
   const gpu::GpuInfo& info = state_->fleet.gpus[pos];
   const TimeMs now = state_->clock->Now();
   for (const alerts::HealthAction& a : d.actions) {
@@ -402,7 +426,7 @@ void SelfHealService::Carry(int pos, const alerts::HealthDecision& d, const std:
         g.drained = true;
         break;
       case alerts::HealthActionKind::kAvoidForLongJobs:
-        break;  // placement reads StateOf()
+        break;  // the suspect mark above: scheduler rule 12
       case alerts::HealthActionKind::kQueueRequalification: {
         const bool reset = options_.allow_gpu_reset;
         auto job = queue_->QueueRequalification(pos, options_.requalify_level, reset);
@@ -452,6 +476,7 @@ void SelfHealService::Carry(int pos, const alerts::HealthDecision& d, const std:
                                    "hardware and returns it (gpuherd undrain {})",
                                    info.index, info.name, a.reason, info.index);
           alert_sink_({alerts::AlertState::kInactive, alerts::AlertState::kFiring, now, al});
+          retired_alerts_[pos] = al;
         }
         break;
     }
@@ -496,6 +521,16 @@ void SelfHealService::Event(TimeMs now, const std::string& kind, store::Severity
 }
 
 void SelfHealService::OnRound(TimeMs now) {
+  // An application's XID is news for a window: a job that runs for a week
+  // does not keep its owner's alert firing all week.
+  for (auto it = job_alerts_.begin(); it != job_alerts_.end();) {
+    if (now - it->second.fired_at >= options_.rules.window) {
+      ResolveAlert(it->second, now);
+      it = job_alerts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   const std::vector<int> jobs = queue_->JobsPerGpu();
   for (size_t i = 0; i < gpus_.size(); ++i) {
     const int pos = static_cast<int>(i);
@@ -531,15 +566,43 @@ void SelfHealService::FinishRequalification(int pos, const HealthInput& input) {
   g.requalify_job = 0;
 }
 
+void SelfHealService::ResolveAlert(alerts::Alert a, TimeMs now) {
+  a.state = alerts::AlertState::kResolved;
+  a.resolved_at = now;
+  if (alert_sink_) alert_sink_({alerts::AlertState::kFiring, alerts::AlertState::kResolved, now, a});
+}
+
+const std::vector<std::string>& SelfHealService::AlertRules() {
+  static const std::vector<std::string> kRules = {"application_xid", "gpu_retired"};
+  return kRules;
+}
+
+void SelfHealService::AdoptAlerts(const std::vector<alerts::Alert>& firing) {
+  const TimeMs now = state_->clock->Now();
+  for (const alerts::Alert& a : firing) {
+    if (a.state != alerts::AlertState::kFiring) continue;
+    bool keep = false;
+    if (a.rule == "application_xid" && a.subject.rfind("job ", 0) == 0) {
+      // "job N xid X"; an alert stored before subjects named the XID is "job N".
+      const sched::JobId id = std::atoll(a.subject.c_str() + 4);
+      auto job = id > 0 ? state_->store->GetJob(id) : Result<std::optional<store::JobRecord>>(std::nullopt);
+      std::optional<sched::JobState> st;
+      if (job.ok() && *job) st = sched::ParseJobState((*job)->state);
+      keep = st && !sched::IsFinal(*st) && now - a.fired_at < options_.rules.window;
+      if (keep) job_alerts_.emplace(id, a);
+    } else if (a.rule == "gpu_retired") {
+      const int pos = PositionOf(a.subject);
+      keep = pos >= 0 && StateOf(pos) == GpuHealth::kRetired;
+      if (keep) retired_alerts_[pos] = a;
+    }
+    if (!keep) ResolveAlert(a, now);
+  }
+}
+
 void SelfHealService::OnJobChanged(const sched::Job& job) {
   if (!sched::IsFinal(job.state)) return;
   auto [from, to] = job_alerts_.equal_range(job.id);
-  for (auto it = from; it != to; ++it) {
-    alerts::Alert a = it->second;
-    a.state = alerts::AlertState::kResolved;
-    a.resolved_at = state_->clock->Now();
-    if (alert_sink_) alert_sink_({alerts::AlertState::kFiring, alerts::AlertState::kResolved, a.resolved_at, a});
-  }
+  for (auto it = from; it != to; ++it) ResolveAlert(it->second, state_->clock->Now());
   job_alerts_.erase(from, to);
 
   for (size_t pos = 0; pos < gpus_.size(); ++pos) {

@@ -44,6 +44,9 @@ struct SelfHealOptions {
   bool allow_gpu_reset = false;  // `--allow-gpu-reset`: only with no process on the GPU
   // Rules in shadow mode (`--self-heal-shadow`); "all" shadows every rule.
   std::set<std::string> shadow_rules;
+  // `--self-heal short_job_max=`: the daemon hands it to the scheduler (rule
+  // 12: jobs with a longer time limit, or none, go to suspect GPUs last).
+  DurationMs short_job_max = kHourMs;
 };
 
 // The rule names `--self-heal-shadow` accepts.
@@ -53,6 +56,10 @@ const std::vector<std::string>& SelfHealRuleNames();
 Status SetSelfHealThreshold(SelfHealOptions* options, const std::string& assignment);
 // "rule,rule" or "all"; kInvalidArgument names the known rules.
 Status SetSelfHealShadow(SelfHealOptions* options, const std::string& list);
+
+// "job 7 xid 31": the subject of an application_xid alert. One alert per job
+// and XID, so that resolving one never takes another off the alert list.
+std::string JobXidSubject(const std::string& job_id, int xid);
 
 // A job holding a GPU, to whom an XID on it is attributed.
 struct JobOnGpu {
@@ -81,6 +88,9 @@ class SelfHealQueue {
   virtual std::vector<int> JobsPerGpu() const = 0;
   // The jobs holding GPU `position` now, lowest id first.
   virtual std::vector<JobOnGpu> JobsOn(int position) const = 0;
+  // Marks the GPU suspect for the scheduler (rule 12: last for long jobs)
+  // or clears the mark.
+  virtual void SetSuspect(int position, bool suspect) = 0;
 };
 
 class SelfHealService : public TurnParticipant {
@@ -99,6 +109,13 @@ class SelfHealService : public TurnParticipant {
   void AfterCommit(bool committed) override;
   // Alerts on jobs (an application's XID) and retirements go here.
   void SetAlertSink(AlertSink sink) { alert_sink_ = std::move(sink); }
+  // The alert rules the service raises and resolves itself.
+  static const std::vector<std::string>& AlertRules();
+  // At start, after Load and SetAlertSink: the service's alerts a previous
+  // daemon left firing. An application_xid alert stays firing while its job
+  // is unfinished and younger than the rules' window, and resolves now
+  // otherwise; a gpu_retired alert stays while its GPU is retired.
+  void AdoptAlerts(const std::vector<alerts::Alert>& firing);
 
   // Whether `event` is one the service judges (an XID, a double-bit ECC
   // error, a lost GPU): the queue's own fault handling must leave it alone.
@@ -146,6 +163,7 @@ class SelfHealService : public TurnParticipant {
   void Event(TimeMs now, const std::string& kind, store::Severity severity, int pos, const std::string& message,
              const nlohmann::json& data);
   void FinishRequalification(int pos, const alerts::HealthInput& input);
+  void ResolveAlert(alerts::Alert a, TimeMs now);
 
   DaemonState* state_;
   SelfHealQueue* queue_;
@@ -153,8 +171,12 @@ class SelfHealService : public TurnParticipant {
   AlertSink alert_sink_;
   alerts::SelfHealState memory_;
   std::vector<Gpu> gpus_;  // by fleet position
-  // Application-XID alerts firing on jobs: resolved when the job ends.
+  // Application-XID alerts firing on jobs, one per job and XID (subject
+  // JobXidSubject): resolved when the job ends, or once they are a window
+  // (SelfHealPolicy::window) old.
   std::multimap<sched::JobId, alerts::Alert> job_alerts_;
+  // gpu_retired alerts by fleet position: resolved when the GPU leaves retired.
+  std::map<int, alerts::Alert> retired_alerts_;
 };
 
 }  // namespace gpuherd::daemon

@@ -3,6 +3,7 @@
 #include "daemon/self_heal_service.h"
 
 #include <filesystem>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -49,6 +50,14 @@ class FakeQueue : public SelfHealQueue {
     return n;
   }
   std::vector<JobOnGpu> JobsOn(int pos) const override { return jobs_on[pos]; }
+  void SetSuspect(int pos, bool mark) override {
+    if (mark) {
+      suspect.insert(pos);
+    } else {
+      suspect.erase(pos);
+    }
+  }
+  std::set<int> suspect;
 
   struct Requalification {
     int pos, level;
@@ -237,7 +246,7 @@ TEST_F(SelfHealServiceTest, ApplicationXidsAcrossJobsTellTheOwnersAndDrainNothin
   EXPECT_EQ(json::parse(told[0].data_json)["owner"], "alice");
   EXPECT_EQ(json::parse(told[1].data_json)["owner"], "bob");
   ASSERT_EQ(alerts_.size(), 2u);
-  EXPECT_EQ(alerts_[0].alert.subject, "job 1");
+  EXPECT_EQ(alerts_[0].alert.subject, "job 1 xid 31");
   // The job's end resolves its alert.
   sched::Job ended;
   ended.id = 1;
@@ -245,6 +254,159 @@ TEST_F(SelfHealServiceTest, ApplicationXidsAcrossJobsTellTheOwnersAndDrainNothin
   s->OnJobChanged(ended);
   ASSERT_EQ(alerts_.size(), 3u);
   EXPECT_EQ(alerts_[2].to, alerts::AlertState::kResolved);
+}
+
+// What a restarted daemon's alert service hands back (AlertService::TakeAdopted).
+std::vector<alerts::Alert> Firing(const std::vector<alerts::AlertTransition>& transitions) {
+  std::map<std::pair<std::string, std::string>, alerts::Alert> firing;
+  for (const auto& t : transitions) {
+    if (t.to == alerts::AlertState::kFiring) firing[{t.alert.rule, t.alert.subject}] = t.alert;
+    if (t.to == alerts::AlertState::kResolved) firing.erase({t.alert.rule, t.alert.subject});
+  }
+  std::vector<alerts::Alert> out;
+  for (const auto& [key, a] : firing) out.push_back(a);
+  return out;
+}
+
+TEST_F(SelfHealServiceTest, ApplicationXidAlertsOutliveARestartUntilTheirJobEndsOrTheirWindowPasses) {
+  for (int id : {1, 2, 3}) {
+    store::JobRecord job;
+    job.id = id;
+    job.user = "alice";
+    job.state = "running";
+    job.spec_json = "{}";
+    state_.batch.jobs.push_back(job);
+  }
+  Commit();
+  {
+    auto s = Start();
+    for (int gpu : {0, 1, 2}) {
+      queue_.jobs_on[gpu] = {{gpu + 1, "alice"}};
+      s->OnGpuEvents({Xid(gpu, 31)});
+    }
+    Commit();
+    ASSERT_EQ(Firing(alerts_).size(), 3u);
+  }
+  // Job 2 ended while no daemon ran; jobs 1 and 3 still run.
+  store::JobRecord ended;
+  ended.id = 2;
+  ended.user = "alice";
+  ended.state = "completed";
+  ended.spec_json = "{}";
+  state_.batch.jobs.push_back(ended);
+  Commit();
+  std::vector<alerts::Alert> left = Firing(alerts_);
+  alerts_.clear();
+  auto s = Start();
+  s->AdoptAlerts(left);
+  ASSERT_EQ(alerts_.size(), 1u);
+  EXPECT_EQ(alerts_[0].alert.subject, "job 2 xid 31");
+  EXPECT_EQ(alerts_[0].to, alerts::AlertState::kResolved);
+  // Job 1 ends: its alert resolves.
+  sched::Job one;
+  one.id = 1;
+  one.state = sched::JobState::kCompleted;
+  s->OnJobChanged(one);
+  ASSERT_EQ(alerts_.size(), 2u);
+  EXPECT_EQ(alerts_[1].alert.subject, "job 1 xid 31");
+  EXPECT_EQ(alerts_[1].to, alerts::AlertState::kResolved);
+  // Job 3 runs on; a window after the XID its alert resolves anyway.
+  Rounds(*s, 1);
+  EXPECT_EQ(alerts_.size(), 2u);
+  clock_.Advance(options_.rules.window);
+  Rounds(*s, 1);
+  ASSERT_EQ(alerts_.size(), 3u);
+  EXPECT_EQ(alerts_[2].alert.subject, "job 3 xid 31");
+  EXPECT_EQ(alerts_[2].to, alerts::AlertState::kResolved);
+  EXPECT_TRUE(Firing(alerts_).empty());
+}
+
+TEST_F(SelfHealServiceTest, TwoXidsOnOneJobAreTwoAlertsAndEachResolvesAlone) {
+  auto s = Start();
+  queue_.jobs_on[0] = {{1, "alice"}};
+  s->OnGpuEvents({Xid(0, 31)});
+  Commit();
+  Rounds(*s, 60);
+  s->OnGpuEvents({Xid(0, 13)});
+  Commit();
+  std::vector<alerts::Alert> firing = Firing(alerts_);
+  ASSERT_EQ(firing.size(), 2u);
+  EXPECT_EQ(firing[0].subject, "job 1 xid 13");
+  EXPECT_EQ(firing[1].subject, "job 1 xid 31");
+  // XID 31's window ends an hour before XID 13's: only its alert resolves.
+  clock_.Advance(options_.rules.window - 61 * kMinuteMs);
+  Rounds(*s, 1);
+  firing = Firing(alerts_);
+  ASSERT_EQ(firing.size(), 1u);
+  EXPECT_EQ(firing[0].subject, "job 1 xid 13");
+  EXPECT_EQ(firing[0].value, 13);
+  // The job's end resolves the other.
+  sched::Job ended;
+  ended.id = 1;
+  ended.state = sched::JobState::kCompleted;
+  s->OnJobChanged(ended);
+  EXPECT_TRUE(Firing(alerts_).empty());
+  // Each alert fired once and resolved once.
+  ASSERT_EQ(alerts_.size(), 4u);
+  EXPECT_EQ(alerts_[2].alert.subject, "job 1 xid 31");
+  EXPECT_EQ(alerts_[3].alert.subject, "job 1 xid 13");
+  EXPECT_EQ(alerts_[3].to, alerts::AlertState::kResolved);
+}
+
+TEST_F(SelfHealServiceTest, AnAlertAPreviousVersionStoredOnJobNStillResolvesAtItsJobsEnd) {
+  store::JobRecord job;
+  job.id = 4;
+  job.user = "alice";
+  job.state = "running";
+  job.spec_json = "{}";
+  state_.batch.jobs.push_back(job);
+  Commit();
+  alerts::Alert old;
+  old.rule = "application_xid";
+  old.subject = "job 4";
+  old.gpu_index = 0;
+  old.state = alerts::AlertState::kFiring;
+  old.pending_since = old.fired_at = clock_.Now();
+  auto s = Start();
+  s->AdoptAlerts({old});
+  EXPECT_TRUE(alerts_.empty());
+  sched::Job ended;
+  ended.id = 4;
+  ended.state = sched::JobState::kFailed;
+  s->OnJobChanged(ended);
+  ASSERT_EQ(alerts_.size(), 1u);
+  EXPECT_EQ(alerts_[0].alert.subject, "job 4");
+  EXPECT_EQ(alerts_[0].to, alerts::AlertState::kResolved);
+}
+
+TEST_F(SelfHealServiceTest, ARetiredGpusAlertFiresAcrossARestartAndResolvesWhenAnOperatorReturnsIt) {
+  options_.rules.retire_fatal = 1;
+  std::vector<alerts::Alert> left;
+  {
+    auto s = Start();
+    s->OnGpuEvents({Xid(1, 79)});
+    Commit();
+    ASSERT_EQ(s->StateOf(1), GpuHealth::kRetired);
+    left = Firing(alerts_);
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(left[0].rule, "gpu_retired");
+  }
+  alerts_.clear();
+  auto s = Start();
+  s->AdoptAlerts(left);
+  EXPECT_TRUE(alerts_.empty()) << "resolved while the GPU is still retired";
+  queue_.drain[1].clear();  // the operator's undrain
+  Rounds(*s, 1);
+  EXPECT_EQ(s->StateOf(1), GpuHealth::kInService);
+  ASSERT_EQ(alerts_.size(), 1u);
+  EXPECT_EQ(alerts_[0].alert.rule, "gpu_retired");
+  EXPECT_EQ(alerts_[0].to, alerts::AlertState::kResolved);
+  // An alert for a GPU that is no longer retired resolves at adoption.
+  alerts_.clear();
+  auto again = Start();
+  again->AdoptAlerts(left);
+  ASSERT_EQ(alerts_.size(), 1u);
+  EXPECT_EQ(alerts_[0].to, alerts::AlertState::kResolved);
 }
 
 TEST_F(SelfHealServiceTest, TheSameXidFromThreeJobsOnOneGpuMakesItSuspectThenFourQuarantine) {
@@ -255,10 +417,15 @@ TEST_F(SelfHealServiceTest, TheSameXidFromThreeJobsOnOneGpuMakesItSuspectThenFou
     Commit();
     clock_.Advance(kHourMs);
     if (job == 2) EXPECT_EQ(s->StateOf(2), GpuHealth::kInService);
-    if (job == 3) EXPECT_EQ(s->StateOf(2), GpuHealth::kSuspect);
+    if (job == 3) {
+      EXPECT_EQ(s->StateOf(2), GpuHealth::kSuspect);
+      // The scheduler is told (rule 12: last for long jobs).
+      EXPECT_EQ(queue_.suspect, std::set<int>{2});
+    }
   }
   EXPECT_EQ(s->StateOf(2), GpuHealth::kQuarantined);
   ASSERT_EQ(queue_.drains_for_fault.size(), 1u);
+  EXPECT_TRUE(queue_.suspect.empty());
 }
 
 TEST_F(SelfHealServiceTest, DoubleBitEccQuarantines) {
@@ -352,7 +519,12 @@ TEST_F(SelfHealServiceTest, TheRulesRememberTheWindowAcrossARestart) {
   auto s = Start();
   queue_.jobs_on[1] = {{3, "dave"}};
   s->OnGpuEvents({Xid(1, 13)});
+  Commit();
   EXPECT_EQ(s->StateOf(1), GpuHealth::kSuspect);
+  // A restart marks it for the scheduler again.
+  queue_.suspect.clear();
+  s = Start();
+  EXPECT_EQ(queue_.suspect, std::set<int>{1});
 }
 
 TEST_F(SelfHealServiceTest, ARequalificationThatEndsWithoutAResultIsTriedAgain) {
@@ -402,6 +574,9 @@ TEST(SelfHealOptionsTest, ThresholdsAreChecked) {
   EXPECT_EQ(o.rules.window, 12 * kHourMs);
   EXPECT_TRUE(SetSelfHealThreshold(&o, "retire_quarantines=2").ok());
   EXPECT_EQ(o.states.quarantines_for_retire, 2);
+  EXPECT_EQ(o.short_job_max, kHourMs);
+  EXPECT_TRUE(SetSelfHealThreshold(&o, "short_job_max=30m").ok());
+  EXPECT_EQ(o.short_job_max, 30 * kMinuteMs);
   EXPECT_FALSE(SetSelfHealThreshold(&o, "window=0s").ok());
   EXPECT_FALSE(SetSelfHealThreshold(&o, "suspect_jobs=-1").ok());
   EXPECT_FALSE(SetSelfHealThreshold(&o, "suspect_jobs=3x").ok());

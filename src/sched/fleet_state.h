@@ -28,6 +28,10 @@ struct GpuState {
   bool drained = false;                   // an operator or an alert took it out of service
   bool healthy = true;                    // the health verdict (burn-in, alerts)
   std::optional<int> health_score;        // 0..100 where known; higher is preferred
+  // Self-healing watches it (the same XID under several jobs): still in
+  // service, but new long jobs go elsewhere while other GPUs are free
+  // (scheduler rule 12).
+  bool suspect = false;
   std::optional<int> numa_node;
   // Topology groups (-1 = none): GPUs with the same id are joined by NVLink,
   // sit behind the same PCIe switch, or share a host bridge. Filled from the

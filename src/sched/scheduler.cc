@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -114,6 +115,7 @@ class Pass {
         model_of_[p] = models.try_emplace(fleet.gpus[p].name, static_cast<int>(models.size()))
                            .first->second;
       }
+      if (fleet.gpus[p].suspect) suspect_.push_back(p);  // sorted: p rises
       int gpu = fleet.gpus[p].index;
       if (gpu < 0) continue;
       if (static_cast<size_t>(gpu) >= position_of_.size()) position_of_.resize(gpu + 1, -1);
@@ -392,6 +394,18 @@ class Pass {
     if (may_fit) {
       std::span<const size_t> avoid;
       if (reservation_ && !ends_before) avoid = reservation_->gpus;
+      // Rule 12: a long job tries the GPUs that are not suspect first.
+      if (!suspect_.empty() && IsLong(spec)) {
+        std::vector<size_t> elsewhere;
+        std::set_union(avoid.begin(), avoid.end(), suspect_.begin(), suspect_.end(),
+                       std::back_inserter(elsewhere));
+        if (spec.fractional() || index_.FreeMatching(spec, elsewhere) >= need) {
+          if (std::optional<std::vector<size_t>> gpus = index_.Find(spec, elsewhere)) {
+            Start(job, std::move(*gpus));
+            return "";
+          }
+        }
+      }
       // Counting first keeps a long queue behind a reservation cheap.
       bool room_beside = spec.fractional() || index_.FreeMatching(spec, avoid) >= need;
       if (room_beside) {
@@ -557,6 +571,26 @@ class Pass {
     if (!answers_.empty()) answers_.clear();
   }
 
+  // Rule 12: no time limit, or one above short_job_max.
+  bool IsLong(const JobSpec& spec) const {
+    return spec.time_limit <= 0 || spec.time_limit > config_.short_job_max;
+  }
+  // Rule 12 applies: a long job, and some GPU is suspect.
+  bool AvoidsSuspect(const JobSpec& spec) const { return !suspect_.empty() && IsLong(spec); }
+  bool Suspect(size_t p) const { return std::binary_search(suspect_.begin(), suspect_.end(), p); }
+  int SuspectIn(const std::vector<size_t>& positions) const {
+    return static_cast<int>(std::count_if(positions.begin(), positions.end(), [this](size_t p) { return Suspect(p); }));
+  }
+  // `positions` less the suspect ones, in the same order.
+  std::vector<size_t> WithoutSuspect(const std::vector<size_t>& positions) const {
+    std::vector<size_t> out;
+    out.reserve(positions.size());
+    for (size_t p : positions) {
+      if (!Suspect(p)) out.push_back(p);
+    }
+    return out;
+  }
+
   bool Suitable(size_t p, const JobSpec& spec) const {
     if (claimed_[p] || claim_owner_[p] != 0) return false;
     return index_.usable(p) && MatchesJob(fleet_.gpus[p], spec);
@@ -608,6 +642,7 @@ class Pass {
     const JobSpec& spec = job.spec;
     const int need = NeedOf(spec);
     const int twentieths = TwentiethsOf(spec);
+    const bool avoid_suspect = AvoidsSuspect(spec);
     // Per model when the job keeps to one (rule 9), else one group.
     std::unordered_map<int, std::vector<std::pair<TimeMs, size_t>>> times;
     for (size_t p = 0; p < fleet_.gpus.size(); ++p) {
@@ -615,6 +650,7 @@ class Pass {
     }
     std::optional<Reservation> best;
     std::pair<int, int> best_links;
+    int best_suspect = 0;
     for (auto& [model, list] : times) {
       if (list.size() < static_cast<size_t>(need)) continue;
       // Earliest free first; the same time by preference, worst first, so
@@ -632,12 +668,18 @@ class Pass {
       for (auto it = list.rbegin(); it != list.rend(); ++it) {
         if (it->first <= r.at) candidates.push_back(it->second);
       }
-      r.gpus = ChooseConnectedSet(fleet_, candidates, need);
+      // Rule 12: a long job's GPUs are chosen as if the suspect ones were not
+      // there, as it will be placed when they are free; the time stays.
+      if (avoid_suspect) r.gpus = ChooseConnectedSet(fleet_, WithoutSuspect(candidates), need);
+      if (r.gpus.empty()) r.gpus = ChooseConnectedSet(fleet_, candidates, need);
       std::sort(r.gpus.begin(), r.gpus.end());
       std::pair<int, int> links = Connectivity(r.gpus);
-      if (!best || std::tie(r.at, links, r.gpus) < std::tie(best->at, best_links, best->gpus)) {
+      const int suspect = avoid_suspect ? SuspectIn(r.gpus) : 0;
+      if (!best || std::tie(r.at, suspect, links, r.gpus) <
+                       std::tie(best->at, best_suspect, best_links, best->gpus)) {
         best = std::move(r);
         best_links = links;
+        best_suspect = suspect;
       }
     }
     if (!best) return false;
@@ -653,7 +695,8 @@ class Pass {
     std::pair<int, int> links;
     double cost = 0;
     int urgency = 0;  // sum of the victims'
-    auto tie() const { return std::tie(links, cost, urgency, gpus); }
+    int suspect = 0;  // suspect GPUs in `gpus`, counted for long jobs (rule 12)
+    auto tie() const { return std::tie(links, cost, urgency, suspect, gpus); }
   };
 
   // Lost work if `h` is preempted: GPU-seconds since it started.
@@ -687,6 +730,14 @@ class Pass {
       for (size_t p : holdings_[h].positions) n += in_group_[p];
       return std::max(n, 1);
     };
+    const bool avoid_suspect = AvoidsSuspect(spec);
+    // Rule 12: of victims otherwise equal, a long job stops the one whose GPUs
+    // are not suspect.
+    auto suspect_here = [&](size_t h) {
+      int n = 0;
+      for (size_t p : holdings_[h].positions) n += in_group_[p] && Suspect(p);
+      return n;
+    };
     std::vector<std::pair<double, size_t>> by_rate;  // (lost work per GPU freed, holding)
     for (size_t h : candidates) by_rate.push_back({Cost(h) / held_here(h), h});
     std::sort(by_rate.begin(), by_rate.end(), [&](const auto& a, const auto& b) {
@@ -694,6 +745,9 @@ class Pass {
       const Holding& x = holdings_[a.second];
       const Holding& y = holdings_[b.second];
       if (x.spec->priority != y.spec->priority) return x.spec->priority < y.spec->priority;
+      if (avoid_suspect) {
+        if (int sx = suspect_here(a.second), sy = suspect_here(b.second); sx != sy) return sx < sy;
+      }
       return x.id < y.id;
     });
     for (size_t i = 0; i < by_rate.size(); ++i) candidates[i] = by_rate[i].second;
@@ -728,25 +782,39 @@ class Pass {
       for (size_t p : group) {
         if (remaining[p] + twentieths <= kTwentiethsPerGpu) with_room.push_back(p);
       }
-      option.emplace();
-      option->gpus = ChooseConnectedSet(fleet_, ByPreference(std::move(with_room)), need);
-      std::sort(option->gpus.begin(), option->gpus.end());
-      // Victims on GPUs the set left out are not needed.
-      for (size_t h : victims) {
-        bool touches = std::any_of(holdings_[h].positions.begin(), holdings_[h].positions.end(),
-                                   [&](size_t p) {
-                                     return std::binary_search(option->gpus.begin(),
-                                                               option->gpus.end(), p);
-                                   });
-        if (!touches) continue;
-        option->victims.push_back(h);
-        option->cost += Cost(h);
-        option->urgency += holdings_[h].spec->priority;
+      with_room = ByPreference(std::move(with_room));
+      option = OptionOn(ChooseConnectedSet(fleet_, with_room, need), victims, avoid_suspect);
+      // Rule 12: the same room without the suspect GPUs, where it is as good.
+      if (avoid_suspect && option->suspect > 0) {
+        std::vector<size_t> set = ChooseConnectedSet(fleet_, WithoutSuspect(with_room), need);
+        if (!set.empty()) {
+          Option other = OptionOn(std::move(set), victims, avoid_suspect);
+          if (other.tie() < option->tie()) option = std::move(other);
+        }
       }
-      option->links = Connectivity(option->gpus);
     }
     for (size_t h : victims) apply(h, -1);
     for (size_t p : group) in_group_[p] = false;
+    return option;
+  }
+
+  // An Option on `gpus`: the victims of `victims` that hold some of them.
+  Option OptionOn(std::vector<size_t> gpus, const std::vector<size_t>& victims, bool count_suspect) const {
+    Option option;
+    option.gpus = std::move(gpus);
+    std::sort(option.gpus.begin(), option.gpus.end());
+    // Victims on GPUs the set left out are not needed.
+    for (size_t h : victims) {
+      bool touches = std::any_of(holdings_[h].positions.begin(), holdings_[h].positions.end(), [&](size_t p) {
+        return std::binary_search(option.gpus.begin(), option.gpus.end(), p);
+      });
+      if (!touches) continue;
+      option.victims.push_back(h);
+      option.cost += Cost(h);
+      option.urgency += holdings_[h].spec->priority;
+    }
+    option.links = Connectivity(option.gpus);
+    if (count_suspect) option.suspect = SuspectIn(option.gpus);
     return option;
   }
 
@@ -856,6 +924,7 @@ class Pass {
   const SchedulerConfig& config_;
   PlacementIndex index_;
   std::vector<int> position_of_;             // GPU index → position
+  std::vector<size_t> suspect_;              // sorted positions of suspect GPUs (rule 12)
   std::vector<Holding> holdings_;
   std::vector<std::vector<size_t>> holders_; // position → holdings_ entries
   std::unordered_map<std::string, int> user_twentieths_;

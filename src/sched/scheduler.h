@@ -58,6 +58,29 @@
 //     while nothing in the pass changes; later jobs of that kind get the same
 //     answer without placement work. On a full machine a pass is a sort and
 //     one lookup per job.
+// 12. Suspect GPUs last for long jobs: a GPU self-healing marks suspect
+//     (GpuState::suspect: the same XID under several jobs) is in service,
+//     but a long job (no time limit, or one above
+//     SchedulerConfig::short_job_max, 1 h by default) starts there only when
+//     no other GPU that fits it is free now: it is placed as if the suspect
+//     GPUs were not there, and only if that finds nothing, as usual. Short
+//     jobs and maintenance jobs pinned to the GPU (rule 0) use it like any
+//     other. Why 1 h: a suspect card faulted under 3 jobs within 24 h, so a
+//     short job risks at most its hour while a long one risks everything
+//     since its last checkpoint. A long job's reservation (rule 4) keeps its
+//     time (suspect GPUs count: the job falls back to them when nothing else
+//     is free), but of the GPUs free by then it holds the ones it will be
+//     placed on: chosen as if the suspect GPUs were not there, and only if
+//     too few others are, as usual; the suspect ones stay open to backfill,
+//     where short jobs may use them. Preemption for a long job (rules 5, 7)
+//     stops no more work, and no better-connected set is given up, to avoid
+//     a suspect GPU: of victims equal in lost work and urgency it stops the
+//     one not on a suspect GPU, and of GPU sets equally connected and equally
+//     cheap it claims the one with fewer suspect GPUs. A waiting job's
+//     answer (rule 11) does not depend on it: a long job that finds nothing
+//     elsewhere falls back to the suspect GPUs, so it waits exactly when a
+//     short one would, and a reservation or a preemption changes the pass
+//     (no answer given before it is reused after it).
 #pragma once
 
 #include <map>
@@ -82,6 +105,10 @@ struct SchedulerConfig {
   int max_queued_jobs_per_user = 0;    // 0 = no limit; later jobs wait their turn
   bool backfill = true;
   bool preemption = true;
+  // Rule 12: a job whose time limit is at most this is short and may start
+  // on a suspect GPU like on any other; longer jobs and jobs without a time
+  // limit go there last.
+  DurationMs short_job_max = kHourMs;
 };
 
 // Where a pending job's dependencies stand (the caller looks them up).

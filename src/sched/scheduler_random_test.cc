@@ -98,6 +98,7 @@ class Scenario {
     g.healthy = !Chance(3);
     g.temp_c = Chance(4) ? 95 : 40;
     g.thermal_throttling = Chance(2);
+    g.suspect = Chance(15);
   }
 
   JobSpec RandomSpec() {
@@ -244,6 +245,29 @@ class Scenario {
         }
       }
       hold(p.spec, s.gpus);
+    }
+    // Rule 12: a long one-GPU job on a suspect GPU had no other choice. GPUs
+    // only fill up during a pass, so one still free now was free then.
+    std::set<int> preempt_claimed;
+    for (const PreemptDecision& pd : d.preemptions) preempt_claimed.insert(pd.gpus.begin(), pd.gpus.end());
+    for (const StartDecision& s : d.starts) {
+      const PendingJob& p = *FindPending(s.job);
+      const bool long_job = p.spec.time_limit <= 0 || p.spec.time_limit > config_.short_job_max;
+      if (!long_job || p.spec.whole_gpus() != 1 || !p.claimed_gpus.empty() || s.gpus.empty() ||
+          !fleet_.gpus[s.gpus[0]].suspect) {
+        continue;
+      }
+      for (size_t g = 0; g < n; ++g) {
+        const GpuState& other = fleet_.gpus[g];
+        const bool reserved = d.reservation && std::find(d.reservation->gpus.begin(), d.reservation->gpus.end(),
+                                                         static_cast<int>(g)) != d.reservation->gpus.end();
+        if (other.suspect || twentieths[g] != 0 || claim_of[g] != 0 || preempt_claimed.count(static_cast<int>(g)) ||
+            reserved || CheckGpu(other, config_.placement) != GpuBlock::kNone || !MatchesJob(other, p.spec)) {
+          continue;
+        }
+        ADD_FAILURE() << "long job " << s.job << " took suspect GPU " << s.gpus[0] << " while GPU " << g
+                      << " was free";
+      }
     }
     for (size_t g = 0; g < n; ++g) {
       EXPECT_LE(twentieths[g], kTwentiethsPerGpu) << "GPU " << g << " over-committed";

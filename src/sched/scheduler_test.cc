@@ -783,6 +783,178 @@ TEST_F(SchedulerTest, AFullMachineStopsPlacingButStillExplainsEveryJob) {
   EXPECT_EQ(Reason(d, 500), "waiting for 0.5 GPU with 8 GiB: 0 free, 4 busy");
 }
 
+// Rule 12: suspect GPUs last for long jobs.
+TEST_F(SchedulerTest, Rule12ALongJobAvoidsASuspectGpuWhileAnotherIsFree) {
+  FleetState fleet = testing::MakeFleet(3);
+  fleet.gpus[0].suspect = true;  // otherwise the first choice: equal GPUs go lowest first
+  pending_ = {Pending(1, Gpus(10)), Pending(2, Gpus(10, 4 * kHourMs))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 2u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(1));  // no time limit: long
+  EXPECT_THAT(d.starts[1].gpus, ElementsAre(2));  // 4 h > 1 h: long
+}
+
+TEST_F(SchedulerTest, Rule12ALongJobTakesTheSuspectGpuWhenNoOtherIsFree) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  running_ = {Running(9, Gpus(10), kNow - kHourMs, {1})};
+  pending_ = {Pending(1, Gpus(10))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(0));
+}
+
+TEST_F(SchedulerTest, Rule12AShortJobUsesASuspectGpuLikeAnyOther) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  fleet.gpus[1].health_score = 90;  // the suspect GPU is the healthier one by burn-in
+  pending_ = {Pending(1, Gpus(10, kHourMs)), Pending(2, Gpus(10))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 2u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(0));  // exactly 1 h: short, takes the best GPU
+  EXPECT_THAT(d.starts[1].gpus, ElementsAre(1));
+}
+
+TEST_F(SchedulerTest, Rule12AGangUsesASuspectGpuOnlyWhenItCannotFormWithoutOne) {
+  FleetState fleet = testing::MakeServer8();
+  fleet.gpus[1].suspect = true;
+  pending_ = {Pending(1, Gpus(30))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, UnorderedElementsAre(0, 2, 3));  // the NVLink island less GPU 1
+  pending_ = {Pending(2, Gpus(80))};
+  d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].gpus.size(), 8u);
+}
+
+TEST_F(SchedulerTest, Rule12ALongFractionGoesToAFreeGpuRatherThanShareASuspectOne) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  running_ = {Running(9, Gpus(5, 30 * kMinuteMs), kNow - kMinuteMs, {0})};
+  pending_ = {Pending(1, Gpus(5)), Pending(2, Gpus(5, 30 * kMinuteMs))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 2u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(1));  // long: the free GPU, not beside job 9
+  EXPECT_THAT(d.starts[1].gpus, ElementsAre(0));  // short: packs beside job 9 (best fit)
+}
+
+TEST_F(SchedulerTest, Rule12TheShortLimitIsConfigurable) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  config_.short_job_max = 10 * kMinuteMs;
+  pending_ = {Pending(1, Gpus(10, 30 * kMinuteMs))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(1));  // 30 min > 10 min: long here
+}
+
+TEST_F(SchedulerTest, Rule12AMaintenanceJobPinnedToASuspectGpuRunsThere) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  JobSpec burnin = Gpus(10);
+  burnin.pinned_gpus = {"GPU-0"};
+  pending_ = {Pending(1, burnin)};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_THAT(d.starts[0].gpus, ElementsAre(0));
+}
+
+// Rule 12 in reservations: a long job holds the GPUs it will be placed on.
+TEST_F(SchedulerTest, Rule12AReservationForALongJobHoldsGpusThatAreNotSuspect) {
+  // GPUs 0-2 free at 13:00, GPU 3 free now: a 2-GPU job reserves two of 0-2.
+  running_ = {Running(9, Gpus(30, 2 * kHourMs), kNow - kHourMs, {0, 1, 2})};
+  running_.push_back(Running(8, Gpus(10), kNow - kHourMs, {3}));
+  pending_ = {Pending(1, Urgent(20, 50))};
+  FleetState fleet = testing::MakeFleet(4);
+  Decisions d = Run(fleet);
+  ASSERT_TRUE(d.reservation.has_value());
+  EXPECT_THAT(d.reservation->gpus, ElementsAre(0, 1));  // equal GPUs: lowest first
+  fleet.gpus[0].suspect = true;
+  d = Run(fleet);
+  ASSERT_TRUE(d.reservation.has_value());
+  EXPECT_THAT(d.reservation->gpus, ElementsAre(1, 2));
+  EXPECT_EQ(*d.reservation->at, 13 * kHourMs);
+  // A short job reserves as before.
+  pending_ = {Pending(1, Urgent(20, 50, kHourMs))};
+  d = Run(fleet);
+  ASSERT_TRUE(d.reservation.has_value());
+  EXPECT_THAT(d.reservation->gpus, ElementsAre(0, 1));
+}
+
+TEST_F(SchedulerTest, Rule12AReservationIsNotDelayedToAvoidASuspectGpu) {
+  // The suspect GPU frees first: a long job will take it then (nothing else
+  // is free), so it reserves it, and says when.
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  running_ = {Running(8, Gpus(10, kHourMs), kNow - 30 * kMinuteMs, {0}),
+              Running(9, Gpus(10, 2 * kHourMs), kNow - 30 * kMinuteMs, {1})};
+  pending_ = {Pending(1, Gpus(10))};
+  Decisions d = Run(fleet);
+  ASSERT_TRUE(d.reservation.has_value());
+  EXPECT_THAT(d.reservation->gpus, ElementsAre(0));
+  EXPECT_THAT(Reason(d, 1), HasSubstr("expected to start by 12:30 UTC"));
+}
+
+// Rule 12 in preemption: of victims and GPU sets otherwise equal, a long job
+// takes the ones that are not suspect.
+TEST_F(SchedulerTest, Rule12PreemptionForALongJobStopsTheEqualVictimOnAGpuThatIsNotSuspect) {
+  FleetState fleet = testing::MakeFleet(2);
+  fleet.gpus[0].suspect = true;
+  running_ = {Running(7, Preemptible(10), kNow - kHourMs, {0}),
+              Running(8, Preemptible(10), kNow - kHourMs, {1})};
+  pending_ = {Pending(1, Urgent(10, 50))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].victims, ElementsAre(8));
+  EXPECT_THAT(d.preemptions[0].gpus, ElementsAre(1));
+  // A short job: the lower id, as without a suspect GPU.
+  pending_ = {Pending(1, Urgent(10, 50, 30 * kMinuteMs))};
+  d = Run(fleet);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].victims, ElementsAre(7));
+  // The cheaper victim still goes first: no more work is stopped to avoid
+  // a suspect GPU.
+  running_[1].started = kNow - 2 * kHourMs;
+  pending_ = {Pending(1, Urgent(10, 50))};
+  d = Run(fleet);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].victims, ElementsAre(7));
+}
+
+TEST_F(SchedulerTest, Rule12PreemptionForALongGangPicksTheNvlinkPairWithoutTheSuspectGpu) {
+  FleetState fleet = testing::MakeServer8();
+  for (int g = 0; g < 8; ++g) running_.push_back(Running(20 + g, Preemptible(10, -10), kNow - 30 * kMinuteMs, {g}));
+  pending_ = {Pending(1, Urgent(20, 50))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].gpus, ElementsAre(0, 1));
+  fleet.gpus[0].suspect = true;
+  d = Run(fleet);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].gpus, ElementsAre(1, 2));
+  EXPECT_THAT(d.preemptions[0].victims, ElementsAre(21, 22));
+}
+
+TEST_F(SchedulerTest, Rule12PreemptionLeavesOutAFreeSuspectGpuWhenTheSameVictimsMakeRoomElsewhere) {
+  // GPU 0 (suspect) is free; one 2-GPU victim on 1 and 2 frees two more;
+  // GPU 3 runs work nothing may preempt. The same victim, the same NVLink:
+  // the long job is to get 1 and 2.
+  FleetState fleet = testing::MakeServer8();
+  for (int g = 4; g < 8; ++g) fleet.gpus[g].drained = true;
+  running_ = {Running(7, Preemptible(20, -10), kNow - 30 * kMinuteMs, {1, 2}),
+              Running(8, Urgent(10, 90), kNow - 30 * kMinuteMs, {3})};
+  pending_ = {Pending(1, Urgent(20, 50))};
+  Decisions d = Run(fleet);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].gpus, ElementsAre(0, 1));  // free already: costs nothing
+  fleet.gpus[0].suspect = true;
+  d = Run(fleet);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].victims, ElementsAre(7));
+  EXPECT_THAT(d.preemptions[0].gpus, ElementsAre(1, 2));
+}
+
 TEST(FormatClockTest, SameDayOrFullDate) {
   EXPECT_EQ(FormatClock(kNow + 2 * kHourMs + 5 * kMinuteMs, kNow), "14:05 UTC");
   EXPECT_EQ(FormatClock(kNow + 3 * 24 * kHourMs, kNow), "1970-01-04 12:00 UTC");

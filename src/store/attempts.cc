@@ -41,7 +41,8 @@ constexpr const char* kAcctJobsWhere =
 }  // namespace
 
 void Store::UpsertAttempt(const AttemptRecord& a) {
-  SQLite::Statement q(*db_,
+  // Prepared once: every job's start and end writes one.
+  SQLite::Statement& q = Prepared(&upsert_attempt_,
                       "INSERT INTO job_attempts (job_id, attempt, user, gpus_json, gpu_twentieths, started, ended, "
                       "end_cause, exit_code, exit_signal, reason, util_samples, gpu_util_mean, peak_gpu_mem_bytes) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "

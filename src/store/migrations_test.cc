@@ -123,6 +123,55 @@ TEST_F(MigrationsTest, PipelineNodesKeepTheirRowsAndMayEndStopped) {
   EXPECT_THROW(db_->exec("UPDATE pipeline_nodes SET state = 'halted'"), SQLite::Exception);
 }
 
+// A version-11 file's jobs, events and attempts survive the rebuild of
+// version 12 with their ids and id counters, the constraints still hold, and
+// no statement the queue runs for every job builds a temporary b-tree
+// (SQLite did, for each row, for an IN list in a CHECK or a partial index).
+TEST_F(MigrationsTest, HotTablesKeepRowsAndCountersAndWriteWithoutTemporaryTrees) {
+  std::span<const Migration> all = Migrations();
+  ASSERT_TRUE(Migrate(*db_, "state.db", all.first(11)).ok());
+  db_->exec("INSERT INTO jobs VALUES (7, 'train', 'ana', 1000, 'completed', 0, '{}', 1, 2, 3, 1, 0, '[]', 0, NULL, "
+            "'exited with code 0')");
+  db_->exec("INSERT INTO jobs VALUES (9, 'gone', 'ana', 1000, 'cancelled', 0, '{}', 1, 0, 3, 0, 0, '[]', NULL, NULL, '')");
+  db_->exec("DELETE FROM jobs WHERE id = 9");  // the counter stays at 9
+  db_->exec("INSERT INTO events VALUES (41, 5, 'job.completed', 'info', '', 'job 7', '{}')");
+  db_->exec("INSERT INTO job_attempts VALUES (7, 1, 'ana', '[]', 20, 2, 3, 'completed', 0, NULL, '', 4, 55.5, 1024)");
+  db_->exec("INSERT INTO pipeline_runs VALUES (1, 'p', 'p.yaml', '/', 'steps: {}', '{}', '/r', 'running', '', 1, 0, "
+            "'u', 1000, 1000)");
+  db_->exec("INSERT INTO pipeline_nodes VALUES (1, 'train[lr=1]', 'train/0', 'train', 'stopped', 1, 7, 10, 20, '', "
+            "2.5, '[\"early_stop\"]')");
+  ASSERT_TRUE(Migrate(*db_, "state.db").ok());
+  EXPECT_EQ(db_->execAndGet("SELECT state || ' ' || history_json FROM pipeline_nodes").getString(),
+            "stopped [\"early_stop\"]");
+  EXPECT_EQ(db_->execAndGet("SELECT name || ' ' || state || ' ' || reason FROM jobs WHERE id = 7").getString(),
+            "train completed exited with code 0");
+  EXPECT_EQ(db_->execAndGet("SELECT message FROM events WHERE id = 41").getString(), "job 7");
+  EXPECT_DOUBLE_EQ(db_->execAndGet("SELECT gpu_util_mean FROM job_attempts WHERE job_id = 7").getDouble(), 55.5);
+  db_->exec("INSERT INTO jobs (name, user, uid, state, priority, spec_json, submitted, started, ended, attempt, "
+            "restarts, gpus_json, reason) VALUES ('next', 'ana', 1000, 'pending', 0, '{}', 4, 0, 0, 0, 0, '[]', '')");
+  EXPECT_EQ(db_->execAndGet("SELECT max(id) FROM jobs").getInt(), 10);
+  db_->exec("INSERT INTO events (time, kind, severity, gpu_uuid, message, data_json) "
+            "VALUES (6, 'job.submitted', 'info', '', 'job 10', '{}')");
+  EXPECT_EQ(db_->execAndGet("SELECT max(id) FROM events").getInt(), 42);
+  EXPECT_THROW(db_->exec("UPDATE jobs SET state = 'lost' WHERE id = 7"), SQLite::Exception);
+  EXPECT_THROW(db_->exec("UPDATE events SET severity = 'loud'"), SQLite::Exception);
+  EXPECT_THROW(db_->exec("UPDATE job_attempts SET end_cause = 'bored'"), SQLite::Exception);
+  EXPECT_THROW(db_->exec("UPDATE pipeline_nodes SET state = 'halted'"), SQLite::Exception);
+  // The unfinished jobs' index still holds exactly the unfinished ones.
+  EXPECT_EQ(db_->execAndGet("SELECT count(*) FROM jobs INDEXED BY jobs_unfinished WHERE state <> 'completed' AND "
+                            "state <> 'failed' AND state <> 'cancelled'").getInt(), 1);
+  for (const char* sql : {
+           "INSERT INTO events (time, kind, severity, gpu_uuid, message, data_json) VALUES (1, 'k', 'info', '', '', '')",
+           "INSERT INTO jobs (id, name, user, uid, state, priority, spec_json, submitted, started, ended, attempt, "
+           "restarts, gpus_json, exit_code, exit_signal, reason) VALUES (1, '', '', 0, 'running', 0, '', 0, 0, 0, 0, 0, "
+           "'', NULL, NULL, '') ON CONFLICT (id) DO UPDATE SET state = excluded.state",
+           "INSERT OR REPLACE INTO job_attempts VALUES (1, 1, '', '', 0, 0, 0, 'failed', NULL, NULL, '', 0, NULL, NULL)",
+       }) {
+    SQLite::Statement explain(*db_, std::string("EXPLAIN ") + sql);
+    while (explain.executeStep()) EXPECT_NE(explain.getColumn(1).getString(), "OpenEphemeral") << sql;
+  }
+}
+
 TEST_F(MigrationsTest, FailingStepLeavesTheLastGoodVersion) {
   const Migration steps[] = {{1, "table t", &CreateT}, {2, "broken step", &Broken}};
   Status st = Migrate(*db_, "state.db", steps);

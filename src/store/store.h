@@ -180,6 +180,7 @@ class Store {
   std::unique_ptr<SQLite::Statement> insert_rollup_;
   std::unique_ptr<SQLite::Statement> insert_event_;
   std::unique_ptr<SQLite::Statement> upsert_job_;
+  std::unique_ptr<SQLite::Statement> upsert_attempt_;
 };
 
 }  // namespace gpuherd::store

@@ -386,6 +386,7 @@
         }
       }
       if (route === state.route) render();
+      if (route === state.route && route.view === 'fleet') refreshOpenPassports();
       const at = `${clock(Date.now())} ${zoneName()}`;
       document.getElementById('status-line').textContent =
         `${fleet.hostname || ''} · ${fleet.gpus.length} GPUs (${fleet.driver}) · daemon ${health.status} · updated ${at} · every ${POLL_MS / 1000} s`;
@@ -443,6 +444,26 @@
     return el('span', { class: `badge state-${String(text).replace(/[^a-z_-]/gi, '')}`, 'data-testid': extra }, text);
   }
 
+  // Self-healing's state of a GPU (health_state on /v1/gpus): a badge when it
+  // is anything but in service, and a line saying since when and why.
+  const HEAL_WORDS = { in_service: 'in service', suspect: 'suspect', quarantined: 'quarantined',
+    requalifying: 'requalifying', retired: 'retired' };
+  function healBadge(gpu) {
+    const h = gpu.health_state;
+    if (!h || !h.state || h.state === 'in_service') return null;
+    return el('span', { class: `badge heal-${String(h.state).replace(/[^a-z_]/g, '')}`, 'data-testid': 'gpu-heal-badge',
+      title: healLine(gpu) }, HEAL_WORDS[h.state] || h.state);
+  }
+  function healLine(gpu) {
+    const h = gpu.health_state;
+    if (!h || !h.state) return '';
+    const since = h.since ? ` since ${dateTime(h.since)} ${zoneName()} (${ago(h.since)})` : '';
+    const why = h.reason ? `: ${h.reason}` : '';
+    const job = h.requalify_job ? ` · burn-in job #${h.requalify_job}` : '';
+    const rule = h.rule && !['requalify', 'timer', 'operator'].includes(h.rule) ? ` [rule ${h.rule}]` : '';
+    return `${HEAL_WORDS[h.state] || h.state}${since}${why}${rule}${job}`;
+  }
+
   // Tick labels for a time axis spanning `span` seconds, in the chosen zone:
   // seconds while it spans minutes, dates once it spans days.
   function axisTimes(span, ticks) {
@@ -475,6 +496,7 @@
       return el('div', { class: 'field' }, el('span', { class: 'label' }, label), fields[name]);
     };
     const chartsBox = el('div', { class: 'charts' });
+    let card = null;
     const root = el('section', { class: 'gpu-card', 'data-testid': 'gpu-card', 'data-gpu': gpu.index },
       el('div', { class: 'card-head' },
         el('h2', {}, `GPU ${gpu.index}`, el('span', { class: 'model' }, gpu.name)),
@@ -482,8 +504,12 @@
       el('div', { class: 'fields' },
         field('util', 'util'), field('mem', 'memory'), field('temp', 'temp'), field('power', 'power'),
         field('pcie', 'PCIe'), field('health', 'health'), field('fan', 'fan'), field('throttle', 'throttle')),
+      fields.heal = el('div', { class: 'heal-line', 'data-testid': 'gpu-heal' }),
       chartsBox,
       fields.jobs = el('div', { class: 'jobs-on', 'data-testid': 'gpu-jobs' }),
+      fields.passport = el('details', { class: 'passport', 'data-testid': 'gpu-passport',
+        ontoggle: (e) => { if (e.target.open) loadPassport(gpu.index, card); } },
+      el('summary', {}, 'passport'), el('div', { class: 'passport-body' }, el('span', { class: 'muted' }, 'loading…'))),
       fields.actions = el('div', { class: 'card-actions' }));
     const charts = [];
     const boxes = [];
@@ -509,7 +535,57 @@
     } else {
       chartsBox.append(el('p', { class: 'muted' }, 'Charts are missing: this gpuherd was built without npm (uPlot).'));
     }
-    return { root, fields, charts, boxes, key: '' };
+    card = { root, fields, charts, boxes, key: '', passportKey: '', passportLoading: false };
+    return card;
+  }
+
+  // Open passports follow the card: read again on every poll (a new incident,
+  // a state change), never for a closed card.
+  function refreshOpenPassports() {
+    for (const [index, card] of state.cards) {
+      if (card.fields.passport.open) loadPassport(index, card);
+    }
+  }
+
+  // The card's passport (GET /v1/gpus/{id}/passport), read when opened and
+  // while it stays open. One read at a time per card; an unchanged passport
+  // leaves the page alone (a selection in it survives).
+  async function loadPassport(index, card) {
+    if (card.passportLoading) return;
+    const box = card.fields.passport;
+    const body = box.querySelector('.passport-body');
+    let p;
+    card.passportLoading = true;
+    try {
+      p = await api(`/v1/gpus/${index}/passport`);
+    } catch (e) {
+      card.passportKey = '';
+      body.replaceChildren(el('span', { class: 'warn' }, `cannot read the passport: ${e.message}`));
+      return;
+    } finally {
+      card.passportLoading = false;
+    }
+    const key = JSON.stringify(p);
+    if (key === card.passportKey) return;
+    card.passportKey = key;
+    const row = (label, value) => el('div', { class: 'field' }, el('span', { class: 'label' }, label), el('span', { class: 'value' }, value));
+    const last = (list, n) => (list || []).slice(-n).reverse();
+    body.replaceChildren(
+      el('div', { class: 'fields' },
+        row('card', p.serial ? `serial ${p.serial}` : p.uuid || p.key),
+        row('first seen', p.first_seen ? dateTime(p.first_seen) : '–'),
+        row('hours read', fmt(p.hours_in_service, 1)),
+        row('requalified', `${p.requalifications_passed || 0} passed, ${p.requalifications_failed || 0} failed`)),
+      el('div', { class: 'label' }, `incidents (${(p.incidents || []).length}, newest first)`),
+      ...last(p.incidents, 5).map((i) => el('div', { class: 'passport-line', 'data-testid': 'passport-incident' },
+        `${dateTime(i.time)} ${i.kind}${i.xid ? ` ${i.xid}` : ''}: ${i.message}`)),
+      el('div', { class: 'label' }, `state changes (${(p.states || []).length}, newest first)`),
+      ...last(p.states, 5).map((c) => el('div', { class: 'passport-line', 'data-testid': 'passport-state' },
+        `${dateTime(c.time)} ${c.from} → ${c.to}${c.shadow ? ' (shadow)' : ''}: ${c.reason}`)),
+      el('div', { class: 'label' }, `burn-ins (${(p.burnins || []).length})`),
+      ...last(p.burnins, 3).map((b) => el('div', { class: 'passport-line' },
+        `${dateTime(b.finished)} level ${b.level} ${b.outcome} ${b.verdict} ${b.score}`)),
+      el('div', { class: 'muted' }, `gpuherd passport ${index} --json exports it; --html ${'FILE'} writes a page`));
   }
 
   function fleetLayout() {
@@ -618,9 +694,10 @@
       c[0].textContent = String(gpu.index);
       c[1].textContent = gpu.name;
       c[1].className = 'model-cell';
-      c[2].replaceChildren(stateBadge(gpu.state || 'ok', 'gpu-state-badge'));
-      c[2].title = gpu.drained ? `drained${gpu.drain_origin ? ` (${gpu.drain_origin})` : ''}: ${gpu.drain_reason || 'no reason given'}`
-        : gpu.state === 'lost' ? `lost: ${gpu.last_error || ''}; last answered ${dateTime(gpu.last_seen)} ${zoneName()}` : '';
+      c[2].replaceChildren(stateBadge(gpu.state || 'ok', 'gpu-state-badge'), ...[healBadge(gpu)].filter(Boolean));
+      c[2].title = [gpu.drained ? `drained${gpu.drain_origin ? ` (${gpu.drain_origin})` : ''}: ${gpu.drain_reason || 'no reason given'}`
+        : gpu.state === 'lost' ? `lost: ${gpu.last_error || ''}; last answered ${dateTime(gpu.last_seen)} ${zoneName()}` : '',
+      gpu.health_state && gpu.health_state.state !== 'in_service' ? `self-heal: ${healLine(gpu)}` : ''].filter(Boolean).join('\n');
       c[3].replaceChildren(meter(s.gpu_util_pct, fmt(s.gpu_util_pct, 0, ' %')));
       c[3].dataset.testid = 'gpu-util';
       const memPct = s.mem_used_bytes !== undefined && total ? (100 * s.mem_used_bytes) / total : null;
@@ -648,7 +725,12 @@
     const s = gpu.state === 'lost' ? {} : (gpu.sample || {});
     const f = card.fields;
     const stateText = gpu.state || 'ok';
-    f.state.replaceChildren(stateBadge(stateText, 'gpu-state-badge'));
+    f.state.replaceChildren(stateBadge(stateText, 'gpu-state-badge'), ...[healBadge(gpu)].filter(Boolean));
+    const healing = gpu.health_state && gpu.health_state.state;
+    const line = healing && (healing !== 'in_service' || gpu.health_state.since) ? healLine(gpu) : '';
+    f.heal.textContent = line ? `self-heal: ${line}` : '';
+    f.heal.className = `heal-line${healing && healing !== 'in_service' ? ` heal-${String(healing).replace(/[^a-z_]/g, '')}` : ' muted'}`;
+    f.heal.hidden = !line;
     f.state.title = gpu.drained ? `drained${gpu.drain_origin ? ` (${gpu.drain_origin})` : ''}: ${gpu.drain_reason || 'no reason given'}`
       : gpu.state === 'lost' ? `lost: ${gpu.last_error || ''}; last answered ${dateTime(gpu.last_seen)} ${zoneName()}` : '';
     f.util.textContent = fmt(s.gpu_util_pct, 0, ' %');

@@ -55,6 +55,10 @@ std::optional<GpuDrain> GpuPool::DrainOf(const std::string& uuid) const {
   return it == drains_.end() ? std::nullopt : std::optional<GpuDrain>(it->second);
 }
 
+bool GpuPool::SetSuspect(const std::string& uuid, bool suspect) {
+  return suspect ? suspect_.insert(uuid).second : suspect_.erase(uuid) > 0;
+}
+
 void GpuPool::RefreshHealth() const {
   constexpr DurationMs kHealthRefresh = 5 * kSecondMs;
   TimeMs now = state_->clock->Now();
@@ -72,6 +76,7 @@ sched::FleetState GpuPool::View(const sched::FleetState& static_fleet) const {
   for (size_t i = 0; i < fleet.gpus.size(); ++i) {
     sched::GpuState& g = fleet.gpus[i];
     g.drained = drains_.count(g.uuid) > 0;
+    g.suspect = suspect_.count(g.uuid) > 0;
     if (auto h = health_.find(g.uuid); h != health_.end()) {
       g.health_score = h->second.score;
       g.healthy = !h->second.unhealthy;

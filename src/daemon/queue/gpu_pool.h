@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "core/status.h"
@@ -39,6 +40,10 @@ class GpuPool {
   std::optional<GpuDrain> DrainOf(const std::string& uuid) const;
   const std::map<std::string, GpuDrain>& drains() const { return drains_; }
 
+  // Self-healing's suspect GPUs (scheduler rule 12: last for long jobs).
+  // Returns whether the mark changed.
+  bool SetSuspect(const std::string& uuid, bool suspect);
+
   // The scheduler's view: `static_fleet` with drains, health and the latest
   // readings filled in (occupancy is left to the caller).
   sched::FleetState View(const sched::FleetState& static_fleet) const;
@@ -50,6 +55,7 @@ class GpuPool {
 
   DaemonState* state_;
   std::map<std::string, GpuDrain> drains_;  // uuid → drain
+  std::set<std::string> suspect_;           // uuids
   struct Health {
     int score = 0;
     bool unhealthy = false;

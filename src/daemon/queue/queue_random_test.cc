@@ -61,8 +61,10 @@ class RandomQueue {
       Act("requeue");
     } else if (r < 77) {
       Fault();
-    } else if (r < 80) {
+    } else if (r < 79) {
       OperatorDrain();
+    } else if (r < 80) {
+      Suspect();
     } else if (r < 92) {
       Passes();
     } else if (r < 96) {
@@ -151,6 +153,14 @@ class RandomQueue {
     } else {
       (void)q_.jobs().Undrain(gpu, q_.Admin());
     }
+    q_.Settle();
+  }
+
+  // Self-healing marks a GPU suspect or clears it (scheduler rule 12): long
+  // jobs go elsewhere while another GPU is free; every invariant still holds.
+  void Suspect() {
+    int gpu = std::uniform_int_distribution<int>(0, kGpus - 1)(rng_);
+    q_.jobs().SetSuspect(gpu, std::bernoulli_distribution(0.6)(rng_));
     q_.Settle();
   }
 

@@ -122,18 +122,21 @@ struct Columns {
   }
 };
 
+}  // namespace
+
 // A long window from the per-minute rollups: each bucket of `step` holds the
 // mean of its minutes' means (memory as % of the card); a bucket without a
 // stored minute (the daemon was down, the GPU lost) is absent, not zero.
-http::Response RollupHistory(const DaemonState& state, int64_t seconds) {
-  const TimeMs now = state.clock->Now();
+http::Response AnswerLongHistory(const LongHistory& inputs, store::Store& reader) {
+  const TimeMs now = inputs.now;
+  const int64_t seconds = inputs.seconds;
   const DurationMs step = std::max<int64_t>(1, seconds / kHistoryPoints / 60) * 60 * 1000;
   const TimeMs from = (now - seconds * 1000) / step * step;
   json gpus = json::array();
-  for (const gpu::GpuInfo& info : state.fleet.gpus) {
+  for (const gpu::GpuInfo& info : inputs.gpus) {
     Columns c;
     // Unreadable minutes leave the GPU's columns empty; the store logs its own errors.
-    auto buckets = state.store->QueryRollupBuckets(info.uuid, from, now, step);
+    auto buckets = reader.QueryRollupBuckets(info.uuid, from, now, step);
     if (buckets.ok()) {
       for (const store::Store::RollupBucket& b : *buckets) {
         auto mean = [&](store::RollupMetric m) {
@@ -160,10 +163,25 @@ http::Response RollupHistory(const DaemonState& state, int64_t seconds) {
   return JsonResponse({{"now", now}, {"from", from}, {"interval_ms", step}, {"source", "rollups"}, {"gpus", std::move(gpus)}});
 }
 
+std::optional<int64_t> LongHistorySeconds(const http::Request& request) {
+  if (request.path != "/v1/gpus/history" || !IsRead(request)) return std::nullopt;
+  auto seconds = QueryInt(request, "seconds", 3600, 1, kMaxHistorySeconds);
+  if (!seconds.ok() || *seconds <= kReadingsHistorySeconds) return std::nullopt;  // the loop answers
+  return *seconds;
+}
+
+LongHistory LongHistoryInputs(const DaemonState& state, int64_t seconds) {
+  return LongHistory{state.clock->Now(), seconds, state.fleet.gpus};
+}
+
+namespace {
+
 http::Response GpuHistory(const DaemonState& state, const http::Request& request) {
   auto seconds = QueryInt(request, "seconds", 3600, 1, kMaxHistorySeconds);
   if (!seconds.ok()) return StatusResponse(seconds.status());
-  if (*seconds > kReadingsHistorySeconds) return RollupHistory(state, *seconds);
+  // The daemon answers these off the loop (LongHistorySeconds); this path
+  // serves callers of Handle() alone.
+  if (*seconds > kReadingsHistorySeconds) return AnswerLongHistory(LongHistoryInputs(state, *seconds), *state.store);
   // Bounded so that *since + 1 cannot overflow; a time after now selects nothing.
   auto since = QueryInt(request, "since", 0, 0, kMaxTimeMs);
   if (!since.ok()) return StatusResponse(since.status());

@@ -14,16 +14,22 @@ namespace {
 using nlohmann::json;
 
 // The listing as JobService writes it, with other users' commands left out
-// for a caller who is not an admin.
+// for a caller who is not an admin; ?view=table, the compact listing `ps`
+// reads (the same jobs, only the table's columns).
 http::Response List(RouteContext& ctx, const http::Request& request, const Caller& caller) {
   std::string state = QueryText(request, "state");
   if (!state.empty() && !sched::ParseJobState(state)) {
     return http::ErrorResponse(400, "unknown state '" + http::Excerpt(state) +
                                         "'; use pending, held, running, stopping, completed, failed or cancelled");
   }
+  std::string view = QueryText(request, "view");
+  if (!view.empty() && view != "table" && view != "jobs") {
+    return http::ErrorResponse(400, "unknown view '" + http::Excerpt(view) + "'; use jobs (the default) or table");
+  }
   http::Response response;
-  response.body = ctx.jobs->ListBody(QueryFlag(request, "all"), QueryText(request, "user"), state);
-  if (caller.admin) return response;  // the common case stays a copy of text
+  response.body = ctx.jobs->ListBody(QueryFlag(request, "all"), QueryText(request, "user"), state, view == "table");
+  // The table's columns hold nothing private (api::kJobTableColumns).
+  if (caller.admin || view == "table") return response;  // the common case stays a copy of text
   auto listing = http::ParseJson(response.body, {.max_bytes = response.body.size(), .max_depth = 64});
   if (!listing.ok()) return StatusResponse(Internal("the job listing is not JSON: " + listing.status().message()));
   for (json& job : (*listing)["jobs"]) {

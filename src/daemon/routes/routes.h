@@ -14,6 +14,7 @@
 //   acct.cc       /v1/acct, and the spec and attempts in /v1/jobs/{id}
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,21 @@ http::Response AlertRoutes(RouteContext& ctx, const Parts& parts, const http::Re
 http::Response AcctRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
 // Adds "spec" (what the caller may see of it) and "attempts" to one job's view.
 Status AddJobDetail(RouteContext& ctx, int64_t id, bool may_see_internals, nlohmann::json* job);
+
+// GET /v1/gpus/history over more than an hour averages stored minutes: a
+// week of 64 GPUs took 3 s, too long to hold the event loop. The daemon
+// answers it on the HTTP thread instead: LongHistorySeconds says whether a
+// request is such a read (nullopt: route it as usual, which also answers a
+// malformed one), LongHistoryInputs copies on the loop what the answer needs,
+// and AnswerLongHistory reads with a store connection of the caller's own.
+struct LongHistory {
+  TimeMs now = 0;
+  int64_t seconds = 0;
+  std::vector<gpu::GpuInfo> gpus;
+};
+std::optional<int64_t> LongHistorySeconds(const http::Request& request);
+LongHistory LongHistoryInputs(const DaemonState& state, int64_t seconds);
+http::Response AnswerLongHistory(const LongHistory& inputs, store::Store& reader);
 
 class Routes {
  public:

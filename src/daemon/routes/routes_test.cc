@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "api/decode.h"
+#include "api/jobs.h"
 #include "daemon/daemon.h"
 #include "daemon/routes/access.h"
 #include "http/client.h"
@@ -84,6 +86,52 @@ TEST_F(RoutesTest, DeeplyNestedBodiesAreRefusedAndTheDaemonLives) {
   // Ordinary nesting is still fine.
   auto job = Unix("POST", "/v1/jobs", json{{"command", {"true"}}, {"env", {{"A", "1"}}}}.dump());
   EXPECT_EQ(job.status, 201) << job.body;
+}
+
+// `ps` reads the compact listing (?view=table); it must list the same jobs
+// with the same facts as the full one, filters and finished jobs included,
+// and holds nothing private, so a caller without the token reads it whole.
+TEST_F(RoutesTest, CompactListingHasTheFullListingsJobs) {
+  auto done = Unix("POST", "/v1/jobs", json{{"command", {"true"}}, {"gpus", 0}, {"name", "quick"}}.dump());
+  ASSERT_EQ(done.status, 201) << done.body;
+  const std::string done_id = std::to_string(json::parse(done.body)["id"].get<int64_t>());
+  ASSERT_EQ(Unix("POST", "/v1/jobs", json{{"command", {"sleep", "60"}}, {"gpus", 1}, {"array", 4},
+                                          {"priority", 3}, {"name", "train"}}.dump()).status, 201);
+  for (int i = 0; i < 200; ++i) {
+    if (json::parse(Unix("GET", "/v1/jobs/" + done_id).body)["state"] == "completed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_EQ(json::parse(Unix("GET", "/v1/jobs/" + done_id).body)["state"], "completed");
+  for (std::string query : {"all=1", "all=0", "all=1&state=pending", "all=1&state=completed",
+                                   "all=0&user=nobody-here"}) {
+    json full = json::parse(Unix("GET", "/v1/jobs?" + query).body);
+    auto views = api::Decode<std::vector<api::JobView>>(full["jobs"], "the listing");
+    ASSERT_TRUE(views.ok()) << views.status().ToString();
+    auto compact = Unix("GET", "/v1/jobs?view=table&" + query);
+    ASSERT_EQ(compact.status, 200) << compact.body;
+    EXPECT_LT(compact.body.size(), full.dump().size() / 2 + 200) << query;
+    auto table = api::ParseJobTable(compact.body);
+    ASSERT_TRUE(table.ok()) << table.status().ToString();
+    ASSERT_EQ(table->jobs.size(), views->size()) << query;
+    for (size_t i = 0; i < views->size(); ++i) {
+      const api::JobView &a = (*views)[i], &b = table->jobs[i];
+      EXPECT_EQ(a.id, b.id);
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.user, b.user);
+      EXPECT_EQ(a.state, b.state);
+      EXPECT_EQ(a.reason, b.reason);
+      EXPECT_EQ(a.priority, b.priority);
+      EXPECT_EQ(api::GpusRequested(a), api::GpusRequested(b));
+      EXPECT_EQ(api::GpusAssigned(a), api::GpusAssigned(b));
+      EXPECT_EQ(api::JobTime(a, full["now"]), api::JobTime(b, full["now"]));
+    }
+  }
+  EXPECT_EQ(api::ParseJobTable(Unix("GET", "/v1/jobs?view=table&all=1").body)->jobs.size(), 5u);
+  // Without the token over TCP: the same rows (no column is private).
+  auto open = api::ParseJobTable(Tcp("/v1/jobs?view=table&all=1", false).body);
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  EXPECT_EQ(open->jobs.size(), 5u);
+  EXPECT_EQ(Unix("GET", "/v1/jobs?view=columns").status, 400);
 }
 
 // DNS rebinding: a page renamed to 127.0.0.1 sends its own name as Host.
