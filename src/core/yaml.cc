@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "core/utf8.h"
+
 namespace gpuherd {
 namespace {
 
@@ -46,6 +48,12 @@ Status CheckLimits(const YAML::Node& root, const YamlReader& reader, const YamlL
           return reader.Error(f.node, fmt::format("the document's text comes to more than {} bytes "
                                                   "(each use of an alias counts again)",
                                                   limits.max_expanded_bytes));
+        }
+        // Everything read from YAML may end up in JSON (a plan, a job spec,
+        // an API reply), whose writer throws on bytes that are not UTF-8;
+        // yaml-cpp passes such bytes through as they are.
+        if (!IsUtf8(f.node.Scalar())) {
+          return reader.Error(f.node, "text that is not valid UTF-8 (YAML is read as UTF-8)");
         }
         break;
       case YAML::NodeType::Sequence:

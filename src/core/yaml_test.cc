@@ -74,6 +74,25 @@ TEST(YamlTest, SyntaxErrorNamesFileAndLine) {
   EXPECT_THAT(root.status().message(), HasSubstr("not valid YAML"));
 }
 
+// Found by pipeline_fuzz: a byte that is not UTF-8 in a pipeline's command
+// went through YamlToJson into the plan, whose dump() threw and ended the
+// process. Such text is refused where it is read, with its line, in keys as
+// in values; an escaped surrogate is refused too (yaml-cpp does that).
+TEST(YamlTest, TextThatIsNotUtf8IsRefusedWithItsLine) {
+  auto raw = LoadYaml("name: x\nrun: echo \xFF{\n", "u.yaml");
+  ASSERT_FALSE(raw.ok());
+  EXPECT_EQ(raw.status().message(), "u.yaml:2: text that is not valid UTF-8 (YAML is read as UTF-8)");
+  auto key = LoadYaml("ok: 1\n? k\xC0\xAF\n: 2\n", "k.yaml");
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.status().message(), "k.yaml:2: text that is not valid UTF-8 (YAML is read as UTF-8)");
+  auto surrogate = LoadYaml("a: \"\\ud800\"\n", "s.yaml");
+  ASSERT_FALSE(surrogate.ok());
+  EXPECT_THAT(surrogate.status().message(), HasSubstr("s.yaml:1:"));
+  auto fine = LoadYaml("name: \"lr \xC3\x97 seed \\u00d7\"\n", "f.yaml");
+  ASSERT_TRUE(fine.ok()) << fine.status().message();
+  EXPECT_EQ(YamlToJson(*fine)["name"].dump(), "\"lr \xC3\x97 seed \xC3\x97\"");
+}
+
 TEST(YamlTest, ToJsonTypesScalars) {
   auto root = LoadYaml("a: 1\nb: '1'\nc: 2.5\nd: true\ne: ~\nf: [x, False]\ng: 1e-308\nh: 99999999999999999999\n",
                        "t.yaml");

@@ -58,7 +58,10 @@ class AttemptLogTest : public ::testing::Test {
   }
   void TearDown() override {
     if (daemon_) {
-      for (const auto& j : Get("/v1/jobs?all=0")["jobs"]) {
+      // Held by value: a range-for over Get(...)["jobs"] iterates a part of
+      // a temporary that is gone before the loop starts (ASan: use after free).
+      const nlohmann::json jobs = Get("/v1/jobs?all=0")["jobs"];
+      for (const auto& j : jobs) {
         Call("POST", "/v1/jobs/" + std::to_string(j["id"].get<int64_t>()) + "/cancel");
       }
       WaitFor([&] { return Get("/v1/jobs?all=0")["jobs"].empty(); });

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/utf8.h"
 #include "pipeline/sobol.h"
 #include "pipeline/suggest.h"
 #include "pipeline/template.h"
@@ -232,6 +233,11 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
     return InvalidArgument(fmt::format("the run folder must be an absolute path, got '{}'",
                                        run_dir));
   }
+  // Every text of the plan becomes JSON, whose writer throws on bytes that
+  // are not UTF-8: what the YAML reader did not check is checked here.
+  if (!IsUtf8(run_dir) || !IsUtf8(spec.base_dir)) {
+    return InvalidArgument("the pipeline's folder and the run folder must be valid UTF-8 paths");
+  }
   GPUHERD_RETURN_IF_ERROR(CheckPlanSize(spec));
   Plan plan;
   plan.name = spec.name;
@@ -253,6 +259,7 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
           param_names.empty() ? "it defines no params:"
                               : "its parameters are: " + JoinNames(param_names)));
     }
+    if (!IsUtf8(value)) return InvalidArgument(fmt::format("-p {}: the value is not valid UTF-8", name));
     plan.params[name] = value;
   }
 

@@ -127,6 +127,19 @@ TEST(ExpandTest, AppliesOverridesAndRefusesUnknownOnes) {
                         "'epochs'?); its parameters are: epochs"));
 }
 
+// What Expand takes besides the checked YAML (a -p value, the folders, from
+// the CLI's argv) is checked for UTF-8 too: the plan's JSON could not be
+// written otherwise (dump() throws).
+TEST(ExpandTest, RefusesTextThatIsNotUtf8) {
+  PipelineSpec spec = MustParse(kGrid);
+  auto value = Expand(spec, {{"epochs", "3\xFF"}}, "/runs/7");
+  ASSERT_FALSE(value.ok());
+  EXPECT_EQ(value.status().message(), "-p epochs: the value is not valid UTF-8");
+  EXPECT_FALSE(Expand(spec, {}, "/runs/\xC3").ok());
+  spec.base_dir = "/home/u/\xED\xA0\x80";
+  EXPECT_FALSE(Expand(spec, {}, "/runs/7").ok());
+}
+
 TEST(ExpandTest, ResolvesCwdAgainstThePipelinesFolder) {
   PipelineSpec spec = MustParse(R"(
 steps:

@@ -327,6 +327,14 @@ TEST(LoadPipelineTest, ReportsAMissingFile) {
   EXPECT_THAT(spec.status().message(), HasSubstr("/nonexistent/pipeline.yaml"));
 }
 
+// Found by pipeline_fuzz (fuzz/corpus/pipeline_fuzz/not_utf8_run.yaml): a
+// command holding a byte that is not UTF-8 parsed, then made Expand's dump()
+// throw, which ended `gpuherd run` (and would end a daemon handler).
+TEST(SpecLimitsTest, TextThatIsNotUtf8IsRefusedWithItsLine) {
+  EXPECT_EQ(ParseError("name: x\nsteps:\n  a:\n    run: echo \xFF{\n"),
+            "p.yaml:4: text that is not valid UTF-8 (YAML is read as UTF-8)");
+}
+
 }  // namespace
 }  // namespace gpuherd::pipeline
 

@@ -9,7 +9,10 @@
 
 namespace gpuherd::gpu::cuda {
 
-enum CUresult {
+// A fixed underlying type: the driver may return codes not listed here, and
+// loading one into an enum without it is undefined (UBSan: "not a valid
+// value for type CUresult").
+enum CUresult : int {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
   CUDA_ERROR_OUT_OF_MEMORY = 2,

@@ -7,7 +7,9 @@
 
 namespace gpuherd::gpu::nvml {
 
-enum nvmlReturn_t {
+// A fixed underlying type, as for CUresult: a newer NVML returns codes not
+// listed here, and loading one into an enum without it is undefined.
+enum nvmlReturn_t : int {
   NVML_SUCCESS = 0,
   NVML_ERROR_UNINITIALIZED = 1,
   NVML_ERROR_INVALID_ARGUMENT = 2,

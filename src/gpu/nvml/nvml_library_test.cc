@@ -89,6 +89,8 @@ TEST(NvmlLibraryTest, ErrorStringCarriesNvmlTextAndCode) {
   ASSERT_NE(library, nullptr);
   EXPECT_EQ(library->ErrorString(NVML_ERROR_GPU_IS_LOST), "GPU is lost (15)");
   EXPECT_EQ(library->ErrorString(NVML_ERROR_NOT_SUPPORTED), "Not Supported (3)");
+  // A code this header does not list (a newer driver's) keeps its number.
+  EXPECT_THAT(library->ErrorString(static_cast<nvmlReturn_t>(4242)), ::testing::EndsWith(" (4242)"));
 }
 
 TEST(NvmlLibraryTest, LibraryPathPrecedence) {

@@ -1,0 +1,19 @@
+// UTF-8 validity, as nlohmann::json checks it when it writes a string: text
+// that fails here makes json::dump() throw, so text from a source that does
+// not validate it (YAML, argv, files) is checked before it becomes JSON.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace gpuherd {
+
+// Well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates
+// (U+D800..U+DFFF), nothing above U+10FFFF, no cut-off sequence.
+bool IsUtf8(std::string_view text);
+
+// The offset of the first byte that is not part of well-formed UTF-8, or
+// text.size() when all of it is.
+size_t FirstInvalidUtf8(std::string_view text);
+
+}  // namespace gpuherd
