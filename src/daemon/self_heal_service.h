@@ -146,7 +146,7 @@ class SelfHealService : public TurnParticipant {
     bool busy = false;
     bool operator_drained = false;
     bool drained = false;             // as last seen: a lift by someone else shows
-    std::string rule;                 // the rule behind the latest transition
+    std::string rule = {};            // the rule behind the latest transition
     TimeMs last_fatal_xid = 0;        // for telling one incident's several reports apart
   };
 

@@ -23,30 +23,6 @@ std::string ErrnoText(int err) { return std::strerror(err); }
 
 Status DataLoss(std::string message) { return Status(Code::kDataLoss, std::move(message)); }
 
-// nullopt when the file does not exist.
-Result<std::optional<std::string>> ReadWholeFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::optional<std::string>();
-    return IoError("cannot open " + path + ": " + ErrnoText(errno));
-  }
-  std::string content;
-  char buf[4096];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return IoError("cannot read " + path + ": " + ErrnoText(err));
-    }
-    if (n == 0) break;
-    content.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return std::optional<std::string>(std::move(content));
-}
-
 // The shim and exit files live in a folder the job's user can write to: read
 // without following links, blocking or reading more than a record can be.
 constexpr size_t kMaxRecordBytes = 64 << 10;

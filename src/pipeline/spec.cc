@@ -445,7 +445,7 @@ class Parser {
       if (!argv.ok()) return Error(run, argv.status().message());
       step.run = *argv;
     } else if (run.IsSequence()) {
-      for (const YAML::Node arg : run) {
+      for (YAML::Node arg : run) {
         auto s = ScalarOf(arg, "each argument of run:");
         if (!s.ok()) return s.status();
         GPUHERD_RETURN_IF_ERROR(CheckTemplate(arg, *s, index, step));
@@ -476,7 +476,7 @@ class Parser {
 
     // defaults first, then the step: the step's value wins, key by key for
     // env and labels.
-    for (const YAML::Node source : {defaults, node}) {
+    for (YAML::Node source : {defaults, node}) {
       if (!source) continue;
       GPUHERD_RETURN_IF_ERROR(ApplyCommon(source, index, &step));
     }
@@ -614,7 +614,7 @@ class Parser {
                                              "[0.1, 0.01]", *name));
       }
       Matrix::Axis axis{*name, {}};
-      for (const YAML::Node v : it_value) {
+      for (YAML::Node v : it_value) {
         auto value = ScalarOf(v, "each value of matrix." + *name);
         if (!value.ok()) return value.status();
         if (std::find(axis.values.begin(), axis.values.end(), *value) != axis.values.end()) {
@@ -692,7 +692,7 @@ class Parser {
         if (!args.IsSequence() || args.size() == 0) {
           return Error(args, what + ".choice must be a non-empty list of values");
         }
-        for (const YAML::Node v : args) {
+        for (YAML::Node v : args) {
           auto value = ScalarOf(v, "each choice of " + what);
           if (!value.ok()) return value.status();
           dist.choices.push_back(*value);

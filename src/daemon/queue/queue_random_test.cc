@@ -135,7 +135,7 @@ class RandomQueue {
   void EndOne(bool stopping_only) {
     std::vector<exec::FakeExecutor::Key> candidates;
     for (const auto& key : q_.executor().running()) {
-      if (stopping_only != signalled_.count(key) > 0) continue;
+      if (stopping_only != (signalled_.count(key) > 0)) continue;
       candidates.push_back(key);
     }
     if (candidates.empty()) return;
@@ -208,7 +208,9 @@ class RandomQueue {
     q_.Turn(/*fail_commit=*/true);
     EXPECT_EQ(q_.executor().launches().size(), launches) << Where() << "a failed commit launched";
     EXPECT_EQ(q_.executor().signals().size(), signals) << Where() << "a failed commit signalled";
-    if (id.ok()) EXPECT_FALSE(q_.jobs().Show(*id).ok()) << Where() << "an unacknowledged job was kept";
+    if (id.ok()) {
+      EXPECT_FALSE(q_.jobs().Show(*id).ok()) << Where() << "an unacknowledged job was kept";
+    }
     q_.Settle();
   }
 
@@ -290,7 +292,9 @@ class RandomQueue {
     }
     for (int g = 0; g < kGpus; ++g) {
       EXPECT_LE(whole[g], 1) << Where() << "GPU " << g << " held whole by " << whole[g] << " jobs";
-      if (whole[g] == 1) EXPECT_EQ(used[g], 0.0) << Where() << "GPU " << g << " whole and shared";
+      if (whole[g] == 1) {
+        EXPECT_EQ(used[g], 0.0) << Where() << "GPU " << g << " whole and shared";
+      }
       EXPECT_LE(used[g], 1.0 + 1e-9) << Where() << "GPU " << g << " shared past 1";
     }
     claimed_before_.clear();
@@ -351,7 +355,9 @@ TEST(QueueRandomTest, InvariantsHoldAfterEveryStep) {
     fractions_seen += run.fractions_seen();
   }
   // The fraction invariants were checked on running fractions, not vacuously.
-  if (!only) EXPECT_GT(fractions_seen, 0);
+  if (!only) {
+    EXPECT_GT(fractions_seen, 0);
+  }
 }
 
 }  // namespace
