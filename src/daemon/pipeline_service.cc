@@ -446,9 +446,9 @@ void PipelineService::Drive(Run& run) {
 bool PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
   const pipeline::PlanNode& node = run.plan.nodes[action.node];
   store::PipelineNodeRecord& row = run.nodes[action.node];
-  // The plan's spec is checked as POST /v1/jobs checks a spec; a node whose
-  // spec the queue cannot read fails like a refused job.
-  Result<sched::JobSpec> spec = sched::ParseJobSpec(pipeline::JobSpecFor(run.plan, action));
+  // The plan's spec was checked as POST /v1/jobs checks a spec when the plan
+  // was expanded; the backend may still refuse it, like a refused job.
+  Result<sched::JobSpec> spec = pipeline::JobSpecFor(run.plan, action);
   // A node retried by a person starts again from its checkpoint too.
   if (spec.ok() && row.attempts > 0) spec->env["GPUHERD_RESUME"] = "1";
   SubmitExtras extras;

@@ -416,7 +416,9 @@ TEST_F(SelfHealServiceTest, TheSameXidFromThreeJobsOnOneGpuMakesItSuspectThenFou
     s->OnGpuEvents({Xid(2, 31)});
     Commit();
     clock_.Advance(kHourMs);
-    if (job == 2) EXPECT_EQ(s->StateOf(2), GpuHealth::kInService);
+    if (job == 2) {
+      EXPECT_EQ(s->StateOf(2), GpuHealth::kInService);
+    }
     if (job == 3) {
       EXPECT_EQ(s->StateOf(2), GpuHealth::kSuspect);
       // The scheduler is told (rule 12: last for long jobs).

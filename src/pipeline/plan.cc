@@ -349,6 +349,7 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
       auto parsed = sched::ParseJobSpec(job);
       if (!parsed.ok()) return fail(parsed.status());
       bytes += node.id.size() + node.key.size() + node.checkpoint_dir.size() + job.dump().size();
+      job = nlohmann::json();  // the typed spec below is what the node keeps
       for (const std::string& need : node.needs) bytes += need.size() + sizeof(size_t);
       if (bytes > kMaxPlanBytes) {
         return InvalidArgument(fmt::format(
@@ -357,7 +358,7 @@ Result<Plan> Expand(const PipelineSpec& spec, const std::map<std::string, std::s
             "points",
             spec.source, kMaxPlanBytes >> 20, step->name, node.id));
       }
-      node.job = std::move(job);
+      node.job = std::move(parsed).value();
 
       step_nodes[step->name].push_back(plan.nodes.size());
       plan.nodes.push_back(std::move(node));

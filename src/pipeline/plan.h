@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "pipeline/anomaly.h"
 #include "pipeline/spec.h"
+#include "sched/job.h"
 
 namespace gpuherd::pipeline {
 
@@ -29,12 +30,12 @@ struct PlanNode {
   std::string step;
   int point = 0;                                            // index in the step's sweep
   std::vector<std::pair<std::string, std::string>> matrix;  // the point's values, in matrix order
-  // A job spec that sched::ParseJobSpec accepts: the command and env with
+  // The node's job spec, checked as POST /v1/jobs checks one: the command and env with
   // every ${{ ... }} substituted, cwd, resources (defaults + step), name
   // "<pipeline>/<id>", labels gpuherd/pipeline, gpuherd/step and
   // gpuherd/node, and env GPUHERD_RUN_DIR, GPUHERD_WORKSPACE and
   // GPUHERD_CHECKPOINT_DIR (the same folder for every attempt of the node).
-  nlohmann::json job;
+  sched::JobSpec job;
   std::vector<std::string> needs;   // node ids: every node of each needed step
   std::vector<size_t> need_nodes;   // the same nodes as indices into Plan::nodes
   int retries = 0;

@@ -1,5 +1,6 @@
 #include "pipeline/plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -13,6 +14,7 @@
 namespace gpuherd::pipeline {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
@@ -83,42 +85,34 @@ TEST(ExpandTest, MakesOneNodePerPointInDependencyOrder) {
 
 TEST(ExpandTest, SubstitutesEveryReferenceIntoAValidJobSpec) {
   Plan plan = MustExpand(MustParse(kGrid));
-  const nlohmann::json& job = plan.nodes[2].job;  // train[lr=0.1,batch=128]
-  EXPECT_EQ(job["command"],
-            nlohmann::json({"python3", "train.py", "--lr", "0.1", "--epochs", "20", "--data",
-                            "/runs/7/prepare/data", "--name", "lr=0.1,batch=128"}));
-  EXPECT_EQ(job["env"]["BATCH"], "128");
-  EXPECT_EQ(job["env"]["INDEX"], "1");
-  EXPECT_EQ(job["env"]["GPUHERD_WORKSPACE"], "/runs/7/train/1");
-  EXPECT_EQ(job["env"]["GPUHERD_RUN_DIR"], "/runs/7");
-  EXPECT_EQ(job["env"]["GPUHERD_CHECKPOINT_DIR"], "/runs/7/.checkpoints/train/1");
+  const sched::JobSpec& job = plan.nodes[2].job;  // train[lr=0.1,batch=128]
+  EXPECT_THAT(job.argv, ElementsAre("python3", "train.py", "--lr", "0.1", "--epochs", "20", "--data",
+                                    "/runs/7/prepare/data", "--name", "lr=0.1,batch=128"));
+  EXPECT_EQ(job.env.at("BATCH"), "128");
+  EXPECT_EQ(job.env.at("INDEX"), "1");
+  EXPECT_EQ(job.env.at("GPUHERD_WORKSPACE"), "/runs/7/train/1");
+  EXPECT_EQ(job.env.at("GPUHERD_RUN_DIR"), "/runs/7");
+  EXPECT_EQ(job.env.at("GPUHERD_CHECKPOINT_DIR"), "/runs/7/.checkpoints/train/1");
   EXPECT_EQ(plan.nodes[2].checkpoint_dir, "/runs/7/.checkpoints/train/1");
-  EXPECT_EQ(job["name"], "lr-sweep/train[lr=0.1,batch=128]");
-  EXPECT_EQ(job["labels"]["team"], "vision");
-  EXPECT_EQ(job["labels"]["gpuherd/step"], "train");
-  EXPECT_EQ(job["labels"]["gpuherd/node"], "train[lr=0.1,batch=128]");
-  EXPECT_FALSE(job.contains("cwd"));  // parsed from text: no folder to run in
+  EXPECT_EQ(job.name, "lr-sweep/train[lr=0.1,batch=128]");
+  EXPECT_EQ(job.labels.at("team"), "vision");
+  EXPECT_EQ(job.labels.at("gpuherd/step"), "train");
+  EXPECT_EQ(job.labels.at("gpuherd/node"), "train[lr=0.1,batch=128]");
+  EXPECT_EQ(job.cwd, "");  // parsed from text: no folder to run in
+  // Resources as POST /v1/jobs reads them.
+  EXPECT_EQ(job.gpu_twentieths, 10);
+  EXPECT_EQ(job.gpu_mem_bytes, 8ull << 30);
+  EXPECT_EQ(job.time_limit, 2 * kHourMs);
 
-  auto parsed = sched::ParseJobSpec(job);
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-  EXPECT_EQ(parsed->gpu_twentieths, 10);
-  EXPECT_EQ(parsed->gpu_mem_bytes, 8ull << 30);
-  EXPECT_EQ(parsed->time_limit, 2 * kHourMs);
-
-  EXPECT_EQ(plan.nodes[0].job["command"],
-            nlohmann::json({"python3", "prep.py", "--out", "/runs/7/prepare/data"}));
-  EXPECT_EQ(plan.nodes[5].job["command"],
-            nlohmann::json({"python3", "report.py", "/runs/7/train", "/runs/7"}));
-  for (const PlanNode& node : plan.nodes) {
-    EXPECT_TRUE(sched::ParseJobSpec(node.job).ok()) << node.id;
-  }
+  EXPECT_THAT(plan.nodes[0].job.argv, ElementsAre("python3", "prep.py", "--out", "/runs/7/prepare/data"));
+  EXPECT_THAT(plan.nodes[5].job.argv, ElementsAre("python3", "report.py", "/runs/7/train", "/runs/7"));
 }
 
 TEST(ExpandTest, AppliesOverridesAndRefusesUnknownOnes) {
   PipelineSpec spec = MustParse(kGrid);
   Plan plan = MustExpand(spec, {{"epochs", "3"}});
   EXPECT_EQ(plan.params.at("epochs"), "3");
-  EXPECT_EQ(plan.nodes[1].job["command"][5], "3");
+  EXPECT_EQ(plan.nodes[1].job.argv[5], "3");
 
   auto bad = Expand(spec, {{"epoch", "3"}}, "/runs/7");
   ASSERT_FALSE(bad.ok());
@@ -149,9 +143,9 @@ steps:
 )");
   spec.base_dir = "/home/ana/exp";
   Plan plan = MustExpand(spec);
-  EXPECT_EQ(plan.nodes[0].job["cwd"], "/home/ana/exp");
-  EXPECT_EQ(plan.nodes[1].job["cwd"], "/home/ana/exp/sub/0");
-  EXPECT_EQ(plan.nodes[2].job["cwd"], "/abs");
+  EXPECT_EQ(plan.nodes[0].job.cwd, "/home/ana/exp");
+  EXPECT_EQ(plan.nodes[1].job.cwd, "/home/ana/exp/sub/0");
+  EXPECT_EQ(plan.nodes[2].job.cwd, "/abs");
 }
 
 TEST(ExpandTest, RefusesARelativeRunFolder) {
@@ -206,7 +200,7 @@ TEST(ExpandTest, DrawsRandomPointsByTheDocumentedMethod) {
                                          Pair("layers", layers), Pair("batch", batch)))
         << "point " << i;
     EXPECT_EQ(node.key, "train/" + std::to_string(i));
-    EXPECT_EQ(node.job["command"][2], lr);
+    EXPECT_EQ(node.job.argv[2], lr);
   }
 }
 
@@ -257,8 +251,8 @@ TEST(ExpandTest, SobolPointsCoverEveryStratumOfEachParameter) {
 
 TEST(ExpandTest, HardwareRestartsAreTheQueuesNotTheNodesRetries) {
   Plan plan = MustExpand(MustParse("steps:\n  a: {run: x, retries: 1}\n  b: {run: x, max_restarts: 2}\n"));
-  EXPECT_EQ(plan.nodes[0].job["max_restarts"], kNodeFaultRestarts);
-  EXPECT_EQ(plan.nodes[1].job["max_restarts"], 2);
+  EXPECT_EQ(plan.nodes[0].job.max_restarts, kNodeFaultRestarts);
+  EXPECT_EQ(plan.nodes[1].job.max_restarts, 2);
 }
 
 TEST(ExpandTest, KeepsIdsUniqueWhenARandomSweepRepeatsAPoint) {
@@ -284,12 +278,11 @@ TEST(ExpandTest, ExpandsTheSweepExampleToTwelvePointsAndAReport) {
   for (int i = 0; i < 12; ++i) {
     const PlanNode& n = plan.nodes[i];
     points.insert(n.id);
-    auto parsed = sched::ParseJobSpec(n.job);
-    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-    EXPECT_EQ(parsed->gpu_twentieths, 2);
-    EXPECT_EQ(parsed->argv[1], "../trainers/toy_trainer.py");
-    EXPECT_EQ(parsed->cwd, spec->base_dir);
-    EXPECT_THAT(n.job["command"].dump(), HasSubstr("\"--steps\",\"40\""));
+    EXPECT_EQ(n.job.gpu_twentieths, 2);
+    EXPECT_EQ(n.job.argv[1], "../trainers/toy_trainer.py");
+    EXPECT_EQ(n.job.cwd, spec->base_dir);
+    EXPECT_THAT(n.job.argv, Contains("--steps"));
+    EXPECT_EQ(n.job.argv[std::find(n.job.argv.begin(), n.job.argv.end(), "--steps") - n.job.argv.begin() + 1], "40");
     EXPECT_EQ(n.retries, 2);
   }
   EXPECT_EQ(points.size(), 12u);

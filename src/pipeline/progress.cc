@@ -129,9 +129,10 @@ std::vector<NodeAction> NextActions(const Plan& plan, const std::vector<NodeStat
   return actions;
 }
 
-nlohmann::json JobSpecFor(const Plan& plan, const NodeAction& action) {
-  nlohmann::json job = plan.nodes.at(action.node).job;
-  if (action.resume) job["env"]["GPUHERD_RESUME"] = "1";
+sched::JobSpec JobSpecFor(const Plan& plan, const NodeAction& action) {
+  sched::JobSpec job = plan.nodes.at(action.node).job;
+  // Built as a std::string: assigning the literal trips a false -Wrestrict of g++ 12.
+  if (action.resume) job.env.insert_or_assign("GPUHERD_RESUME", std::string(1, '1'));
   return job;
 }
 

@@ -67,6 +67,6 @@ std::vector<NodeAction> NextActions(const Plan& plan, const std::vector<NodeStat
 
 // The job spec to submit for a kSubmit or kRetry action: the node's job,
 // with GPUHERD_RESUME=1 in its env when the action resumes.
-nlohmann::json JobSpecFor(const Plan& plan, const NodeAction& action);
+sched::JobSpec JobSpecFor(const Plan& plan, const NodeAction& action);
 
 }  // namespace gpuherd::pipeline

@@ -250,11 +250,11 @@ TEST(IsFinalTest, FollowsTheRetryBudget) {
 TEST(JobSpecForTest, AsksARetryToResume) {
   Plan plan = MustPlan("steps: {a: {run: x, retries: 1}}");
   NodeAction submit{Kind::kSubmit, 0, 1, false, Outcome::kSucceeded, ""};
-  EXPECT_FALSE(JobSpecFor(plan, submit)["env"].contains("GPUHERD_RESUME"));
+  EXPECT_EQ(JobSpecFor(plan, submit).env.count("GPUHERD_RESUME"), 0u);
   NodeAction retry{Kind::kRetry, 0, 2, true, Outcome::kSucceeded, ""};
-  nlohmann::json job = JobSpecFor(plan, retry);
-  EXPECT_EQ(job["env"]["GPUHERD_RESUME"], "1");
-  EXPECT_EQ(job["env"]["GPUHERD_CHECKPOINT_DIR"], plan.nodes[0].checkpoint_dir);
+  sched::JobSpec job = JobSpecFor(plan, retry);
+  EXPECT_EQ(job.env.at("GPUHERD_RESUME"), "1");
+  EXPECT_EQ(job.env.at("GPUHERD_CHECKPOINT_DIR"), plan.nodes[0].checkpoint_dir);
 }
 
 TEST(NamesTest, AreStable) {
