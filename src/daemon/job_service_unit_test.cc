@@ -34,6 +34,31 @@ TEST(QueueTest, LaunchesOnceCommitted) {
   EXPECT_EQ(q.StateOf(*id), "completed");
 }
 
+// A request answered in the turn in which a job ended (the answer goes out
+// after the commit) sees the job: it is out of the queue's memory and its
+// final record is not in the store until that commit.
+TEST(QueueTest, AJobThatEndedInThisTurnIsListedAndShownBeforeItsCommit) {
+  QueueHarness q(2);
+  auto id = q.jobs().Submit(Spec(), q.User());
+  ASSERT_TRUE(id.ok());
+  q.Settle();
+  ASSERT_TRUE(q.executor().Exit(*id, 1, How::kExited, 0));
+  q.RunQueued();
+  auto listing = q.jobs().List(true, "", "");
+  ASSERT_EQ(listing.jobs.size(), 1u);
+  EXPECT_EQ(listing.jobs[0].view->id, *id);
+  EXPECT_EQ(listing.jobs[0].view->state, "completed");
+  EXPECT_EQ(q.jobs().List(true, "", "completed").jobs.size(), 1u);
+  EXPECT_EQ(q.jobs().List(true, "", "running").jobs.size(), 0u);
+  auto shown = q.jobs().Show(*id);
+  ASSERT_TRUE(shown.ok()) << shown.status().ToString();
+  EXPECT_EQ(shown->state, "completed");
+  q.Turn();
+  listing = q.jobs().List(true, "", "");
+  ASSERT_EQ(listing.jobs.size(), 1u);
+  EXPECT_EQ(listing.jobs[0].view->state, "completed");
+}
+
 // A failed commit drops every side effect of its turn: the job submitted and
 // started in it never launches, not even after the next good commit.
 TEST(QueueTest, FailedCommitLaunchesNothing) {

@@ -105,6 +105,17 @@ JobService::JobListing JobService::List(bool all, const std::string& user, const
         finished_listing.push_back(
             {std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts)), false});
       }
+      // Jobs that ended in this turn are out of jobs_ and not yet in the
+      // store; the answer goes out after the turn's commit, with them.
+      for (const auto& node : finished_entries_) {
+        const Entry& e = node.mapped();
+        if ((!user.empty() && e.job.spec.user != user) ||
+            (!state.empty() && sched::JobStateName(e.job.state) != state)) {
+          continue;
+        }
+        finished_listing.push_back(
+            {std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts)), false});
+      }
       std::sort(finished_listing.begin(), finished_listing.end(),
                 [](const ListedJob& a, const ListedJob& b) { return a.view->id < b.view->id; });
     }
@@ -164,6 +175,14 @@ Result<api::JobView> JobService::Show(sched::JobId id) {
     }
     if (job.spec.fractional() && job.attempt > 0) j.memory_fence = MemoryFence(job);
     if (executor_ != nullptr) j.containment = executor_->containment();
+    return j;
+  }
+  // Ended in this turn: its final record is not committed yet (List too).
+  for (const auto& node : finished_entries_) {
+    if (node.key() != id) continue;
+    const Entry& ended = node.mapped();
+    api::JobView j = View(ended.job, now, ended.extras.prior_attempts);
+    if (ended.job.spec.fractional() && ended.job.attempt > 0) j.memory_fence = MemoryFence(ended.job);
     return j;
   }
   auto stored = state_->store->GetJob(id);

@@ -75,6 +75,17 @@ class QueueHarness {
   // One turn of the loop. With `fail_commit`, the commit "fails": its batch
   // is dropped unwritten, as the daemon does when the store refuses it.
   bool Turn(bool fail_commit = false) {
+    RunQueued();
+    jobs_->EndOfTurn();
+    bool ok = !fail_commit;
+    if (ok && !state_.batch.empty()) ok = state_.store->Commit(&state_.batch).ok();
+    state_.batch = store::WriteBatch();
+    jobs_->AfterCommit(ok);
+    return ok;
+  }
+  // The first half of a turn: what is queued runs (exits, launches reported
+  // back), and the turn has yet to end and commit.
+  void RunQueued() {
     while (!off_loop_.empty() || !loop_.empty()) {
       auto off = std::move(off_loop_);
       off_loop_.clear();
@@ -83,12 +94,6 @@ class QueueHarness {
       loop_.clear();
       for (auto& t : tasks) t();
     }
-    jobs_->EndOfTurn();
-    bool ok = !fail_commit;
-    if (ok && !state_.batch.empty()) ok = state_.store->Commit(&state_.batch).ok();
-    state_.batch = store::WriteBatch();
-    jobs_->AfterCommit(ok);
-    return ok;
   }
   // Turns until nothing more is queued (launches reported back included).
   void Settle() {
