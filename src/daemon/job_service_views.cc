@@ -90,6 +90,12 @@ api::JobView JobService::View(const sched::Job& job, TimeMs now, int prior_attem
 JobService::JobListing JobService::List(bool all, const std::string& user, const std::string& state) const {
   JobListing listing;
   listing.now = state_->clock->Now();
+  auto wanted = [&](const std::string& job_user, const std::string& job_state) {
+    return (user.empty() || job_user == user) && (state.empty() || job_state == state);
+  };
+  auto ended_view = [this](const Entry& e) {
+    return ListedJob{std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts)), false};
+  };
   // Finished jobs live in the store only: read at each listing, oldest first.
   std::vector<ListedJob> finished_listing;
   if (all) {
@@ -99,22 +105,16 @@ JobService::JobListing JobService::List(bool all, const std::string& user, const
     } else {
       finished_listing.reserve(finished->size());
       for (const auto& r : *finished) {
-        if ((!user.empty() && r.user != user) || (!state.empty() && r.state != state)) continue;
+        if (!wanted(r.user, r.state)) continue;
         Entry e;
         (void)FromRecord(r, &e);  // an unreadable spec still lists the stored facts
-        finished_listing.push_back(
-            {std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts)), false});
+        finished_listing.push_back(ended_view(e));
       }
       // Jobs that ended in this turn are out of jobs_ and not yet in the
       // store; the answer goes out after the turn's commit, with them.
       for (const auto& node : finished_entries_) {
         const Entry& e = node.mapped();
-        if ((!user.empty() && e.job.spec.user != user) ||
-            (!state.empty() && sched::JobStateName(e.job.state) != state)) {
-          continue;
-        }
-        finished_listing.push_back(
-            {std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts)), false});
+        if (wanted(e.job.spec.user, sched::JobStateName(e.job.state))) finished_listing.push_back(ended_view(e));
       }
       std::sort(finished_listing.begin(), finished_listing.end(),
                 [](const ListedJob& a, const ListedJob& b) { return a.view->id < b.view->id; });
@@ -122,9 +122,7 @@ JobService::JobListing JobService::List(bool all, const std::string& user, const
   }
   listing.jobs.reserve(jobs_.size() + finished_listing.size());
   auto add_unfinished = [&](const Entry& e) {
-    if ((!user.empty() && e.job.spec.user != user) || (!state.empty() && sched::JobStateName(e.job.state) != state)) {
-      return;
-    }
+    if (!wanted(e.job.spec.user, sched::JobStateName(e.job.state))) return;
     // Made once per change (Touch, SetReason).
     if (!e.listed) e.listed = std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts));
     listing.jobs.push_back({e.listed, true});
@@ -177,22 +175,23 @@ Result<api::JobView> JobService::Show(sched::JobId id) {
     if (executor_ != nullptr) j.containment = executor_->containment();
     return j;
   }
-  // Ended in this turn: its final record is not committed yet (List too).
+  // Ended: in the store, or, if it ended in this turn, among the entries
+  // whose final record is not committed yet (List too).
+  const Entry* ended = nullptr;
   for (const auto& node : finished_entries_) {
-    if (node.key() != id) continue;
-    const Entry& ended = node.mapped();
-    api::JobView j = View(ended.job, now, ended.extras.prior_attempts);
-    if (ended.job.spec.fractional() && ended.job.attempt > 0) j.memory_fence = MemoryFence(ended.job);
-    return j;
+    if (node.key() == id) ended = &node.mapped();
   }
-  auto stored = state_->store->GetJob(id);
-  if (!stored.ok()) return stored.status();
-  if (!stored->has_value()) return NotFound("no job " + std::to_string(id) + "; `gpuherd ps --all` lists them");
-  Entry e;
-  // An unreadable spec still shows the stored facts; its error is not needed here.
-  (void)FromRecord(**stored, &e);
-  const sched::Job& job = e.job;
-  api::JobView j = View(job, now, e.extras.prior_attempts);
+  Entry stored_entry;
+  if (ended == nullptr) {
+    auto stored = state_->store->GetJob(id);
+    if (!stored.ok()) return stored.status();
+    if (!stored->has_value()) return NotFound("no job " + std::to_string(id) + "; `gpuherd ps --all` lists them");
+    // An unreadable spec still shows the stored facts; its error is not needed here.
+    (void)FromRecord(**stored, &stored_entry);
+    ended = &stored_entry;
+  }
+  const sched::Job& job = ended->job;
+  api::JobView j = View(job, now, ended->extras.prior_attempts);
   if (job.spec.fractional() && job.attempt > 0) j.memory_fence = MemoryFence(job);
   return j;
 }
