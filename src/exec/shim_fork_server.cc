@@ -155,6 +155,7 @@ Result<std::unique_ptr<ShimForkServer>> ShimForkServer::Start(const std::string&
   int no_fd = -1;
   if (!SendWithFd(fds[0], &ping, 1, -1) || !ReceiveWithFd(fds[0], &reply, sizeof(reply), &no_fd)) {
     kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
     return Unavailable("the shim fork server " + shim + " does not answer");
   }
   timeval forever{0, 0};
