@@ -251,5 +251,31 @@ TEST(ApiPipelinesTest, AReplyThatIsNotARunsDetailIsRefused) {
   EXPECT_FALSE(Decode<PipelineDetail>(json::array(), "pipeline 3").ok());
 }
 
+// A daemon older than ?view=table sends the full listing for it.
+TEST(ApiJobsTest, TheFullListingReadsAsTheSameTable) {
+  JobView running;
+  running.id = 4;
+  running.name = "train";
+  running.user = "ana";
+  running.state = "running";
+  running.gpu_twentieths = 10;
+  running.assigned_gpus = {0, 3};
+  running.submitted = 100;
+  running.started = 200;
+  running.now = 1000;
+  auto table = JobTableFromFullListing(nlohmann::json{{"jobs", {running}}}, 5);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  ASSERT_EQ(table->jobs.size(), 1u);
+  EXPECT_EQ(table->now, 1000);
+  EXPECT_EQ(table->jobs[0].id, 4);
+  EXPECT_EQ(GpusRequested(table->jobs[0]), "0.5");
+  EXPECT_EQ(GpusAssigned(table->jobs[0]), "0,3");
+  EXPECT_EQ(JobTime(table->jobs[0], table->now), FormatDuration(800));
+  EXPECT_EQ(JobTableFromFullListing(nlohmann::json{{"jobs", nlohmann::json::array()}}, 5)->now, 5);
+  for (const char* bad : {R"([])", R"({"jobs":{}})", R"({"jobs":[1]})", R"({"jobs":[{"id":"four"}]})"}) {
+    EXPECT_FALSE(JobTableFromFullListing(nlohmann::json::parse(bad), 5).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace gpuherd::api
