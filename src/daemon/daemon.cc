@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <string_view>
 #include <filesystem>
@@ -79,6 +80,31 @@ std::string UserName(uint32_t uid) {
   if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found) return found->pw_name;
   return "uid " + std::to_string(uid);
 }
+
+// The callers' names by uid, each looked up again after kTtl: without it
+// every request read /etc/passwd (an open, a read and a parse per submit).
+class UserNames {
+ public:
+  static constexpr std::chrono::seconds kTtl{10};
+  std::string Of(uint32_t uid) {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lock(mu_);
+      auto it = names_.find(uid);
+      if (it != names_.end() && now - it->second.second < kTtl) return it->second.first;
+    }
+    std::string name = UserName(uid);
+    std::lock_guard lock(mu_);
+    if (names_.size() >= kMaxNames) names_.clear();  // bounded: uids are the callers' to choose
+    names_[uid] = {name, now};
+    return name;
+  }
+
+ private:
+  static constexpr size_t kMaxNames = 4096;
+  std::mutex mu_;
+  std::map<uint32_t, std::pair<std::string, std::chrono::steady_clock::time_point>> names_;
+};
 
 bool InGroup(const std::string& user, uint32_t primary_gid, const std::string& group) {
   if (group.empty()) return false;
@@ -238,19 +264,20 @@ struct Daemon::Impl {
     participants.Add(adapters.back().get());
   }
 
+  mutable UserNames user_names;  // HTTP threads
   Caller CallerOf(const http::Request& request) const {
     Caller c;
     bool token_ok = http::HasValidToken(request.headers, token);
     if (request.via_unix_socket && request.peer_uid) {
       c.uid = *request.peer_uid;
       c.gid = request.peer_gid.value_or(0);
-      c.user = UserName(c.uid);
+      c.user = user_names.Of(c.uid);
       c.authenticated = true;
       c.admin = token_ok || c.uid == 0 || c.uid == ::geteuid() || InGroup(c.user, c.gid, options.admin_group);
     } else if (token_ok) {
       c.uid = ::geteuid();
       c.gid = ::getegid();
-      c.user = UserName(c.uid);
+      c.user = user_names.Of(c.uid);
       c.authenticated = true;
       c.admin = true;
     } else {
@@ -324,9 +351,20 @@ struct Daemon::Impl {
           if (!key->has_value()) return routes->Handle(request, caller);
           return idempotency->Run(caller.uid, **key, request, [&] { return routes->Handle(request, caller); });
         },
-                                      http::ErrorResponse(503, "the daemon is stopping or cannot write its state "
-                                                         "directory; see its log in " + dir.log_dir()));
+        Unavailable());
   }
+
+  // What a request gets when its turn could not be committed; made once,
+  // not per request.
+  const http::Response& Unavailable() {
+    std::call_once(unavailable_made, [this] {
+      unavailable = http::ErrorResponse(503, "the daemon is stopping or cannot write its state directory; see its "
+                                             "log in " + dir.log_dir());
+    });
+    return unavailable;
+  }
+  std::once_flag unavailable_made;
+  http::Response unavailable;
 
   // The second listener: /metrics and nothing else, open to any scraper.
   http::Response ServeMetrics(const http::Request& request) {

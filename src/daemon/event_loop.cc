@@ -7,18 +7,27 @@
 namespace gpuherd::daemon {
 
 bool EventLoop::Enqueue(Task task) {
-  std::lock_guard lock(mu_);
-  if (stopped_) return false;
-  queue_.push_back(std::move(task));
-  cv_.notify_one();
+  bool was_empty;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return false;
+    was_empty = queue_.empty();
+    queue_.push_back(std::move(task));
+  }
+  // Only the first task of a batch wakes the loop (it takes the whole queue
+  // when it wakes), and the wake comes after the unlock, so the loop does not
+  // wake only to block on the mutex still held here.
+  if (was_empty) cv_.notify_one();
   return true;
 }
 
 void EventLoop::Post(Task task) { Enqueue(std::move(task)); }
 
 void EventLoop::Stop() {
-  std::lock_guard lock(mu_);
-  stopped_ = true;
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+  }
   cv_.notify_one();
 }
 

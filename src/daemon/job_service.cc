@@ -109,8 +109,30 @@ Status JobService::Load() {
   return Status::Ok();
 }
 
+namespace {
+
+// The spec as a scheduling pass sees it: the scheduler (sched/scheduler.h)
+// reads neither the command, its directory and environment, the labels and
+// the name, nor the dependencies (the daemon checks those itself), and a
+// client's environment alone is dozens of strings to copy per pass.
+sched::JobSpec SchedulingSpec(const sched::JobSpec& spec) {
+  sched::JobSpec lean = spec;
+  lean.argv.clear();
+  lean.cwd.clear();
+  lean.env.clear();
+  lean.name.clear();
+  lean.labels.clear();
+  lean.depends_on.clear();
+  lean.after_any.clear();
+  lean.after_not_ok.clear();
+  return lean;
+}
+
+}  // namespace
+
 void JobService::Insert(Entry e) {
   ++unfinished_by_uid_[e.job.spec.uid];
+  e.scheduled = SchedulingSpec(e.job.spec);
   sched::JobId id = e.job.id;
   auto [it, inserted] = jobs_.emplace(id, std::move(e));
   if (inserted) Index(it->second);
@@ -349,7 +371,7 @@ std::vector<sched::RunningJob> JobService::RunningJobs() const {
   std::vector<sched::RunningJob> running;
   for (sched::JobId id : active_) {
     const Entry& e = jobs_.at(id);
-    running.push_back({id, e.job.spec, e.job.started, e.job.gpus, e.job.state == JobState::kStopping, e.stop_deadline,
+    running.push_back({id, e.scheduled, e.job.started, e.job.gpus, e.job.state == JobState::kStopping, e.stop_deadline,
                        e.job.state == JobState::kStopping ? e.stopping_for : 0});
   }
   return running;
@@ -413,7 +435,7 @@ void JobService::Schedule() {
     const sched::Job& job = e.job;
     sched::PendingJob p;
     p.id = id;
-    p.spec = job.spec;
+    p.spec = e.scheduled;
     p.submitted = job.submitted;
     auto h = hours.find(job.spec.user);
     if (h == hours.end()) h = hours.emplace(job.spec.user, RecentGpuHours(job.spec.user, now)).first;
@@ -464,13 +486,18 @@ void JobService::Schedule() {
   for (const auto& w : decisions.waiting) {
     auto it = jobs_.find(w.job);
     // Shown live; stored with the job's next change.
-    if (it != jobs_.end()) SetReason(it->second, fmt::format("#{} in line: {}", w.rank, w.reason));
+    // Formatted on the stack: every pass says this of every waiting job,
+    // and mostly nothing changed.
+    if (it == jobs_.end()) continue;
+    fmt::memory_buffer line;
+    fmt::format_to(std::back_inserter(line), "#{} in line: {}", w.rank, w.reason);
+    SetReason(it->second, std::string_view(line.data(), line.size()));
   }
 }
 
-void JobService::SetReason(Entry& e, std::string reason) {
+void JobService::SetReason(Entry& e, std::string_view reason) {
   if (e.job.reason == reason) return;
-  e.job.reason = std::move(reason);
+  e.job.reason.assign(reason);
   e.listed.reset();
 }
 

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -228,6 +229,9 @@ class JobService : public TurnParticipant {
     std::vector<int> stored_claim;  // the claim its stored spec holds (StoreMarks), as fleet positions
     // Its view while unchanged; reset by Touch and SetReason.
     mutable std::shared_ptr<const api::JobView> listed;
+    // job.spec without what no scheduling pass reads (SchedulingSpec): what
+    // each pass copies, so that a deep queue's pass copies no environments.
+    sched::JobSpec scheduled;
   };
 
   void Touch(Entry& e);  // marks the job's record for this turn's batch
@@ -235,7 +239,7 @@ class JobService : public TurnParticipant {
   void Schedule();
   void ApplyDecisions(const sched::Decisions& decisions);
   // Changes a reason shown live (not stored until the job's next change).
-  void SetReason(Entry& e, std::string reason);
+  void SetReason(Entry& e, std::string_view reason);
   // The next time a pass is due without any other change.
   TimeMs NextDue(TimeMs now) const;
   std::string GpuSignature() const;

@@ -9,12 +9,18 @@ namespace gpuherd::store {
 
 Result<std::optional<IdempotencyRecord>> Store::GetIdempotency(uint32_t uid, const std::string& key) {
   try {
-    SQLite::Statement q(*db_,
-                        "SELECT request, created, status, content_type, body FROM idempotency_keys"
-                        " WHERE uid = ? AND key = ?");
+    SQLite::Statement& q = Prepared(&get_idempotency_,
+                                    "SELECT request, created, status, content_type, body FROM idempotency_keys"
+                                    " WHERE uid = ? AND key = ?");
     q.bind(1, static_cast<int64_t>(uid));
     q.bind(2, key);
     if (!q.executeStep()) return std::optional<IdempotencyRecord>();
+    // Reset once read: a statement left on its row would hold the
+    // connection's read transaction open.
+    struct ResetAfter {
+      SQLite::Statement& q;
+      ~ResetAfter() { q.tryReset(); }
+    } reset_after{q};
     IdempotencyRecord r;
     r.uid = uid;
     r.key = key;
@@ -38,9 +44,10 @@ void Store::WriteIdempotency(const WriteBatch& batch) {
     del.exec();
   }
   if (batch.idempotency.empty()) return;
-  SQLite::Statement q(*db_,
-                      "INSERT OR REPLACE INTO idempotency_keys (uid, key, request, created, status, content_type, body)"
-                      " VALUES (?, ?, ?, ?, ?, ?, ?)");
+  SQLite::Statement& q =
+      Prepared(&insert_idempotency_,
+               "INSERT OR REPLACE INTO idempotency_keys (uid, key, request, created, status, content_type, body)"
+               " VALUES (?, ?, ?, ?, ?, ?, ?)");
   for (const IdempotencyRecord& r : batch.idempotency) {
     q.reset();
     q.bind(1, static_cast<int64_t>(r.uid));

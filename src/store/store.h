@@ -181,6 +181,10 @@ class Store {
   std::unique_ptr<SQLite::Statement> insert_event_;
   std::unique_ptr<SQLite::Statement> upsert_job_;
   std::unique_ptr<SQLite::Statement> upsert_attempt_;
+  // Every mutating request with an Idempotency-Key (every `submit`) reads one
+  // and writes one.
+  std::unique_ptr<SQLite::Statement> get_idempotency_;
+  std::unique_ptr<SQLite::Statement> insert_idempotency_;
 };
 
 }  // namespace gpuherd::store

@@ -1,5 +1,8 @@
 #include "daemon/queue/fair_share.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 namespace gpuherd::daemon::queue {
@@ -15,7 +18,7 @@ void FairShare::Load(const std::vector<store::JobRecord>& finished) {
                   : spec.contains("gpu_twentieths") ? spec.value("gpu_twentieths", 0) / 20.0
                                                     : spec.value("gpu_tenths", 0) / 10.0;
     if (r.started > 0 && r.ended > r.started) {
-      usage_.emplace(r.user, std::make_pair(r.ended, gpus * (r.ended - r.started) / 3.6e6));
+      Add(r.user, r.ended, gpus * (r.ended - r.started) / 3.6e6);
     }
   }
 }
@@ -28,20 +31,38 @@ void FairShare::AttemptEnded(const sched::Job& job, TimeMs end) {
 
 void FairShare::Finished(const sched::Job& job) {
   if (job.started > 0 && job.spec.gpu_twentieths > 0) {
-    usage_.emplace(job.spec.user,
-                   std::make_pair(job.ended, job.spec.gpu_twentieths / 20.0 * (job.ended - job.started) / 3.6e6));
+    Add(job.spec.user, job.ended, job.spec.gpu_twentieths / 20.0 * (job.ended - job.started) / 3.6e6);
   }
 }
 
+void FairShare::Add(const std::string& user, TimeMs end, double hours) {
+  Usage& u = usage_[user];
+  if (u.ended.empty() || end < u.oldest) u.oldest = end;
+  u.ended.emplace_back(end, hours);
+  u.sum += hours;
+}
+
 void FairShare::Expire(TimeMs now) {
-  std::erase_if(usage_, [&](const auto& u) { return u.second.first < now - window_; });
+  for (auto it = usage_.begin(); it != usage_.end();) {
+    Usage& u = it->second;
+    if (u.oldest < now - window_) {
+      std::erase_if(u.ended, [&](const auto& e) { return e.first < now - window_; });
+      u.sum = 0;
+      for (const auto& [end, hours] : u.ended) u.sum += hours;
+      u.oldest = u.ended.empty() ? 0 : std::min_element(u.ended.begin(), u.ended.end())->first;
+    }
+    it = u.ended.empty() ? usage_.erase(it) : std::next(it);
+  }
 }
 
 double FairShare::EndedGpuHours(const std::string& user, TimeMs now) const {
+  auto it = usage_.find(user);
+  if (it == usage_.end()) return 0;
+  const Usage& u = it->second;
+  if (u.oldest >= now - window_) return u.sum;  // every one counts: the sum of the walk below
   double hours = 0;
-  auto [lo, hi] = usage_.equal_range(user);
-  for (auto it = lo; it != hi; ++it) {
-    if (it->second.first >= now - window_) hours += it->second.second;
+  for (const auto& [end, h] : u.ended) {
+    if (end >= now - window_) hours += h;
   }
   return hours;
 }

@@ -43,9 +43,18 @@ class FairShare {
   static double RunningGpuSeconds(const sched::Job& job, TimeMs now);
 
  private:
+  // A user's recently finished jobs. Every scheduling pass asks for each
+  // waiting user's hours: the sum is kept, so that a pass does not walk
+  // every job the user ran in the window.
+  struct Usage {
+    std::vector<std::pair<TimeMs, double>> ended;  // (end time, GPU-hours), in the order added
+    double sum = 0;  // of `ended`, added in that order (the same double as a walk gives)
+    TimeMs oldest = 0;  // the earliest end time in `ended`
+  };
+  void Add(const std::string& user, TimeMs end, double hours);
+
   DurationMs window_;
-  // user → (end time, GPU-hours) of recently finished jobs.
-  std::multimap<std::string, std::pair<TimeMs, double>> usage_;
+  std::map<std::string, Usage> usage_;  // user → its usage
   std::map<std::string, double> gpu_seconds_done_;  // user → GPU-seconds of ended attempts
 };
 
