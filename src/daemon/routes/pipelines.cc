@@ -49,10 +49,29 @@ http::Response Report(RouteContext& ctx, int64_t id, const http::Request& reques
   return response;
 }
 
+// POST /v1/pipelines's run, read from its body and prepared.
+Result<PipelineService::PreparedRun> PrepareRun(PipelineService& pipelines, const http::Request& request,
+                                                const Caller& caller) {
+  auto body = BodyJson(request, "a JSON object {\"yaml\": \"<the pipeline file>\", ...}");
+  if (!body.ok()) return body.status();
+  auto create = api::ParsePipelineCreateRequest(*body);
+  if (!create.ok()) return create.status();
+  return pipelines.Prepare(*create, caller);
+}
+
 }  // namespace
 
+Prepared PreparePipelineRequest(const RouteContext& ctx, const http::Request& request, const Caller& caller) {
+  Prepared prepared;
+  if (ctx.pipelines && caller.authenticated && request.method == "POST" &&
+      SplitPath(request.path) == Parts{"v1", "pipelines"}) {
+    prepared.pipeline = PrepareRun(*ctx.pipelines, request, caller);
+  }
+  return prepared;
+}
+
 http::Response PipelineRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request,
-                              const Caller& caller) {
+                              const Caller& caller, Prepared* prepared) {
   const bool read = IsRead(request);
   PipelineService& pipelines = *ctx.pipelines;
   if (parts.size() == 2) {
@@ -64,11 +83,11 @@ http::Response PipelineRoutes(RouteContext& ctx, const Parts& parts, const http:
     if (!caller.authenticated) {
       return StatusResponse(Unauthenticated("running a pipeline needs the unix socket or the API token"));
     }
-    auto body = BodyJson(request, "a JSON object {\"yaml\": \"<the pipeline file>\", ...}");
-    if (!body.ok()) return StatusResponse(body.status());
-    auto create = api::ParsePipelineCreateRequest(*body);
-    if (!create.ok()) return StatusResponse(create.status());
-    auto created = pipelines.Create(*create, caller);
+    // Parsed and expanded on the HTTP thread when the daemon could
+    // (Routes::Prepare), else here.
+    auto run = prepared && prepared->pipeline ? std::move(*prepared->pipeline) : PrepareRun(pipelines, request, caller);
+    if (!run.ok()) return StatusResponse(run.status());
+    auto created = pipelines.Create(std::move(run).value(), caller);
     return created.ok() ? JsonResponse(json(*created), 201) : StatusResponse(created.status());
   }
   if (parts.size() > 4) return http::ErrorResponse(404, "no such endpoint " + http::Excerpt(request.path));
