@@ -22,30 +22,26 @@ http::Response Report(RouteContext& ctx, int64_t id, const http::Request& reques
   auto metrics = ctx.pipelines->Metrics(id, "", caller);
   if (!metrics.ok()) return StatusResponse(metrics.status());
   pipeline::ReportData data;
-  data.pipeline = *run;
+  data.pipeline = std::move(run).value();
+  data.metrics = std::move(metrics).value();
   // GPU-hours count a node's share of a GPU, which its job knows.
-  if (data.pipeline.contains("nodes") && data.pipeline["nodes"].is_array()) {
-    for (json& node : data.pipeline["nodes"]) {
-      const int64_t job_id = node.value("job_id", int64_t{0});
-      if (job_id <= 0 || node.contains("gpu_twentieths")) continue;
-      if (auto job = ctx.jobs->Show(job_id); job.ok()) node["gpu_twentieths"] = job->gpu_twentieths;
-    }
+  for (const api::PipelineNodeView& node : data.pipeline.nodes) {
+    if (node.job_id <= 0 || data.jobs.count(node.job_id)) continue;
+    if (auto job = ctx.jobs->Show(node.job_id); job.ok()) data.jobs[node.job_id] = std::move(job).value();
   }
-  data.metrics = *metrics;
   data.now = ctx.state->clock->Now();
-  auto report = pipeline::Summarize(data);
-  if (!report.ok()) return StatusResponse(report.status());
+  const pipeline::Report report = pipeline::Summarize(data);
   http::Response response;
   const std::string file = "pipeline-" + std::to_string(id) + "-report." + format;
   if (format == "html") {
     response.content_type = "text/html; charset=utf-8";
-    response.body = pipeline::RenderHtml(*report, pipeline::EmbeddedChartLibrary());
+    response.body = pipeline::RenderHtml(report, pipeline::EmbeddedChartLibrary());
   } else if (format == "md") {
     response.content_type = "text/markdown; charset=utf-8";
-    response.body = pipeline::RenderMarkdown(*report);
+    response.body = pipeline::RenderMarkdown(report);
   } else {
     response.content_type = "text/csv; charset=utf-8";
-    response.body = pipeline::RenderCsv(*report);
+    response.body = pipeline::RenderCsv(report);
   }
   response.headers = {{"Content-Disposition", "attachment; filename=\"" + file + "\""}};
   return response;
