@@ -199,7 +199,11 @@ TEST_F(AttemptLogTest, EveryAttemptSaysWhyItEndedAcrossARestart) {
   EXPECT_EQ(first["end_cause"], "requeued");
   EXPECT_NE(first["ended"], 0);
 
-  // The running attempt's record survives the daemon; the job runs on under its shim.
+  // The running attempt's record survives the daemon; the job runs on under its
+  // shim. (A job is "running" from the turn that starts it; its shim exists once
+  // the launch, off the loop, is done: a launch the daemon stopped before is
+  // run again as a new attempt, which is not what this test is about.)
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(home_ / "jobs" / std::to_string(id) / "2" / "shim"); }));
   StopDaemon();
   StartDaemon();
   json after = Job(id);

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/attempt_log.h"
 #include "daemon/queue/queue_harness.h"
+#include "daemon/routes/routes.h"
 #include "telemetry/sampler.h"
 #include "telemetry/telemetry.h"
 
@@ -57,6 +59,44 @@ TEST(QueueTest, AJobThatEndedInThisTurnIsListedAndShownBeforeItsCommit) {
   listing = q.jobs().List(true, "", "");
   ASSERT_EQ(listing.jobs.size(), 1u);
   EXPECT_EQ(listing.jobs[0].view->state, "completed");
+}
+
+// `show` in the turn in which a job ended (before its commit) gives the end
+// of its attempt too, not the stored record of a running one: the job's state
+// and its attempts agree.
+TEST(QueueTest, AJobShownInTheTurnItEndedHasItsAttemptsEnd) {
+  QueueHarness q(2);
+  AttemptLog attempts(&q.state());
+  q.jobs().SetAttemptLog(&attempts);
+  auto id = q.jobs().Submit(Spec(), q.User());
+  ASSERT_TRUE(id.ok());
+  q.Settle();
+  routes::RouteContext ctx;
+  ctx.state = &q.state();
+  ctx.jobs = &q.jobs();
+  ctx.attempts = &attempts;
+  json detail;
+  ASSERT_TRUE(routes::AddJobDetail(ctx, *id, true, &detail).ok());
+  ASSERT_EQ(detail["attempts"].size(), 1u);
+  EXPECT_EQ(detail["attempts"][0]["end_cause"], "");
+  JobService::CancelRequest cancel;
+  cancel.ids = {*id};
+  ASSERT_TRUE(q.jobs().CancelMany(cancel, q.User()).ok());
+  q.RunQueued();
+  ASSERT_TRUE(q.executor().Exit(*id, 1, How::kStopped, 0, SIGTERM));
+  q.RunQueued();  // the exit is handled; the turn has not committed yet
+  ASSERT_EQ(q.StateOf(*id), "cancelled");
+  detail = json::object();
+  ASSERT_TRUE(routes::AddJobDetail(ctx, *id, true, &detail).ok());
+  ASSERT_EQ(detail["attempts"].size(), 1u);
+  EXPECT_EQ(detail["attempts"][0]["end_cause"], "cancelled");
+  EXPECT_NE(detail["attempts"][0]["ended"], 0);
+  q.Turn();
+  detail = json::object();
+  ASSERT_TRUE(routes::AddJobDetail(ctx, *id, true, &detail).ok());
+  ASSERT_EQ(detail["attempts"].size(), 1u);
+  EXPECT_EQ(detail["attempts"][0]["end_cause"], "cancelled");
+  q.jobs().SetAttemptLog(nullptr);
 }
 
 // A failed commit drops every side effect of its turn: the job submitted and

@@ -2,8 +2,9 @@
 // shim per job, so a job costs a fork of a small idle process instead of an
 // exec of the shim binary. An exec pays the kernel's loading of the binary
 // and glibc's start-up, whose CPU probing (CPUID) traps to the hypervisor on
-// a virtual machine: 0.62 ms of CPU per shim on the 2-core test VM against
-// 0.09 ms for the fork (see README, queue throughput). The server never runs
+// a virtual machine: 0.62 ms of CPU per bare exec on the 2-core test VM
+// against 0.09 ms for a bare fork; a whole shim costs 0.3-0.4 ms less, the
+// child paying copy-on-write faults instead (see README). The server never runs
 // job code, keeps no heap to speak of, and is idle between forks, so a child
 // copies only the few pages it writes. A forked child is exactly the shim of
 // ShimMain: the same binary, an empty environment, default signals, and its

@@ -81,6 +81,18 @@ Status AddJobDetail(RouteContext& ctx, int64_t id, bool may_see_internals, json*
   }
   auto rows = ctx.state->store->ListAttempts(id);
   if (!rows.ok()) return rows.status();
+  // An attempt that started or ended in this turn is in the turn's batch, not
+  // yet in the store: the job's state already says so, and its attempts must
+  // agree. The batch's later record of an attempt supersedes an earlier one.
+  for (const store::AttemptRecord& pending : ctx.state->batch.attempts) {
+    if (pending.job_id != id) continue;
+    auto same = std::find_if(rows->begin(), rows->end(),
+                             [&](const store::AttemptRecord& r) { return r.attempt == pending.attempt; });
+    if (same != rows->end()) *same = pending;
+    else rows->push_back(pending);
+  }
+  std::sort(rows->begin(), rows->end(),
+            [](const store::AttemptRecord& a, const store::AttemptRecord& b) { return a.attempt < b.attempt; });
   json attempts = json::array();
   for (store::AttemptRecord& r : *rows) {
     UseLive(ctx, &r);
