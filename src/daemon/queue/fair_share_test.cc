@@ -1,5 +1,8 @@
 #include "daemon/queue/fair_share.h"
 
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace gpuherd::daemon::queue {
@@ -56,6 +59,38 @@ TEST(FairShareTest, LoadReadsTheStoredShareOfEitherForm) {
   unreadable.spec_json = "{";
   share.Load({twentieths, tenths, unreadable});
   EXPECT_DOUBLE_EQ(share.EndedGpuHours("alice", 2 * kHour), 2.5);
+}
+
+// The kept sum must answer exactly as a walk over the user's jobs would:
+// before and after some drop out of the window, whether or not Expire ran
+// in between, and with jobs added out of order of their end.
+TEST(FairShareTest, TheKeptSumIsTheWalkOverTheJobsInTheWindow) {
+  FairShare share(10 * kHour);
+  std::vector<std::pair<TimeMs, double>> ended;  // what the walk sums, in the order added
+  auto walk = [&](TimeMs now) {
+    double hours = 0;
+    for (const auto& [end, h] : ended) {
+      if (end >= now - 10 * kHour) hours += h;
+    }
+    return hours;
+  };
+  for (int i = 0; i < 30; ++i) {
+    // Ends 1..30 hours, not in order; shares of 1 to 3 twentieths.
+    const TimeMs end = ((i * 7) % 30 + 1) * kHour;
+    sched::Job job = Ran("alice", 1 + i % 3, end - kHour / 3, end);
+    share.Finished(job);
+    ended.emplace_back(end, job.spec.gpu_twentieths / 20.0 * (job.ended - job.started) / 3.6e6);
+  }
+  for (TimeMs now : {5 * kHour, 11 * kHour, 20 * kHour, 31 * kHour}) {
+    EXPECT_EQ(share.EndedGpuHours("alice", now), walk(now)) << "before Expire, at hour " << now / kHour;
+  }
+  share.Expire(20 * kHour);
+  std::erase_if(ended, [](const auto& e) { return e.first < 10 * kHour; });
+  for (TimeMs now : {20 * kHour, 25 * kHour, 31 * kHour}) {
+    EXPECT_EQ(share.EndedGpuHours("alice", now), walk(now)) << "after Expire, at hour " << now / kHour;
+  }
+  share.Expire(41 * kHour);
+  EXPECT_EQ(share.EndedGpuHours("alice", 41 * kHour), 0.0);
 }
 
 }  // namespace
