@@ -6,10 +6,8 @@
 
 #include "cli/command.h"
 #include "cli/latest_burnins.h"
-#include "cli/no_driver.h"
+#include "cli/node_gpus.h"
 #include "doctor/k8s_labels.h"
-#include "doctor/node_gpus.h"
-#include "host/clock.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -22,20 +20,13 @@ struct LabelFlags {
 
 void Run(CommandContext* ctx, const LabelFlags& flags) {
   auto host = host::NewHost();
-  auto clock = host::NewRealClock();
-  auto node = doctor::DetectGpus(flags.driver.choice(), *host, clock->Now());
-  if (!node.ok()) {
-    return FailMaybeNoDriver(ctx, flags.driver.asked_for_sim() ? node.status() : NoDriver(node.status()));
-  }
+  auto node = DetectNodeGpus(ctx, flags.driver, *host);
+  if (!node) return;
   const LatestBurnIns burnins = ReadLatestBurnIns(*ctx);
   auto labels = doctor::NodeLabels(node->gpus, burnins.verdicts);
   if (!labels.ok()) return ctx->Fail(labels.status());
   const std::string name = flags.node.empty() ? host->Hostname() : flags.node;
-  if (node->simulated) {
-    std::fprintf(stderr, "note: SIMULATED fleet (%s): these are not real GPUs\n", node->source_note.c_str());
-  } else if (!node->source_note.empty()) {
-    std::fprintf(stderr, "note: %s\n", node->source_note.c_str());
-  }
+  NoteGpuSource(*node);
   if (!burnins.unavailable.empty()) {
     std::fprintf(stderr, "note: %s: health is \"unknown\"; run gpuherd burnin to measure it\n",
                  burnins.unavailable.c_str());

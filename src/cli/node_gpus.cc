@@ -1,0 +1,28 @@
+#include "cli/node_gpus.h"
+
+#include <cstdio>
+
+#include "cli/no_driver.h"
+#include "host/clock.h"
+
+namespace gpuherd::cli {
+
+std::optional<doctor::NodeGpus> DetectNodeGpus(CommandContext* ctx, const DriverFlags& flags,
+                                               const host::Host& host) {
+  auto node = doctor::DetectGpus(flags.choice(), host, host::NewRealClock()->Now());
+  if (!node.ok()) {
+    FailMaybeNoDriver(ctx, flags.asked_for_sim() ? node.status() : NoDriver(node.status()));
+    return std::nullopt;
+  }
+  return std::move(node).value();
+}
+
+void NoteGpuSource(const doctor::NodeGpus& node) {
+  if (node.simulated) {
+    std::fprintf(stderr, "note: SIMULATED fleet (%s): these are not real GPUs\n", node.source_note.c_str());
+  } else if (!node.source_note.empty()) {
+    std::fprintf(stderr, "note: %s\n", node.source_note.c_str());
+  }
+}
+
+}  // namespace gpuherd::cli
