@@ -12,13 +12,7 @@
 namespace gpuherd::cli {
 namespace {
 
-struct LabelFlags {
-  std::string node;
-  bool json = false;
-  DriverFlags driver;
-};
-
-void Run(CommandContext* ctx, const LabelFlags& flags) {
+void Run(CommandContext* ctx, const NodeConfigFlags& flags) {
   auto host = host::NewHost();
   auto node = DetectNodeGpus(ctx, flags.driver, *host);
   if (!node) return;
@@ -45,12 +39,10 @@ void Run(CommandContext* ctx, const LabelFlags& flags) {
 void AddK8sCommands(CLI::App& app, CommandContext* ctx) {
   CLI::App* k8s = app.add_subcommand("k8s", "Kubernetes configuration for this node");
   k8s->require_subcommand(1);
-  auto flags = std::make_shared<LabelFlags>();
+  auto flags = std::make_shared<NodeConfigFlags>();
   CLI::App* labels = k8s->add_subcommand(
       "labels", "Print kubectl label commands: GPU model, count, memory and burn-in health verdict");
-  labels->add_option("--node", flags->node, "Kubernetes node name (default: the host name)");
-  labels->add_flag("--json", flags->json, "Print JSON");
-  flags->driver.AddTo(labels);
+  flags->AddTo(labels, "Kubernetes node name (default: the host name)");
   labels->callback([ctx, flags] { Run(ctx, *flags); });
 }
 

@@ -7,6 +7,12 @@
 
 namespace gpuherd::cli {
 
+void NodeConfigFlags::AddTo(CLI::App* command, const std::string& node_help) {
+  command->add_option("--node", node, node_help);
+  command->add_flag("--json", json, "Print JSON");
+  driver.AddTo(command);
+}
+
 std::optional<doctor::NodeGpus> DetectNodeGpus(CommandContext* ctx, const DriverFlags& flags,
                                                const host::Host& host) {
   auto node = doctor::DetectGpus(flags.choice(), host, host::NewRealClock()->Now());

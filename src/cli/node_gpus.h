@@ -4,12 +4,22 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "cli/command.h"
 #include "doctor/node_gpus.h"
 #include "host/host.h"
 
 namespace gpuherd::cli {
+
+// The flags both commands take: --node (the name the configuration uses),
+// --json and the driver's.
+struct NodeConfigFlags {
+  std::string node;
+  bool json = false;
+  DriverFlags driver;
+  void AddTo(CLI::App* command, const std::string& node_help);
+};
 
 // The GPUs `flags` asks for; on failure reports it on `ctx` (exit code 3
 // when there is no driver and no simulated fleet was asked for) and returns

@@ -13,11 +13,8 @@
 namespace gpuherd::cli {
 namespace {
 
-struct GresFlags {
+struct GresFlags : NodeConfigFlags {
   int shards = 0;
-  std::string node;
-  bool json = false;
-  DriverFlags driver;
 };
 
 void Run(CommandContext* ctx, const GresFlags& flags) {
@@ -59,9 +56,7 @@ void AddSlurmCommands(CLI::App& app, CommandContext* ctx) {
       "gres-conf", "Print gres.conf lines (with each GPU's closest cores) and the slurm.conf NodeName/Gres fragment");
   gres->add_option("--shards", flags->shards, "Also declare N shards per GPU (Name=shard) for GPU sharing")
       ->check(CLI::Range(0, 10000));
-  gres->add_option("--node", flags->node, "NodeName to use (default: the short host name)");
-  gres->add_flag("--json", flags->json, "Print JSON");
-  flags->driver.AddTo(gres);
+  flags->AddTo(gres, "NodeName to use (default: the short host name)");
   gres->callback([ctx, flags] { Run(ctx, *flags); });
 }
 
