@@ -100,6 +100,15 @@ class SelfHealServiceTest : public ::testing::Test {
     state_.store = std::move(store).value();
     state_.clock = &clock_;
   }
+  // Alice's job `id` in `state`, as the queue stores it, for the next Commit.
+  void AddJob(int64_t id, const std::string& state) {
+    store::JobRecord job;
+    job.id = id;
+    job.user = "alice";
+    job.state = state;
+    job.spec_json = "{}";
+    state_.batch.jobs.push_back(job);
+  }
   void Commit() {
     Status s = state_.store->Commit(&state_.batch);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -269,14 +278,7 @@ std::vector<alerts::Alert> Firing(const std::vector<alerts::AlertTransition>& tr
 }
 
 TEST_F(SelfHealServiceTest, ApplicationXidAlertsOutliveARestartUntilTheirJobEndsOrTheirWindowPasses) {
-  for (int id : {1, 2, 3}) {
-    store::JobRecord job;
-    job.id = id;
-    job.user = "alice";
-    job.state = "running";
-    job.spec_json = "{}";
-    state_.batch.jobs.push_back(job);
-  }
+  for (int id : {1, 2, 3}) AddJob(id, "running");
   Commit();
   {
     auto s = Start();
@@ -288,12 +290,7 @@ TEST_F(SelfHealServiceTest, ApplicationXidAlertsOutliveARestartUntilTheirJobEnds
     ASSERT_EQ(Firing(alerts_).size(), 3u);
   }
   // Job 2 ended while no daemon ran; jobs 1 and 3 still run.
-  store::JobRecord ended;
-  ended.id = 2;
-  ended.user = "alice";
-  ended.state = "completed";
-  ended.spec_json = "{}";
-  state_.batch.jobs.push_back(ended);
+  AddJob(2, "completed");
   Commit();
   std::vector<alerts::Alert> left = Firing(alerts_);
   alerts_.clear();
@@ -354,12 +351,7 @@ TEST_F(SelfHealServiceTest, TwoXidsOnOneJobAreTwoAlertsAndEachResolvesAlone) {
 }
 
 TEST_F(SelfHealServiceTest, AnAlertAPreviousVersionStoredOnJobNStillResolvesAtItsJobsEnd) {
-  store::JobRecord job;
-  job.id = 4;
-  job.user = "alice";
-  job.state = "running";
-  job.spec_json = "{}";
-  state_.batch.jobs.push_back(job);
+  AddJob(4, "running");
   Commit();
   alerts::Alert old;
   old.rule = "application_xid";
