@@ -81,6 +81,20 @@ Status AddJobDetail(RouteContext& ctx, int64_t id, bool may_see_internals, json*
   }
   auto rows = ctx.state->store->ListAttempts(id);
   if (!rows.ok()) return rows.status();
+  // An attempt that ended or started in this turn is in its commit, not yet
+  // in the store (a job that ended in it is shown, so its last attempt must be).
+  for (const store::AttemptRecord& pending : ctx.state->batch.attempts) {
+    if (pending.job_id != id) continue;
+    auto same = std::find_if(rows->begin(), rows->end(),
+                             [&](const store::AttemptRecord& r) { return r.attempt == pending.attempt; });
+    if (same != rows->end()) {
+      *same = pending;
+    } else {
+      rows->push_back(pending);
+    }
+  }
+  std::stable_sort(rows->begin(), rows->end(),
+                   [](const store::AttemptRecord& a, const store::AttemptRecord& b) { return a.attempt < b.attempt; });
   json attempts = json::array();
   for (store::AttemptRecord& r : *rows) {
     UseLive(ctx, &r);
