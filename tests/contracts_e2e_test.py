@@ -7,8 +7,11 @@ binary, a simulated fleet, the unix socket only."""
 import json
 import os
 import select
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import unittest
 
@@ -283,6 +286,52 @@ class JobContractTest(unittest.TestCase):
         unknown = self.gh("cancel", str(other + 100), check=False)
         self.assertNotEqual(unknown.returncode, 0)
         self.assertIn("nothing was cancelled", unknown.stderr)
+
+
+class OlderDaemonTest(unittest.TestCase):
+    """A daemon from before the compact listing ignores ?view=table and sends
+    the full one: `ps` shows the same table from it."""
+
+    def serve_full_listing(self, sock_path, listing):
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(sock_path)
+        server.listen(4)
+        self.addCleanup(server.close)
+        targets = []
+
+        def answer():
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                with conn:
+                    request = b""
+                    while b"\r\n\r\n" not in request:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        request += chunk
+                    targets.append(request.split(b" ")[1].decode())
+                    body = json.dumps(listing).encode()
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+        threading.Thread(target=answer, daemon=True).start()
+        return targets
+
+    def test_ps_reads_the_full_listing_of_an_older_daemon(self):
+        home = tempfile.mkdtemp(prefix="gpuherd-old-daemon-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", home])
+        job = {"id": 7, "name": "train", "user": "ana", "state": "running", "gpu_twentieths": 20,
+               "assigned_gpus": [1, 2], "priority": 3, "submitted": 1000, "started": 2000, "ended": 0,
+               "reason": "", "now": 62000}
+        targets = self.serve_full_listing(os.path.join(home, "gpuherd.sock"), {"jobs": [job]})
+        out = run("ps", home=home).stdout
+        self.assertIn("view=table", targets[-1])
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(), ["ID", "NAME", "USER", "STATE", "GPUS", "ON", "PRIO", "TIME", "REASON"])
+        self.assertEqual(lines[1].split(), ["7", "train", "ana", "running", "1", "1,2", "3", "1m00s"])
 
 
 if __name__ == "__main__":

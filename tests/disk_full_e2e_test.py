@@ -90,6 +90,9 @@ class DiskFullTest(unittest.TestCase):
         self.assertNotEqual(proc.returncode, 0, proc.stdout)
         self.assertEqual(json.loads(self.gh("pipelines", "--all", "--json").stdout), [],
                          "a refused pipeline run is listed")
+        time.sleep(0.5)  # a folder worker asked for the refused run would have made its folders
+        self.assertFalse(os.path.exists(os.path.join(self.home.dir, "pipelines", "1")),
+                         "a refused pipeline run's folders were made")
         time.sleep(4)  # the job ends meanwhile, on the full disk
         self.assertIsNone(self.home.daemon.poll(), "the daemon died on a full disk")
         os.unlink(self.filler)
@@ -100,6 +103,10 @@ class DiskFullTest(unittest.TestCase):
         self.wait_state(after, ["completed"])
         self.assertEqual(sorted(j["id"] for j in self.jobs()), [ending, after])
         self.assertEqual(refused, 10)
+        # The refused run's id is skipped; the next run works.
+        done = json.loads(self.gh("run", "--wait", "--json", pipeline).stdout)
+        self.assertEqual((done["id"], done["state"]), (2, "completed"), done)
+        self.assertTrue(os.path.isdir(os.path.join(self.home.dir, "pipelines", "2", "s")))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,15 @@
    each queue in turn: submissions/s (until the last client returned) and
    jobs/s (until the last job ended, seen by a poller every 20 ms).
 
+3. CPU per job of gpuherd's daemon and everything it starts (its launcher, the
+   shims, the jobs): `perf stat` counts the daemon's process tree with
+   inherited counters, divided by every job submitted in the run (when perf is
+   installed).
+
+--variant VAR=VALUE measures each binary twice, first with VAR=VALUE in the
+daemon's environment (e.g. GPUHERD_SHIM_FORK_SERVER=0 for a shim exec'd per
+job), then without it, a row each, in the same run.
+
 Prints Markdown tables with the ratios (gpuherd / task-spooler: latency below
 1 is faster, rates above 1 are faster). Given --gpuherd more than once (a
 build before a change, then after), each binary is measured in turn against
@@ -25,7 +34,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -76,18 +84,21 @@ def percentile(values, p):
 
 
 class Queues:
-    def __init__(self, gpuherd, tsp, work):
+    def __init__(self, gpuherd, tsp, work, variant=None):
         self.gpuherd, self.tsp, self.work = gpuherd, tsp, work
         self.home = os.path.join(work, "home")
         self.env = dict(os.environ, GPUHERD_HOME=self.home, TS_SOCKET=os.path.join(work, "ts.socket"),
                         TS_MAXFINISHED="1000000", TMPDIR=work, NO_COLOR="1")
+        self.daemon_env = dict(self.env, **(dict([variant.split("=", 1)]) if variant else {}))
+        self.perf_out = os.path.join(work, "daemon.perf") if shutil.which("perf") else None
         self.daemon = None
 
     def start(self):
         os.makedirs(self.home)
         out = open(os.path.join(self.work, "daemon.log"), "w")
-        self.daemon = subprocess.Popen([self.gpuherd, "daemon", "--sim", str(CLIENTS), "--port", "0"],
-                                       env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        perf = ["perf", "stat", "-x,", "-e", "task-clock", "-o", self.perf_out, "--"] if self.perf_out else []
+        self.daemon = subprocess.Popen(perf + [self.gpuherd, "daemon", "--sim", str(CLIENTS), "--port", "0"],
+                                       env=self.daemon_env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while subprocess.run([self.gpuherd, "status"], env=self.env, capture_output=True).returncode != 0:
             if time.time() > deadline or self.daemon.poll() is not None:
@@ -98,11 +109,22 @@ class Queues:
     def stop(self):
         subprocess.run([self.tsp, "-K"], env=self.env, capture_output=True)
         if self.daemon and self.daemon.poll() is None:
-            self.daemon.send_signal(signal.SIGTERM)
+            subprocess.run([self.gpuherd, "stop"], env=self.env, capture_output=True, timeout=30)
             try:
                 self.daemon.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.daemon.kill()
+
+    def daemon_tree_cpu_ms(self):
+        """CPU ms of the daemon and all it started, from perf stat; None without it."""
+        try:
+            for line in open(self.perf_out):
+                fields = line.strip().split(",")
+                if len(fields) > 2 and fields[2] == "task-clock":
+                    return float(fields[0])
+        except (OSError, TypeError, ValueError):
+            pass
+        return None
 
     def gpuherd_unfinished(self):
         out = subprocess.run([self.gpuherd, "ps", "--json"], env=self.env, capture_output=True, text=True)
@@ -169,9 +191,9 @@ def throughput(q, jobs, argv, unfinished):
     return jobs / (submitted - start), jobs / (ended - start)
 
 
-def measure(gpuherd, tsp, rounds, jobs):
+def measure(gpuherd, tsp, rounds, jobs, variant=None):
     work = tempfile.mkdtemp(prefix="client-bench.")
-    q = Queues(gpuherd, tsp, work)
+    q = Queues(gpuherd, tsp, work, variant)
     try:
         q.start()
         log(f"{gpuherd}: latency, {rounds} rounds of each")
@@ -181,8 +203,11 @@ def measure(gpuherd, tsp, rounds, jobs):
         t_submit, t_done = throughput(q, jobs, [tsp, "true"], q.tsp_unfinished)
     finally:
         q.stop()
+        tree_ms = q.daemon_tree_cpu_ms()
         shutil.rmtree(work, ignore_errors=True)
+    submitted = 20 + rounds + jobs  # warm-up, latency rounds, throughput
     return {
+        "tree": tree_ms / submitted if tree_ms is not None else None,
         "g_med": statistics.median(times["gpuherd"]) * 1e3, "t_med": statistics.median(times["tsp"]) * 1e3,
         "g_p90": percentile(times["gpuherd"], 0.9) * 1e3, "t_p90": percentile(times["tsp"], 0.9) * 1e3,
         "g_submit": g_submit, "t_submit": t_submit, "g_done": g_done, "t_done": t_done,
@@ -196,7 +221,10 @@ def main():
                         help="a gpuherd binary (repeat to compare builds; default build/gpuherd or $GPUHERD)")
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--variant", help="VAR=VALUE: also measure each binary with this in the daemon's environment")
     args = parser.parse_args()
+    if args.variant and "=" not in args.variant:
+        parser.error("--variant takes VAR=VALUE")
     if args.rounds < 1 or args.jobs < 1:
         parser.error("--rounds and --jobs must be positive")
     binaries = [os.path.abspath(b) for b in (args.gpuherd or [os.environ.get(
@@ -205,7 +233,11 @@ def main():
         if not os.access(gpuherd, os.X_OK):
             sys.exit(f"client_bench: no gpuherd binary at {gpuherd}")
     tsp = find_tsp()
-    results = [(gpuherd, measure(gpuherd, tsp, args.rounds, args.jobs)) for gpuherd in binaries]
+    results = []
+    for gpuherd in binaries:
+        if args.variant:
+            results.append((f"{gpuherd} ({args.variant})", measure(gpuherd, tsp, args.rounds, args.jobs, args.variant)))
+        results.append((gpuherd, measure(gpuherd, tsp, args.rounds, args.jobs)))
     print(f"Load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
     print("| one submission (ms) | gpuherd submit -- true | tsp true | ratio |")
     print("|---|---|---|---|")
@@ -222,6 +254,13 @@ def main():
               f"{r['g_submit'] / r['t_submit']:.2f}x |")
         print(f"| {name}jobs/s (to the last end) | {r['g_done']:.0f} | {r['t_done']:.0f} | "
               f"{r['g_done'] / r['t_done']:.2f}x |")
+    if any(r["tree"] is not None for _, r in results):
+        print()
+        print("| CPU per job of the daemon's process tree (daemon, launcher, shims, jobs) | ms |")
+        print("|---|---:|")
+        for gpuherd, r in results:
+            if r["tree"] is not None:
+                print(f"| {gpuherd} | {r['tree']:.2f} |")
 
 
 if __name__ == "__main__":

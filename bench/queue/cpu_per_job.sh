@@ -8,7 +8,7 @@
 # follows every process they start, so task-spooler's clients include the
 # forked runner and the job it runs), gpuherd's daemon and launcher (from
 # /proc/<pid>/stat: their own time), and the shims with their jobs (the
-# launcher's reaped children). A figure of CPU per job does not depend on what
+# launcher's reaped children, or its fork server and the children it reaped). A figure of CPU per job does not depend on what
 # else the machine runs, as jobs/s does. Needs perf; prints a Markdown table on
 # stdout, progress on stderr. Exits 1 when a part could not be measured, 2 on
 # bad usage.
@@ -84,6 +84,9 @@ record() {  # key "CPU_MS FAULTS" (totals over all jobs)
   cpu["$1"]="$(awk -v c="$c" -v n="$jobs" 'BEGIN { printf "%.1f", c / n }')"
   faults["$1"]="$(awk -v f="$f" -v n="$jobs" 'BEGIN { printf "%.0f", f / n }')"
 }
+add() {  # "A_CPU A_FAULTS" "B_CPU B_FAULTS": A + B
+  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); print x[1] + y[1], x[2] + y[2] }'
+}
 delta() {  # "A_CPU A_FAULTS" "B_CPU B_FAULTS": B - A
   awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); print y[1] - x[1], y[2] - x[2] }'
 }
@@ -128,6 +131,14 @@ measure_gpuherd() {
   wait_gpuherd_done "$home" $((jobs + 1)) || { log "gpuherd: jobs did not finish"; return 1; }
   sleep 0.5  # the last shims are reaped
   d1="$(proc_usage "$daemon_pid")"; l1="$(proc_usage "$launcher")"; s1="$(proc_usage "$launcher" children)"
+  # Shims forked by the launcher's fork server are its children, reaped by it:
+  # its own time and theirs count with the shims (it starts at the first launch).
+  local server
+  server="$(pgrep -P "$launcher" -f -- --fork-server | head -n 1)"
+  if [[ -n "$server" ]]; then
+    s1="$(add "$s1" "$(proc_usage "$server")")"
+    s1="$(add "$s1" "$(proc_usage "$server" children)")"
+  fi
   record "gpuherd|clients" "$clients_usage"
   record "gpuherd|daemon" "$(delta "$d0" "$d1")"
   record "gpuherd|launcher" "$(delta "$l0" "$l1")"

@@ -43,8 +43,8 @@ constexpr ComparisonEntry kComparisons[] = {
     {Comparison::kNotEqual, "!="},  {Comparison::kLess, "<"},          {Comparison::kGreater, ">"},
 };
 
-const std::set<std::string> kRuleKeys = {"name",   "expr",      "for",     "severity",
-                                         "action", "while_job", "summary", "settle"};
+const std::vector<std::string> kRuleKeys = {"name",     "expr",      "for",    "severity",
+                                            "action",   "while_job", "settle", "summary"};
 
 // A window as ParseDuration reads it back: "5m", "30d", "90s".
 std::string WindowText(DurationMs d) {
@@ -71,17 +71,11 @@ std::string Scalar(const YAML::Node& node) {
   return node.IsDefined() && node.IsScalar() ? node.Scalar() : std::string();
 }
 
-Result<Rule> ParseRule(const YAML::Node& node, const std::string& origin) {
+Result<Rule> ParseRule(const YAML::Node& node, const YamlReader& reader) {
+  const std::string& origin = reader.source();
   std::string where = Where(origin, node);
   if (!node.IsMap()) return RuleError(where, "a rule must be a mapping with name, expr, for, severity and action");
-  for (const auto& entry : node) {
-    std::string key = Scalar(entry.first);
-    if (!kRuleKeys.count(key)) {
-      return RuleError(Where(origin, entry.first),
-                       fmt::format("unknown key '{}' (expected name, expr, for, severity, action, while_job, settle, summary)",
-                                   key));
-    }
-  }
+  GPUHERD_RETURN_IF_ERROR(reader.CheckKeys(node, {"a rule", kRuleKeys}));
   Rule rule;
   rule.origin = where;
 
@@ -100,19 +94,16 @@ Result<Rule> ParseRule(const YAML::Node& node, const std::string& origin) {
   rule.condition = *condition;
   rule.scope = *SeriesScope(rule.condition.series);
 
-  if (node["for"]) {
-    if (!ParseDuration(Scalar(node["for"]), &rule.for_duration) || rule.for_duration < 0) {
-      return RuleError(Where(origin, node["for"]),
-                       fmt::format("rule '{}': for: '{}' is not a duration (e.g. 30s, 10m, 1h)", rule.name,
-                                   Scalar(node["for"])));
-    }
-  }
+  // A duration of at least 0 (ParseDuration reads no sign, so none is less).
+  auto duration = [&](const char* key, DurationMs* out) -> Status {
+    auto d = reader.Duration(node[key], fmt::format("rule '{}': {}:", rule.name, key));
+    if (!d.ok()) return d.status();
+    *out = *d;
+    return Status::Ok();
+  };
+  if (node["for"]) GPUHERD_RETURN_IF_ERROR(duration("for", &rule.for_duration));
   if (node["settle"]) {
-    if (!ParseDuration(Scalar(node["settle"]), &rule.settle) || rule.settle < 0) {
-      return RuleError(Where(origin, node["settle"]),
-                       fmt::format("rule '{}': settle: '{}' is not a duration (e.g. 5m)", rule.name,
-                                   Scalar(node["settle"])));
-    }
+    GPUHERD_RETURN_IF_ERROR(duration("settle", &rule.settle));
     if (rule.scope != Scope::kGpu) {
       return RuleError(Where(origin, node["settle"]),
                        fmt::format("rule '{}': settle applies to GPU series only", rule.name));
@@ -137,12 +128,9 @@ Result<Rule> ParseRule(const YAML::Node& node, const std::string& origin) {
     rule.action = *action;
   }
   if (node["while_job"]) {
-    const std::string text = Scalar(node["while_job"]);
-    if (text != "true" && text != "false") {
-      return RuleError(Where(origin, node["while_job"]),
-                       fmt::format("rule '{}': while_job must be true or false", rule.name));
-    }
-    rule.while_job = text == "true";
+    auto while_job = reader.Bool(node["while_job"], fmt::format("rule '{}': while_job", rule.name));
+    if (!while_job.ok()) return while_job.status();
+    rule.while_job = *while_job;
     if (rule.while_job && rule.scope != Scope::kGpu) {
       return RuleError(Where(origin, node["while_job"]),
                        fmt::format("rule '{}': while_job applies to GPU series only", rule.name));
@@ -286,16 +274,12 @@ Result<std::vector<Rule>> ParseRules(const std::string& yaml_text, const std::st
     if (!doc.IsMap() || !doc["rules"] || !doc["rules"].IsSequence()) {
       return RuleError(origin + ":1", "expected a top-level 'rules:' list");
     }
-    for (const auto& entry : doc) {
-      if (Scalar(entry.first) != "rules") {
-        return RuleError(Where(origin, entry.first),
-                         fmt::format("unknown top-level key '{}' (only 'rules')", Scalar(entry.first)));
-      }
-    }
+    const YamlReader reader(origin);
+    GPUHERD_RETURN_IF_ERROR(reader.CheckKeys(doc, {"", {"rules"}, "top-level key"}));
     std::vector<Rule> rules;
     std::set<std::string> names;
     for (const YAML::Node& node : doc["rules"]) {
-      Result<Rule> rule = ParseRule(node, origin);
+      Result<Rule> rule = ParseRule(node, reader);
       if (!rule.ok()) return rule.status();
       if (!names.insert(rule->name).second) {
         return RuleError(rule->origin, fmt::format("a second rule named '{}'", rule->name));

@@ -7,6 +7,7 @@
 #include "api/events.h"
 #include "api/gpus.h"
 #include "api/jobs.h"
+#include "api/pipelines.h"
 
 namespace gpuherd::api {
 namespace {
@@ -182,6 +183,97 @@ TEST(ApiJobsTest, JobTableRefusesWhatIsNotAListing) {
            columns + R"("rows":[[99999999999999999999,"a",[]]],"now":1})",  // out of range
        }) {
     EXPECT_FALSE(ParseJobTable(bad).ok()) << bad;
+  }
+}
+
+
+TEST(ApiPipelinesTest, DetailAndMetricLinesRoundTrip) {
+  PipelineDetail d;
+  d.summary.id = 7;
+  d.summary.name = "sweep";
+  d.summary.state = "finished";
+  d.summary.outcome = "succeeded";
+  d.summary.user = "ada";
+  d.summary.created = 1000;
+  d.summary.finished = 2000;
+  d.run_dir = "/runs/7";
+  d.params = {{"epochs", "3"}};
+  d.backend = "local";
+  d.objectives["train"] = {"loss", "min"};
+  d.best_points["train"] = {"train[lr=0.1]", "loss", 0.5, 9};
+  PipelineNodeView n;
+  n.id = "train[lr=0.1]";
+  n.key = "train/0";
+  n.step = "train";
+  n.matrix = {{"lr", "0.1"}, {"bs", "32"}};
+  n.state = "completed";
+  n.attempts = 2;
+  n.job_id = 12;
+  n.slurm_job_id = 4711;
+  n.gpus = {0, 1};
+  n.started = 1100;
+  n.ended = 1900;
+  n.gpu_seconds = 1.5;
+  n.needs = {"prepare"};
+  n.best = {{"loss", 0.5}};
+  n.attempt_history = json::array({{{"state", "failed"}, {"reason", "exit 1"}}});
+  n.objective = PipelineNodeView::Objective{0.5, 9, 1};
+  d.nodes = {n, PipelineNodeView{}};
+
+  auto back = Decode<PipelineDetail>(json(d), "pipeline 7");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(json(*back), json(d));
+  EXPECT_EQ(back->summary.user, "ada");
+  ASSERT_EQ(back->nodes.size(), 2u);
+  EXPECT_EQ(back->nodes[0].slurm_job_id, 4711);
+  EXPECT_FALSE(back->nodes[1].slurm_job_id);
+  EXPECT_FALSE(back->nodes[1].objective);
+  // JSON keeps an object's names in order of name: the matrix comes back so.
+  EXPECT_EQ(back->nodes[0].matrix, (std::vector<std::pair<std::string, std::string>>{{"bs", "32"}, {"lr", "0.1"}}));
+
+  PipelineMetricLine line{"train[lr=0.1]", 12, 2, 9, 1500, {{"loss", 0.5}}};
+  PipelineMetricLine stepless{"train[lr=0.1]", 12, 2, std::nullopt, 1600, {{"loss", 0.4}}};
+  auto lines = Decode<std::vector<PipelineMetricLine>>(json({line, stepless}), "the metric lines");
+  ASSERT_TRUE(lines.ok()) << lines.status().ToString();
+  EXPECT_EQ(json(*lines), json({line, stepless}));
+  EXPECT_FALSE((*lines)[1].step);
+}
+
+TEST(ApiPipelinesTest, AReplyThatIsNotARunsDetailIsRefused) {
+  auto none = Decode<PipelineDetail>(json{{"id", 3}}, "pipeline 3");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(none.status().message(), ::testing::HasSubstr("cannot read pipeline 3"));
+  EXPECT_THAT(none.status().message(), ::testing::HasSubstr("nodes"));
+  // A listing's counts where the nodes should be.
+  EXPECT_FALSE(Decode<PipelineDetail>(json{{"id", 3}, {"nodes", {{"total", 2}}}}, "pipeline 3").ok());
+  EXPECT_FALSE(Decode<PipelineDetail>(json{{"nodes", {{{"attempts", "two"}}}}}, "pipeline 3").ok());
+  EXPECT_FALSE(Decode<PipelineDetail>(json::array(), "pipeline 3").ok());
+}
+
+// A daemon older than ?view=table sends the full listing for it.
+TEST(ApiJobsTest, TheFullListingReadsAsTheSameTable) {
+  JobView running;
+  running.id = 4;
+  running.name = "train";
+  running.user = "ana";
+  running.state = "running";
+  running.gpu_twentieths = 10;
+  running.assigned_gpus = {0, 3};
+  running.submitted = 100;
+  running.started = 200;
+  running.now = 1000;
+  auto table = JobTableFromFullListing(nlohmann::json{{"jobs", {running}}}, 5);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  ASSERT_EQ(table->jobs.size(), 1u);
+  EXPECT_EQ(table->now, 1000);
+  EXPECT_EQ(table->jobs[0].id, 4);
+  EXPECT_EQ(GpusRequested(table->jobs[0]), "0.5");
+  EXPECT_EQ(GpusAssigned(table->jobs[0]), "0,3");
+  EXPECT_EQ(JobTime(table->jobs[0], table->now), FormatDuration(800));
+  EXPECT_EQ(JobTableFromFullListing(nlohmann::json{{"jobs", nlohmann::json::array()}}, 5)->now, 5);
+  for (const char* bad : {R"([])", R"({"jobs":{}})", R"({"jobs":[1]})", R"({"jobs":[{"id":"four"}]})"}) {
+    EXPECT_FALSE(JobTableFromFullListing(nlohmann::json::parse(bad), 5).ok()) << bad;
   }
 }
 

@@ -258,6 +258,29 @@ Result<JobTable> ParseJobTable(std::string_view body) {
   return std::move(reader.table);
 }
 
+Result<JobTable> JobTableFromFullListing(const json& reply, TimeMs clock_now) {
+  const auto jobs = reply.is_object() ? reply.find("jobs") : reply.end();
+  if (!reply.is_object() || jobs == reply.end() || !jobs->is_array()) {
+    return InvalidArgument("cannot read the job listing: it is neither the compact nor the full listing");
+  }
+  JobTable table;
+  table.jobs.reserve(jobs->size());
+  try {
+    for (const json& job : *jobs) {
+      if (!job.is_object()) return InvalidArgument("cannot read the job listing: a job is not an object");
+      table.jobs.push_back(job.get<JobView>());
+    }
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("cannot read the job listing: ") + e.what());
+  }
+  const auto now = reply.find("now");
+  table.now = now != reply.end() && now->is_number_integer() ? now->get<TimeMs>()
+              : !table.jobs.empty() && table.jobs.front().now > 0 ? table.jobs.front().now
+                                                                   : clock_now;
+  for (JobView& j : table.jobs) j.now = table.now;
+  return table;
+}
+
 void from_json(const json& j, JobView& v) {
   v.id = j.value("id", int64_t{0});
   v.name = j.value("name", std::string());

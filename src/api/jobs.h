@@ -104,6 +104,10 @@ struct JobTable {
 // deeper than the format (4 levels), a value of the wrong type in a known
 // column, rows before the columns, and a body that is not such a listing.
 Result<JobTable> ParseJobTable(std::string_view body);
+// The same from the full listing ({"jobs": [views], ...}), which a daemon
+// older than ?view=table sends for it: `ps` falls back to it. `now` is the
+// reply's, else the first job's, else `clock_now`.
+Result<JobTable> JobTableFromFullListing(const nlohmann::json& reply, TimeMs clock_now);
 
 // "2", "0.5" or "-".
 std::string GpusRequested(const JobView& job);

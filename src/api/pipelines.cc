@@ -1,5 +1,8 @@
 #include "api/pipelines.h"
 
+#include <initializer_list>
+#include <utility>
+
 namespace gpuherd::api {
 
 using nlohmann::json;
@@ -85,6 +88,85 @@ void to_json(json& j, const PipelineDetail& v) {
     nodes.push_back(std::move(node));
   }
   j["nodes"] = std::move(nodes);
+}
+
+namespace {
+
+// The text fields of an object; "" for those it lacks.
+void ReadTexts(const json& j, std::initializer_list<std::pair<const char*, std::string*>> fields) {
+  for (const auto& [key, field] : fields) *field = j.value(key, std::string());
+}
+
+void ReadTimes(const json& j, std::initializer_list<std::pair<const char*, TimeMs*>> fields) {
+  for (const auto& [key, field] : fields) *field = j.value(key, TimeMs{0});
+}
+
+}  // namespace
+
+void from_json(const json& j, PipelineSummary& v) {
+  v.id = j.value("id", int64_t{0});
+  ReadTexts(j, {{"name", &v.name}, {"state", &v.state}, {"outcome", &v.outcome}, {"user", &v.user},
+                {"source", &v.source}});
+  ReadTimes(j, {{"created", &v.created}, {"finished", &v.finished}});
+  v.node_counts.clear();
+  if (auto it = j.find("nodes"); it != j.end() && it->is_object()) v.node_counts = it->get<std::map<std::string, int64_t>>();
+}
+
+void from_json(const json& j, PipelineNodeView& v) {
+  ReadTexts(j, {{"id", &v.id}, {"key", &v.key}, {"step", &v.step}, {"state", &v.state}, {"reason", &v.reason}});
+  v.matrix.clear();
+  if (auto it = j.find("matrix"); it != j.end() && it->is_object()) {
+    for (const auto& [name, value] : it->items()) {
+      v.matrix.emplace_back(name, value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
+  v.attempts = j.value("attempts", 0);
+  v.retries = j.value("retries", 0);
+  v.job_id = j.value("job_id", int64_t{0});
+  v.slurm_job_id.reset();
+  if (auto it = j.find("slurm_job_id"); it != j.end() && !it->is_null()) v.slurm_job_id = it->get<int64_t>();
+  v.gpus = j.value("gpus", std::vector<int>());
+  ReadTimes(j, {{"started", &v.started}, {"ended", &v.ended}});
+  v.gpu_seconds = j.value("gpu_seconds", 0.0);
+  v.needs = j.value("needs", std::vector<std::string>());
+  v.latest_metrics = j.value("latest_metrics", json::object());
+  v.best = j.value("best", std::map<std::string, double>());
+  v.attempt_history = j.value("attempt_history", json::array());
+  v.objective.reset();
+  if (auto it = j.find("objective"); it != j.end() && it->is_object()) {
+    v.objective = PipelineNodeView::Objective{it->value("value", 0.0), it->value("step", int64_t{0}),
+                                              it->value("rank", 0)};
+  }
+}
+
+void from_json(const json& j, PipelineDetail& v) {
+  const json& nodes = j.at("nodes");  // throws where there is none: not a run's detail
+  v.summary = j.get<PipelineSummary>();
+  v.run_dir = j.value("run_dir", std::string());
+  v.params = j.value("params", std::map<std::string, std::string>());
+  v.backend = j.value("backend", std::string());
+  v.objectives.clear();
+  if (auto it = j.find("objectives"); it != j.end() && it->is_object()) {
+    for (const auto& [step, o] : it->items()) v.objectives[step] = {o.value("metric", ""), o.value("mode", "")};
+  }
+  v.best_points.clear();
+  if (auto it = j.find("best_points"); it != j.end() && it->is_object()) {
+    for (const auto& [step, b] : it->items()) {
+      v.best_points[step] = {b.value("node", ""), b.value("metric", ""), b.value("value", 0.0),
+                             b.value("step", int64_t{0})};
+    }
+  }
+  v.nodes = nodes.get<std::vector<PipelineNodeView>>();
+}
+
+void from_json(const json& j, PipelineMetricLine& v) {
+  v.node = j.value("node", std::string());
+  v.job = j.value("job", int64_t{0});
+  v.attempt = j.value("attempt", 0);
+  v.step.reset();
+  if (auto it = j.find("step"); it != j.end() && !it->is_null()) v.step = it->get<int64_t>();
+  v.time = j.value("time", TimeMs{0});
+  v.values = j.value("values", json::object());
 }
 
 void to_json(json& j, const PipelineMetricLine& v) {

@@ -1,6 +1,8 @@
 // Pipeline runs as /v1/pipelines serves them: the PipelineService answers
-// with these types and the routes write them (to_json). A metric line is the
-// job's own JSON (any names, any numbers): it stays JSON here.
+// with these types, the routes write them (to_json) and the CLI reads them
+// (from_json takes what it knows and ignores the rest; a field of the wrong
+// type throws, which Decode turns into a Status). A metric line is the job's
+// own JSON (any names, any numbers): it stays JSON here.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,8 @@ struct PipelineSummary {
   std::map<std::string, int64_t> node_counts;
 };
 void to_json(nlohmann::json& j, const PipelineSummary& v);
+// node_counts only where "nodes" is an object (a detail has the node list there).
+void from_json(const nlohmann::json& j, PipelineSummary& v);
 
 struct PipelineNodeView {
   std::string id, key, step;
@@ -87,6 +91,9 @@ struct PipelineDetail {
 };
 // The summary's fields, with "nodes" the node list instead of the counts.
 void to_json(nlohmann::json& j, const PipelineDetail& v);
+// Refuses (throws) a reply without the "nodes" list.
+void from_json(const nlohmann::json& j, PipelineDetail& v);
+void from_json(const nlohmann::json& j, PipelineNodeView& v);
 
 struct PipelineMetricLine {
   std::string node;
@@ -97,5 +104,6 @@ struct PipelineMetricLine {
   nlohmann::json values;  // the line less step and time
 };
 void to_json(nlohmann::json& j, const PipelineMetricLine& v);
+void from_json(const nlohmann::json& j, PipelineMetricLine& v);
 
 }  // namespace gpuherd::api

@@ -1,6 +1,10 @@
 #include "cli/daemon_client.h"
 
+#include <sys/random.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <random>
 
@@ -37,10 +41,22 @@ DurationMs TimeoutFor(DurationMs asked) {
   return asked;
 }
 
-// 128 random bits: a key no other request of this user will send.
+// 128 random bits: a key no other request of this user will send. From
+// getrandom(2), not std::random_device, whose set-up probes the CPU for
+// RDRAND: a trap to the hypervisor on a VM, paid by every submit.
 std::string NewIdempotencyKey() {
-  std::random_device random;
-  return fmt::format("cli-{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+  uint32_t words[4] = {};
+  size_t got = 0;
+  while (got < sizeof(words)) {
+    ssize_t n = getrandom(reinterpret_cast<char*>(words) + got, sizeof(words) - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+    else if (errno != EINTR) break;
+  }
+  if (got < sizeof(words)) {  // no entropy source at all: the device, as before
+    std::random_device random;
+    for (uint32_t& word : words) word = random();
+  }
+  return fmt::format("cli-{:08x}{:08x}{:08x}{:08x}", words[0], words[1], words[2], words[3]);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "cli/job_format.h"
 #include "cli/table.h"
 #include "http/client.h"
+#include "host/clock.h"
 #include "http/json_body.h"
 
 namespace gpuherd::cli {
@@ -76,7 +77,13 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
       return;
     }
     auto listing = api::ParseJobTable(response->body);
-    if (!listing.ok()) return ctx->Fail(listing.status().Annotate("the daemon's answer to " + target));
+    if (!listing.ok()) {
+      // A daemon older than the compact listing ignores view=table.
+      auto reply = http::ParseJson(response->body, {.max_bytes = response->body.size(), .max_depth = 64});
+      auto full = reply.ok() ? api::JobTableFromFullListing(*reply, host::NewRealClock()->Now()) : Result<api::JobTable>(reply.status());
+      if (!full.ok()) return ctx->Fail(listing.status().Annotate("the daemon's answer to " + target));
+      listing = std::move(full);
+    }
     response->body.clear();
     response->body.shrink_to_fit();  // freed before the table is built, not after
     const std::vector<api::JobView>* jobs = &listing->jobs;

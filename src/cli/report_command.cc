@@ -6,6 +6,9 @@
 #include <optional>
 #include <vector>
 
+#include "api/decode.h"
+#include "api/jobs.h"
+#include "api/pipelines.h"
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "pipeline/report.h"
@@ -13,33 +16,36 @@
 namespace gpuherd::cli {
 namespace {
 
-// GPU-hours count a node's share of a GPU (0.25 for a quarter), which the
-// node's job knows; a job that cannot be read counts its assigned GPUs.
-void AddGpuShares(DaemonClient& client, nlohmann::json* pipeline) {
-  if (!pipeline->contains("nodes") || !(*pipeline)["nodes"].is_array()) return;
-  for (nlohmann::json& node : (*pipeline)["nodes"]) {
-    int64_t job_id = node.value("job_id", int64_t{0});
-    if (job_id <= 0 || node.contains("gpu_twentieths")) continue;
-    if (auto job = client.Get("/v1/jobs/" + std::to_string(job_id)); job.ok() && job->contains("gpu_twentieths")) {
-      node["gpu_twentieths"] = (*job)["gpu_twentieths"];
-    }
-  }
-}
-
-// The report of one run, as the daemon has it now.
+// The report of one run, as the daemon has it now: the run, its metric
+// lines, and its nodes' jobs (GPU-hours count a node's share of a GPU, 0.25
+// for a quarter, which the job knows; a job that cannot be read counts its
+// assigned GPUs).
 Result<pipeline::Report> Fetch(DaemonClient& client, int64_t id) {
   const std::string target = "/v1/pipelines/" + std::to_string(id);
-  auto pipeline = client.Get(target);
-  if (!pipeline.ok()) return pipeline.status();
+  const std::string what = "pipeline " + std::to_string(id);
+  auto reply = client.Get(target);
+  if (!reply.ok()) return reply.status();
+  auto run = api::Decode<api::PipelineDetail>(*reply, what);
+  if (!run.ok()) return run.status();
   auto metrics = client.Get(target + "/metrics");
   if (!metrics.ok()) return metrics.status();
+  auto lines = api::Decode<std::vector<api::PipelineMetricLine>>(
+      metrics->is_object() ? metrics->value("metrics", nlohmann::json::array()) : nlohmann::json(),
+      "the metric lines of " + what);
+  if (!lines.ok()) return lines.status();
   pipeline::ReportData data;
-  data.pipeline = *pipeline;
-  AddGpuShares(client, &data.pipeline);
-  data.metrics = metrics->value("metrics", nlohmann::json::array());
-  data.now = pipeline->value(
-      "now", std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-                 .count());
+  data.pipeline = std::move(run).value();
+  data.metrics = std::move(lines).value();
+  for (const api::PipelineNodeView& node : data.pipeline.nodes) {
+    if (node.job_id <= 0 || data.jobs.count(node.job_id)) continue;
+    auto job = client.Get("/v1/jobs/" + std::to_string(node.job_id));
+    if (!job.ok()) continue;
+    if (auto view = api::Decode<api::JobView>(*job, "job " + std::to_string(node.job_id)); view.ok()) {
+      data.jobs[node.job_id] = std::move(view).value();
+    }
+  }
+  data.now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                 .count();
   return pipeline::Summarize(data);
 }
 

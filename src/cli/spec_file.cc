@@ -27,24 +27,22 @@ Result<nlohmann::json> LoadSpecFile(const std::string& path) {
   // whole spec again.
   nlohmann::json spec = nlohmann::json::object();
   sched::JobSpec scratch;
-  for (auto it = root->begin(); it != root->end(); ++it) {
-    const YAML::Node key = it->first;
-    const YAML::Node value = it->second;
-    auto name = reader.Scalar(key, "a field name");
-    if (!name.ok()) return name.status();
-    if (spec.contains(*name)) return reader.Error(key, "field '" + *name + "' is given twice");
+  auto entries = reader.Entries(*root, {"the job spec", {}, "field"});
+  if (!entries.ok()) return entries.status();
+  for (const YamlReader::Entry& entry : *entries) {
+    const YAML::Node& value = entry.value;
     nlohmann::json field = YamlToJson(value);
     // A command's arguments are text as written: [sleep, 5] is "sleep" "5",
     // and [true] runs true, not a boolean.
-    if (*name == "command" && value.IsSequence()) {
+    if (entry.key == "command" && value.IsSequence()) {
       for (size_t i = 0; i < value.size(); ++i) {
         if (value[i].IsScalar()) field[i] = value[i].Scalar();
       }
     }
-    if (Status s = sched::ParseJobSpecField(*name, field, &scratch); !s.ok()) {
-      return reader.Error(value.IsNull() ? key : value, s.message());
+    if (Status s = sched::ParseJobSpecField(entry.key, field, &scratch); !s.ok()) {
+      return reader.Error(value.IsNull() ? entry.key_node : value, s.message());
     }
-    spec[*name] = std::move(field);
+    spec[entry.key] = std::move(field);
   }
   return spec;
 }

@@ -3,15 +3,20 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <optional>
+#include <set>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "core/suggest.h"
 #include "core/utf8.h"
 
 namespace gpuherd {
@@ -74,6 +79,24 @@ Status CheckLimits(const YAML::Node& root, const YamlReader& reader, const YamlL
     }
   }
   return Status::Ok();
+}
+
+// The whole of `s` as a number (a finite one for double), or nothing.
+template <typename T>
+std::optional<T> NumberOf(const std::string& s) {
+  T value{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(value)) return std::nullopt;
+  }
+  return value;
+}
+
+template <typename T>
+std::optional<T> InRange(std::optional<T> value, T lo, T hi) {
+  if (value && (*value < lo || *value > hi)) return std::nullopt;
+  return value;
 }
 
 std::string Limited(std::string_view text, size_t max) {
@@ -192,33 +215,87 @@ Result<std::string> YamlReader::Scalar(const YAML::Node& node, const std::string
   return node.Scalar();
 }
 
-Result<int64_t> YamlReader::Int(const YAML::Node& node, const std::string& what, int64_t lo,
-                                int64_t hi) const {
+// The one conversion of a scalar to a type: `parse` gives nothing for text
+// that is not a T (or is out of range), and the error says what was expected.
+template <typename T, typename Parse>
+Result<T> YamlReader::Typed(const YAML::Node& node, const std::string& what, const std::string& expected,
+                            Parse parse) const {
   auto text = Scalar(node, what);
   if (!text.ok()) return text.status();
-  const std::string& s = *text;
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || value < lo || value > hi) {
-    return Error(node, fmt::format("{} must be a whole number from {} to {}, not '{}'", what, lo, hi,
-                                   Limited(s, 40)));
-  }
-  return value;
+  const std::optional<T> value = parse(*text);
+  if (!value) return Error(node, fmt::format("{} must be {}, not '{}'", what, expected, Limited(*text, 40)));
+  return *value;
+}
+
+Result<int64_t> YamlReader::Int(const YAML::Node& node, const std::string& what, int64_t lo,
+                                int64_t hi) const {
+  return Typed<int64_t>(node, what, fmt::format("a whole number from {} to {}", lo, hi),
+                        [&](const std::string& s) { return InRange(NumberOf<int64_t>(s), lo, hi); });
 }
 
 Result<double> YamlReader::Double(const YAML::Node& node, const std::string& what, double lo,
                                   double hi) const {
+  return Typed<double>(node, what, fmt::format("a number from {:g} to {:g}", lo, hi),
+                       [&](const std::string& s) { return InRange(NumberOf<double>(s), lo, hi); });
+}
+
+Result<int64_t> YamlReader::Int(const YAML::Node& node, const std::string& what) const {
+  return Typed<int64_t>(node, what, "a whole number", NumberOf<int64_t>);
+}
+
+Result<double> YamlReader::Double(const YAML::Node& node, const std::string& what) const {
+  return Typed<double>(node, what, "a number", NumberOf<double>);
+}
+
+Result<bool> YamlReader::Bool(const YAML::Node& node, const std::string& what) const {
+  return Typed<bool>(node, what, "true or false", [](const std::string& s) -> std::optional<bool> {
+    if (s != "true" && s != "false") return std::nullopt;
+    return s == "true";
+  });
+}
+
+Result<DurationMs> YamlReader::Duration(const YAML::Node& node, const std::string& what) const {
   auto text = Scalar(node, what);
   if (!text.ok()) return text.status();
-  const std::string& s = *text;
-  double value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(value) ||
-      value < lo || value > hi) {
-    return Error(node, fmt::format("{} must be a number from {:g} to {:g}, not '{}'", what, lo, hi,
-                                   Limited(s, 40)));
+  DurationMs d = 0;
+  if (!ParseDuration(*text, &d)) {
+    return Error(node, fmt::format("{} '{}' is not a duration; write e.g. 90s, 15m, 1h or 500ms", what,
+                                   Limited(*text, 40)));
   }
-  return value;
+  return d;
+}
+
+Result<std::vector<YamlReader::Entry>> YamlReader::Entries(const YAML::Node& map, const YamlKeys& keys) const {
+  const std::string in = keys.where.empty() ? "" : " in " + keys.where;
+  if (!map.IsMap()) return Error(map, fmt::format("{} must be a mapping", keys.where.empty() ? "it" : keys.where));
+  std::vector<Entry> out;
+  out.reserve(map.size());
+  std::set<std::string> seen;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    Entry e{"", it->first, it->second};
+    if (!e.key_node.IsScalar()) {
+      return Error(e.key_node, fmt::format("a {}{} must be a word, not a list or map", keys.noun, in));
+    }
+    e.key = e.key_node.Scalar();
+    if (!keys.allowed.empty() &&
+        std::find(keys.allowed.begin(), keys.allowed.end(), e.key) == keys.allowed.end()) {
+      return Error(e.key_node, fmt::format("unknown {} '{}'{}{}; allowed {}s: {}", keys.noun, Limited(e.key, 60), in,
+                                           DidYouMean(e.key, keys.allowed), keys.noun, JoinNames(keys.allowed)));
+    }
+    if (keys.name_ok && !keys.name_ok(e.key)) {
+      return Error(e.key_node, fmt::format("{} name '{}' {}", keys.noun, Limited(e.key, 60), keys.name_rule));
+    }
+    if (!seen.insert(e.key).second) {
+      return Error(e.key_node, fmt::format("{} '{}' appears twice{}", keys.noun, Limited(e.key, 60), in));
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Status YamlReader::CheckKeys(const YAML::Node& map, const YamlKeys& keys) const {
+  auto entries = Entries(map, keys);
+  return entries.ok() ? Status::Ok() : entries.status();
 }
 
 Result<std::vector<std::string>> YamlReader::List(const YAML::Node& node, const std::string& what) const {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -121,6 +122,65 @@ TEST(YamlTest, ReaderStatesRangesAndLines) {
   EXPECT_THAT(b.status().message(), HasSubstr("r.yaml:2: b must be a number from 0 to 1"));
   EXPECT_FALSE(reader.Double((*root)["c"], "c", 0, 1e300).ok());
   EXPECT_EQ(*reader.Int((*root)["a"], "a", 0, 10), 5);
+}
+
+TEST(YamlTest, TypedGettersNameTheLine) {
+  auto root = LoadYaml("n: -12\nd: 0.25\nt: true\nf: yes\nw: 15m\nx: soon\nl: [1, 2]\nbad: 1.5\n", "t.yaml");
+  ASSERT_TRUE(root.ok());
+  YamlReader reader("t.yaml");
+  EXPECT_EQ(*reader.Int((*root)["n"], "n"), -12);
+  EXPECT_EQ(reader.Int((*root)["bad"], "bad").status().message(), "t.yaml:8: bad must be a whole number, not '1.5'");
+  EXPECT_DOUBLE_EQ(*reader.Double((*root)["d"], "d"), 0.25);
+  EXPECT_EQ(reader.Double((*root)["x"], "x").status().message(), "t.yaml:6: x must be a number, not 'soon'");
+  EXPECT_TRUE(*reader.Bool((*root)["t"], "t"));
+  EXPECT_EQ(reader.Bool((*root)["f"], "f").status().message(), "t.yaml:4: f must be true or false, not 'yes'");
+  EXPECT_EQ(*reader.Duration((*root)["w"], "w"), 15 * kMinuteMs);
+  EXPECT_THAT(reader.Duration((*root)["x"], "x").status().message(),
+              HasSubstr("t.yaml:6: x 'soon' is not a duration; write e.g. 90s"));
+  EXPECT_EQ(reader.Int((*root)["l"], "l").status().message(),
+            "t.yaml:7: l must be a single value, not a list or map");
+}
+
+TEST(YamlTest, EntriesKeepFileOrderAndRefuseUnknownKeysWithTheirLine) {
+  auto root = LoadYaml("gpus: 1\nname: a\nretires: 2\n", "k.yaml");
+  ASSERT_TRUE(root.ok());
+  YamlReader reader("k.yaml");
+  auto all = reader.Entries(*root, {"step 'a'"});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].key, "gpus");
+  EXPECT_EQ((*all)[2].key, "retires");
+  EXPECT_EQ((*all)[2].value.Scalar(), "2");
+  EXPECT_EQ(YamlReader::Line((*all)[1].key_node), 2);
+  Status unknown = reader.CheckKeys(*root, {"step 'a'", {"gpus", "name", "retries"}});
+  EXPECT_EQ(unknown.message(),
+            "k.yaml:3: unknown key 'retires' in step 'a' (did you mean 'retries'?); allowed keys: gpus, name, "
+            "retries");
+  // Without a place the noun says it all.
+  Status top = reader.CheckKeys(*root, {"", {"rules"}, "top-level key"});
+  EXPECT_THAT(top.message(), HasSubstr("k.yaml:1: unknown top-level key 'gpus'; allowed top-level keys: rules"));
+}
+
+TEST(YamlTest, EntriesRefuseRepeatedKeysAndBadNames) {
+  YamlReader reader("d.yaml");
+  auto twice = LoadYaml("steps:\n  a: 1\n  b: 2\n  a: 3\n", "d.yaml");
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(reader.CheckKeys((*twice)["steps"], {"steps", {}, "step"}).message(),
+            "d.yaml:4: step 'a' appears twice in steps");
+  auto names = LoadYaml("ok_1: x\n9lives: y\n", "d.yaml");
+  ASSERT_TRUE(names.ok());
+  const YamlKeys identifiers = YamlKeys::Names(
+      "params", "parameter", [](const std::string& s) { return !s.empty() && !std::isdigit(s[0]); },
+      "must not start with a digit");
+  EXPECT_EQ(reader.CheckKeys(*names, identifiers).message(),
+            "d.yaml:2: parameter name '9lives' must not start with a digit");
+  auto listkey = LoadYaml("? [a, b]\n: 1\n", "d.yaml");
+  ASSERT_TRUE(listkey.ok());
+  EXPECT_EQ(reader.CheckKeys(*listkey, {"the pipeline"}).message(),
+            "d.yaml:1: a key in the pipeline must be a word, not a list or map");
+  auto list = LoadYaml("[1, 2]\n", "d.yaml");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(reader.CheckKeys(*list, {"slurm"}).message(), "d.yaml:1: slurm must be a mapping");
 }
 
 TEST(YamlTest, FileLargerThanTheLimitIsRefused) {

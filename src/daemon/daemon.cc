@@ -319,10 +319,14 @@ struct Daemon::Impl {
     if (auto seconds = routes::LongHistorySeconds(request)) return ServeLongHistory(*seconds);
     auto key = IdempotencyKeyOf(request);
     if (!key.ok()) return http::ErrorResponse(400, key.status().message());
+    // What needs none of the loop's state (a pipeline file's expansion) is
+    // done here, on this HTTP thread.
+    routes::Prepared prepared = routes->Prepare(request, caller);
     return loop->CallOr<http::Response>(
         [&] {
-          if (!key->has_value()) return routes->Handle(request, caller);
-          return idempotency->Run(caller.uid, **key, request, [&] { return routes->Handle(request, caller); });
+          if (!key->has_value()) return routes->Handle(request, caller, &prepared);
+          return idempotency->Run(caller.uid, **key, request,
+                                  [&] { return routes->Handle(request, caller, &prepared); });
         },
                                       http::ErrorResponse(503, "the daemon is stopping or cannot write its state "
                                                          "directory; see its log in " + dir.log_dir()));

@@ -247,7 +247,7 @@ void PipelineService::SaveNode(const Run& run, int node) { state_->batch.pipelin
 
 void PipelineService::SaveRun(const Run& run) { state_->batch.pipeline_runs.push_back(run.record); }
 
-void PipelineService::AddWaitingNodes(Run& run) {
+void PipelineService::AddWaitingNodes(PreparedRun& run) {
   for (size_t i = 0; i < run.plan.nodes.size(); ++i) {
     const pipeline::PlanNode& n = run.plan.nodes[i];
     store::PipelineNodeRecord row;
@@ -285,21 +285,34 @@ Result<PipelineService::Run> PipelineService::Rebuild(const store::PipelineRunRe
   return run;
 }
 
+void PipelineService::TakeIdsBelow(int64_t id) {
+  int64_t next = next_id_.load();
+  while (next < id && !next_id_.compare_exchange_weak(next, id)) {
+  }
+}
+
 void PipelineService::AfterCommit(bool committed) {
-  if (committed) return;
-  // The failed turn may have made a run's folders: its id stays taken.
-  const int64_t next = next_id_;
+  std::vector<int64_t> created = std::move(created_this_turn_);
+  created_this_turn_.clear();
+  if (committed) {
+    for (int64_t id : created) {
+      if (auto it = runs_.find(id); it != runs_.end()) MakeFolders(it->second);
+    }
+    return;
+  }
+  // The runs created in the failed turn are not in the store: reading the
+  // runs back drops them, before any of their folders was made. Their ids
+  // stay taken (Load() never lowers next_id_).
   runs_.clear();
   job_nodes_.clear();
   if (Status s = Load(); !s.ok()) spdlog::error("cannot read the pipeline runs back after a failed commit: {}", s.ToString());
-  next_id_ = std::max(next_id_, next);
   dirty_ = true;
 }
 
 Status PipelineService::Load() {
   auto last = state_->store->LastPipelineRunId();
   if (!last.ok()) return last.status();
-  next_id_ = *last + 1;
+  TakeIdsBelow(*last + 1);
   auto records = state_->store->ListPipelineRuns(false, INT_MAX);
   if (!records.ok()) return records.status();
   for (const auto& record : *records) {
@@ -363,52 +376,67 @@ Status PipelineService::Load() {
   return Status::Ok();
 }
 
-Result<api::PipelineCreated> PipelineService::Create(const api::PipelineCreateRequest& request,
-                                                     const Caller& caller) {
+Result<PipelineService::PreparedRun> PipelineService::Prepare(const api::PipelineCreateRequest& request,
+                                                              const Caller& caller) {
   if (!caller.authenticated) return Unauthenticated("running a pipeline needs the unix socket or the API token");
-  const std::string& source = request.source;
   const std::string& base_dir = request.base_dir;
   if (!base_dir.empty() && !fs::path(base_dir).is_absolute()) {
     return InvalidArgument("base_dir must be an absolute folder (the pipeline file's), got '" + base_dir + "'");
   }
-  const std::map<std::string, std::string>& overrides = request.params;
-  auto spec = pipeline::ParsePipeline(request.yaml, source);
+  auto spec = pipeline::ParsePipeline(request.yaml, request.source);
   if (!spec.ok()) return spec.status();
   spec->base_dir = base_dir;
-  const int64_t id = next_id_;
-  const std::string run_dir = fmt::format("{}/pipelines/{}", dir_.root, id);
-  auto plan = pipeline::Expand(*spec, overrides, run_dir);
-  if (!plan.ok()) return plan.status();
-
-  // Stored now, answered after the commit; its folders are made off the
-  // loop, and Drive() submits nothing before they are (MakeFolders).
-  store::PipelineRunRecord record;
+  const int64_t id = next_id_.fetch_add(1);
+  auto plan = pipeline::Expand(*spec, request.params, fmt::format("{}/pipelines/{}", dir_.root, id));
+  if (!plan.ok()) {
+    // Refused: the id is given back unless another run took one since.
+    int64_t after = id + 1;
+    next_id_.compare_exchange_strong(after, id);
+    return plan.status();
+  }
+  PreparedRun run;
+  store::PipelineRunRecord& record = run.record;
   record.id = id;
   record.name = plan->name;
-  record.source_path = source;
+  record.source_path = request.source;
   record.base_dir = base_dir;
   record.yaml = request.yaml;
-  record.overrides_json = json(overrides).dump();
+  record.overrides_json = json(request.params).dump();
   record.run_dir = plan->run_dir;
   record.state = "running";
-  record.created = state_->clock->Now();
   record.user = caller.user;
   record.uid = caller.uid;
   record.gid = caller.gid;
-  ++next_id_;
-
-  Run run;
-  run.record = record;
   run.plan = std::move(plan).value();
   AddWaitingNodes(run);
+  return run;
+}
+
+Result<api::PipelineCreated> PipelineService::Create(PreparedRun prepared, const Caller& caller) {
+  if (!caller.authenticated) return Unauthenticated("running a pipeline needs the unix socket or the API token");
+  const int64_t id = prepared.record.id;
+  if (runs_.count(id)) return Internal(fmt::format("pipeline run {} exists already", id));
+  Run run;
+  static_cast<PreparedRun&>(run) = std::move(prepared);
+  run.record.created = state_->clock->Now();
   SaveRun(run);
-  for (size_t i = 0; i < run.nodes.size(); ++i) SaveNode(run, static_cast<int>(i));
+  state_->batch.pipeline_nodes.insert(state_->batch.pipeline_nodes.end(), run.nodes.begin(), run.nodes.end());
   Event(run, "pipeline.created", store::Severity::kInfo,
-        fmt::format("{} nodes from {}, run by {}, in {}", run.nodes.size(), source, caller.user, run.record.run_dir));
+        fmt::format("{} nodes from {}, run by {}, in {}", run.nodes.size(), run.record.source_path, caller.user,
+                    run.record.run_dir));
   const size_t count = run.nodes.size();
-  MakeFolders(runs_.emplace(id, std::move(run)).first->second);
-  dirty_ = true;
+  // Driven once its folders are made (FoldersMade), which AfterCommit asks
+  // for when this turn's commit has stored it.
+  runs_.emplace(id, std::move(run));
+  created_this_turn_.push_back(id);
   return api::PipelineCreated{id, count};
+}
+
+Result<api::PipelineCreated> PipelineService::Create(const api::PipelineCreateRequest& request,
+                                                     const Caller& caller) {
+  auto prepared = Prepare(request, caller);
+  if (!prepared.ok()) return prepared.status();
+  return Create(std::move(prepared).value(), caller);
 }
 
 void PipelineService::Drive(Run& run) {

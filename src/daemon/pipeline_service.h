@@ -9,14 +9,17 @@
 // stored, and expansion is deterministic, so Load() rebuilds the same plan
 // and carries on from the stored node states.
 //
-// A run's folders (its own, and each node's workspace, artifact and
-// checkpoint folders) are made on a worker thread, not on the event loop: a
-// 10,000-node sweep is tens of thousands of mkdir and chown calls. Create()
-// stores the run and answers at once; no node of the run is submitted until
-// the worker has made every folder, and when it cannot, the run fails with
-// the reason (its waiting nodes are skipped, saying why). Load() makes the
-// folders of every unfinished run again (the ones that exist are kept), so
-// a daemon stopped before the worker was done carries on after a restart.
+// Creating a run holds the event loop only to store it: Prepare() parses
+// and expands the file on the caller's (HTTP) thread, and Create() takes the
+// result on the loop. A run's folders (its own, and each node's workspace,
+// artifact and checkpoint folders) are made on a worker thread once the
+// turn's commit has stored the run: a 10,000-node sweep is tens of thousands
+// of mkdir and chown calls, and a run whose commit failed must leave none.
+// No node of the run is submitted until the worker has made every folder,
+// and when it cannot, the run fails with the reason (its waiting nodes are
+// skipped, saying why). Load() makes the folders of every unfinished run
+// again (the ones that exist are kept), so a daemon stopped before the
+// worker was done carries on after a restart.
 #pragma once
 
 #include <algorithm>
@@ -65,8 +68,26 @@ class PipelineService {
   // anomalies a second time).
   Status Load();
 
-  // POST /v1/pipelines: the run's id and how many nodes it has. Validation
-  // errors name the file and line.
+  // A pipeline file read and expanded into a run that has its id and is not
+  // stored yet: what Prepare() makes and Create() stores.
+  struct PreparedRun {
+    store::PipelineRunRecord record;  // its creation time is set by Create()
+    pipeline::Plan plan;
+    std::vector<store::PipelineNodeRecord> nodes;  // indexed like plan.nodes, all waiting
+    std::map<std::string, int> by_id;              // node id → index
+  };
+  // POST /v1/pipelines, its first half. Thread-safe, and reads none of the
+  // loop's state: the file is parsed and expanded here, not on the loop (a
+  // 10,000-point sweep takes about 0.2 s). Takes the run's id (its folder's
+  // name is in the plan); ids are never reused, and one taken by a run that
+  // is never stored (a failed commit, a replayed idempotency key) is
+  // skipped. Validation errors name the file and line.
+  Result<PreparedRun> Prepare(const api::PipelineCreateRequest& request, const Caller& caller);
+  // Its second half, on the loop: stores the run in the turn's batch, and
+  // its folders are asked for once the commit has stored it (AfterCommit).
+  // The run's id and how many nodes it has.
+  Result<api::PipelineCreated> Create(PreparedRun prepared, const Caller& caller);
+  // Both halves on the loop.
   Result<api::PipelineCreated> Create(const api::PipelineCreateRequest& request, const Caller& caller);
   // GET /v1/pipelines: running runs, or every run (the newest 1,000) when
   // `all`; a user sees their own, an admin every run. Newest first.
@@ -93,17 +114,17 @@ class PipelineService {
   // End of turn, before the queue's: submits the jobs of nodes that became
   // ready and records finished runs.
   void EndOfTurn();
-  // After the queue's own: when the turn's commit failed, the runs are read
-  // back from the store, so that a run created (or a node moved) in that turn
-  // is not shown or driven on (a full disk); ids are still never reused.
+  // After the queue's own: once the turn's commit stored the runs created
+  // in it, their folders are asked for. When it failed, the runs are read
+  // back from the store, so that a run created (or a node moved) in that
+  // turn is not shown or driven on (a full disk) and has no folder made;
+  // ids are still never reused.
   void AfterCommit(bool committed);
 
  private:
-  struct Run {
-    store::PipelineRunRecord record;
-    pipeline::Plan plan;
-    std::vector<store::PipelineNodeRecord> nodes;  // indexed like plan.nodes
-    std::map<std::string, int> by_id;              // node id → index
+  // A run in memory: its record, plan and nodes (PreparedRun), and what
+  // driving it needs.
+  struct Run : PreparedRun {
     std::map<int, std::string> stopped_by_anomaly;  // node → why a check is stopping its job
     // The objective's values of every node of a step with an early_stop
     // policy, in the order they were read (rebuilt from the store at Load).
@@ -117,7 +138,9 @@ class PipelineService {
   };
 
   // A waiting node row for every node of the run's plan, and by_id.
-  void AddWaitingNodes(Run& run);
+  static void AddWaitingNodes(PreparedRun& run);
+  // Raises next_id_ to at least `id` (thread-safe).
+  void TakeIdsBelow(int64_t id);
   // Re-expands a stored run's file; the nodes are the stored ones.
   Result<Run> Rebuild(const store::PipelineRunRecord& record);
   Result<Run*> Find(int64_t id, const Caller& caller, bool act);
@@ -160,7 +183,8 @@ class PipelineService {
   std::vector<JobBackend*> backends_;
   std::string default_backend_;
   StateDir dir_;
-  int64_t next_id_ = 1;
+  // The next run's id: taken by Prepare() on any thread.
+  std::atomic<int64_t> next_id_{1};
   std::map<int64_t, Run> runs_;  // runs still going (and cancelled ones whose jobs still stop)
   // A pipeline job's run and node index.
   std::map<sched::JobId, std::pair<int64_t, int>> job_nodes_;
@@ -180,6 +204,8 @@ class PipelineService {
   // Firing anomaly alerts by job: resolved when the job's attempt ends.
   std::multimap<sched::JobId, alerts::Alert> anomaly_alerts_;  // a node waits for its owner's queue to have room
   PostToLoop post_;
+  // Runs created in this turn: their folders are asked for after its commit.
+  std::vector<int64_t> created_this_turn_;
   uint64_t next_folders_request_ = 1;
   // Set by the destructor: the worker stops between two folders.
   std::shared_ptr<std::atomic<bool>> closing_ = std::make_shared<std::atomic<bool>>(false);

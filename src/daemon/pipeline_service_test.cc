@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -17,6 +19,9 @@
 
 #include "http/client.h"
 #include "daemon/daemon.h"
+#include "daemon/event_loop.h"
+#include "daemon/job_backend.h"
+#include "daemon/queue/queue_harness.h"
 #include "exec/launcher.h"
 #include "store/store.h"
 
@@ -597,6 +602,175 @@ TEST_F(PipelineServiceTest, PlainJobsHaveTheirMetricsCollectedToo) {
   ASSERT_EQ(lines->size(), 1u);
   EXPECT_EQ((*lines)[0].run_id, 0);
   EXPECT_EQ(json::parse((*lines)[0].line_json)["loss"], 2.5);
+}
+
+// The service on the queue's FakeExecutor (queue_harness.h), with a real
+// event loop whose end of turn is the daemon's: the pipelines', then the
+// queue's, the commit (which the test can make fail, as a full disk does),
+// and the after-commits. Only the folder worker is a thread of its own.
+class PipelineCommitTest : public ::testing::Test {
+ protected:
+  PipelineCommitTest()
+      : loop_([this] { return Turn(); }),
+        backend_(&q_.jobs(), &q_.state()),
+        pipelines_(&q_.state(), {&backend_}, "local", q_.dir(),
+                   [this](std::function<void()> task) { loop_.Post(std::move(task)); }) {}
+  void SetUp() override {
+    backend_.SetStateListener([this](const sched::Job& job) { pipelines_.OnJobChanged(job); });
+    ASSERT_TRUE(pipelines_.Load().ok());
+    runner_ = std::thread([this] { loop_.Run(); });
+  }
+  void TearDown() override {
+    loop_.Stop();
+    runner_.join();
+  }
+
+  // What the daemon's HTTP thread does with POST /v1/pipelines: prepare the
+  // run there, create it on the loop; nullopt when the turn's commit failed
+  // (the daemon then answers 503 and the client is told nothing was done).
+  std::optional<int64_t> Create(const std::string& yaml) {
+    api::PipelineCreateRequest request;
+    request.yaml = yaml;
+    request.source = "sweep.yaml";
+    auto prepared = pipelines_.Prepare(request, q_.User());
+    EXPECT_TRUE(prepared.ok()) << prepared.status().ToString();
+    if (!prepared.ok()) return std::nullopt;
+    return loop_.CallOr<std::optional<int64_t>>(
+        [&]() -> std::optional<int64_t> {
+          auto created = pipelines_.Create(std::move(prepared).value(), q_.User());
+          EXPECT_TRUE(created.ok()) << created.status().ToString();
+          return created.ok() ? std::optional<int64_t>(created->id) : std::nullopt;
+        },
+        std::nullopt);
+  }
+  // Runs `fn` on the loop, after the turns that were queued.
+  template <typename T>
+  T OnLoop(std::function<T()> fn) {
+    auto got = loop_.CallOr<std::optional<T>>([&] { return std::optional<T>(fn()); }, std::nullopt);
+    EXPECT_TRUE(got.has_value());
+    return got.value_or(T{});
+  }
+  // Turns (and the folder worker's answers) until `done` holds on the loop
+  // in a turn whose commit went through.
+  bool TurnUntil(const std::function<bool()>& done) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!loop_.CallOr<bool>(done, false)) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+  // Turns until the run is completed, every job it launched ending well
+  // (on the loop: the FakeExecutor reports an exit on the calling thread).
+  bool Complete(int64_t id) {
+    return TurnUntil([&] {
+      for (const auto& [job, attempt] : q_.executor().running()) {
+        q_.executor().Exit(job, attempt, exec::ExitRecord::How::kExited, 0);
+      }
+      auto run = pipelines_.Show(id, q_.User());
+      return run.ok() && run->summary.state == "completed";
+    });
+  }
+  std::string RunState(int64_t id) {
+    return OnLoop<std::string>([&] {
+      auto shown = pipelines_.Show(id, q_.User());
+      return shown.ok() ? shown->summary.state : shown.status().ToString();
+    });
+  }
+  std::string RunDir(int64_t id) const { return q_.dir().root + "/pipelines/" + std::to_string(id); }
+
+  // The daemon's turn (daemon.cc CommitTurn), on the loop thread.
+  bool Turn() {
+    q_.RunQueued();  // launches made and reported back
+    pipelines_.EndOfTurn();
+    q_.jobs().EndOfTurn();
+    DaemonState& state = q_.state();
+    bool ok = !fail_next_commit_.exchange(false);
+    if (fail_next_submit_) {
+      for (const auto& node : state.batch.pipeline_nodes) {
+        if (node.state == "active") dropped_jobs_.insert(node.job_id);
+      }
+      ok = dropped_jobs_.empty();
+      if (!ok) fail_next_submit_ = false;
+    }
+    if (!ok) ++failed_commits_;
+    if (ok && !state.batch.empty()) ok = state.store->Commit(&state.batch).ok();
+    state.batch = store::WriteBatch();
+    q_.jobs().AfterCommit(ok);
+    pipelines_.AfterCommit(ok);
+    return ok;
+  }
+
+  testing::QueueHarness q_{2, {}, "pipeline_commit"};
+  EventLoop loop_;
+  LocalBackend backend_;
+  PipelineService pipelines_;  // after what its worker's answers use
+  std::thread runner_;
+  std::atomic<bool> fail_next_commit_{false};
+  std::atomic<bool> fail_next_submit_{false};  // the next commit that submits a node's job
+  std::atomic<int> failed_commits_{0};
+  std::set<int64_t> dropped_jobs_;  // submitted in a failed turn (loop thread)
+};
+
+constexpr char kSweep[] = "name: sweep\ndefaults: {gpus: 0}\nsteps:\n  prepare: {run: 'true'}\n"
+                          "  work:\n    needs: [prepare]\n    matrix: {i: [0, 1, 2]}\n    run: 'true'\n";
+
+// The commit of the turn that creates a run fails: the client gets the
+// daemon's error, and nothing of the run is left: no row, no node, no job,
+// no folder (they are made only once the run is stored). Its id stays
+// taken, and the next create works from start to end.
+TEST_F(PipelineCommitTest, AFailedCommitOfACreateLeavesNothingAndTheNextCreateWorks) {
+  fail_next_commit_ = true;
+  EXPECT_EQ(Create(kSweep), std::nullopt);
+  EXPECT_EQ(failed_commits_, 1);
+
+  const std::optional<int64_t> next = Create(kSweep);
+  ASSERT_EQ(next, 2);
+  // The folder worker runs its requests in order: once the second run's
+  // folders are made, a request for the first one's would have run too.
+  ASSERT_TRUE(TurnUntil([&] { return fs::is_directory(RunDir(2) + "/work/2"); }));
+  ASSERT_TRUE(Complete(2)) << RunState(2);
+  EXPECT_FALSE(fs::exists(RunDir(1)));
+  EXPECT_EQ(OnLoop<Code>([&] { return pipelines_.Show(1, q_.User()).status().code(); }), Code::kNotFound);
+  auto stored = OnLoop<bool>([&] {
+    auto run = q_.state().store->GetPipelineRun(1);
+    auto nodes = q_.state().store->ListPipelineNodes(1);
+    return run.ok() && !run->has_value() && nodes.ok() && nodes->empty();
+  });
+  EXPECT_TRUE(stored);
+  // Every job launched is one of the second run's four nodes, once each.
+  const std::vector<exec::LaunchSpec> launches = OnLoop<std::vector<exec::LaunchSpec>>(
+      [&] { return q_.executor().launches(); });
+  auto run = OnLoop<api::PipelineDetail>([&] { return pipelines_.Show(2, q_.User()).value(); });
+  ASSERT_EQ(run.nodes.size(), 4u);
+  std::set<int64_t> jobs;
+  for (const auto& node : run.nodes) jobs.insert(node.job_id);
+  ASSERT_EQ(launches.size(), 4u);
+  for (const auto& launch : launches) EXPECT_EQ(jobs.erase(launch.job_id), 1u) << launch.job_id;
+}
+
+// The commit of the turn that submits a run's first job fails: that job
+// never launches, the node is waiting again, and the next turn submits it
+// again, durably; each node's job launches once.
+TEST_F(PipelineCommitTest, AFailedCommitOfASubmitLaunchesNothingAndTheNodeIsSubmittedAgain) {
+  fail_next_submit_ = true;
+  ASSERT_EQ(Create(kSweep), 1);
+  ASSERT_TRUE(TurnUntil([&] { return failed_commits_ > 0; }));
+  const std::set<int64_t> dropped = OnLoop<std::set<int64_t>>([&] { return dropped_jobs_; });
+  ASSERT_EQ(dropped.size(), 1u);  // `prepare`'s job
+  ASSERT_TRUE(Complete(1)) << RunState(1);
+  auto run = OnLoop<api::PipelineDetail>([&] { return pipelines_.Show(1, q_.User()).value(); });
+  std::set<int64_t> jobs;
+  for (const auto& node : run.nodes) {
+    EXPECT_EQ(node.attempts, 1) << node.id;
+    jobs.insert(node.job_id);
+  }
+  const auto launches = OnLoop<std::vector<exec::LaunchSpec>>([&] { return q_.executor().launches(); });
+  ASSERT_EQ(launches.size(), 4u);
+  for (const auto& launch : launches) {
+    EXPECT_EQ(dropped.count(launch.job_id), 0u) << launch.job_id;
+    EXPECT_EQ(jobs.erase(launch.job_id), 1u) << launch.job_id;
+  }
 }
 
 }  // namespace

@@ -113,6 +113,11 @@ Status Executor::ReplaceDeadLauncher() {
   if (launcher_->alive()) return Status::Ok();
   launcher_->Close();  // reaps it
   auto fresh = LauncherClient::Spawn(options_.launcher_program, options_.shim_program);
+  if (!fresh.ok() && fresh.status().code() == Code::kUnavailable) {
+    // Killed while it started (by an operator, the OOM killer): once more
+    // before the launch fails.
+    fresh = LauncherClient::Spawn(options_.launcher_program, options_.shim_program);
+  }
   if (!fresh.ok()) return fresh.status();
   launcher_ = std::move(fresh).value();
   ++launcher_restarts_;

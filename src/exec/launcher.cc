@@ -25,8 +25,9 @@
 #include "core/owned_dirs.h"
 #include "exec/fd_io.h"
 #include "exec/shim.h"
-#include "exec/shim_input.h"
 #include "exec/pidfd.h"
+#include "exec/shim_fork_server.h"
+#include "exec/shim_input.h"
 
 extern char** environ;
 
@@ -96,30 +97,7 @@ class Launcher {
 
   bool Reply(int pid, uint64_t start_time, const std::string& error, int pidfd) {
     ReplyHeader header{pid, static_cast<uint32_t>(error.size()), start_time};
-    iovec iov{&header, sizeof(header)};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    if (pidfd >= 0) {
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof(control);
-      cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-      cmsg->cmsg_level = SOL_SOCKET;
-      cmsg->cmsg_type = SCM_RIGHTS;
-      cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(cmsg), &pidfd, sizeof(int));
-    }
-    ssize_t n;
-    do {
-      n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) return false;
-    if (static_cast<size_t>(n) < sizeof(header) &&
-        !SendAll(fd_, reinterpret_cast<char*>(&header) + n, sizeof(header) - static_cast<size_t>(n))) {
-      return false;
-    }
-    return SendAll(fd_, error.data(), error.size());
+    return SendWithFd(fd_, &header, sizeof(header), pidfd) && SendAll(fd_, error.data(), error.size());
   }
 
   bool HandleLaunch(const std::string& payload) {
@@ -145,38 +123,64 @@ class Launcher {
     // job code runs: only an explicit go byte starts the job.
     int control[2];
     if (pipe2(control, O_CLOEXEC) != 0) return Reply(0, 0, "cannot create a pipe: " + Errno(errno), -1);
-    pid_t pid = SpawnShim(control[0]);
-    int spawn_error = errno;
+    auto shim = StartShim(control[0]);
     close(control[0]);
-    if (pid < 0) {
+    if (!shim.ok()) {
       close(control[1]);
-      return Reply(0, 0, "cannot start the job's supervisor " + shim_ + ": " + Errno(spawn_error), -1);
+      return Reply(0, 0, "cannot start the job's supervisor " + shim_ + ": " + shim.status().message(), -1);
     }
     std::string error;
     auto length = static_cast<uint32_t>(input.size());
-    auto start_time = ProcessStartTime(pid);
-    int pidfd = -1;
     if (!WriteAll(control[1], &length, sizeof(length)) ||
         !WriteAll(control[1], input.data(), input.size())) {
       error = "cannot hand the launch to the supervisor: " + Errno(errno);
-    } else if (!start_time.ok()) {
-      error = "cannot read the supervisor's start time: " + start_time.status().message();
-    } else if (Status written = WriteShimFile(spec.dir, {pid, *start_time}); !written.ok()) {
+    } else if (Status written = WriteShimFile(spec.dir, {shim->pid, shim->start_time}); !written.ok()) {
       error = written.message();
-    } else if ((pidfd = PidfdOpen(pid)) < 0) {
-      error = "cannot open a pidfd for the supervisor: " + Errno(errno);
     }
     if (!error.empty()) {
       close(control[1]);  // end-of-file: the shim exits without running anything
+      close(shim->pidfd);
       return Reply(0, 0, error, -1);
     }
     // A pipe with room for the byte cannot refuse it; if it did, the shim
     // cancels itself and its missing exit record is reported as a lost shim.
     WriteAll(control[1], &kShimGoByte, 1);
     close(control[1]);
-    bool sent = Reply(pid, *start_time, "", pidfd);
-    close(pidfd);
+    bool sent = Reply(shim->pid, shim->start_time, "", shim->pidfd);
+    close(shim->pidfd);
     return sent;
+  }
+
+  // A shim waiting on `control` for its input: forked by the fork server
+  // (started at the first launch, and once more if it died), else exec'd.
+  Result<ForkedShim> StartShim(int control) {
+    for (int attempt = 0; use_fork_server_ && attempt < 2; ++attempt) {
+      if (forks_ == nullptr) {
+        auto started = ShimForkServer::Start(shim_);
+        if (!started.ok()) {
+          use_fork_server_ = false;  // e.g. an older shim binary: exec each shim
+          break;
+        }
+        forks_ = std::move(*started);
+      }
+      auto forked = forks_->Fork(control);
+      if (forked.ok() || forked.status().code() != Code::kUnavailable) return forked;
+      forks_.reset();
+    }
+    ForkedShim shim;
+    shim.pid = SpawnShim(control);
+    if (shim.pid < 0) return Internal(Errno(errno));
+    // The shim is this launcher's unreaped child, waiting for its input.
+    auto start_time = ProcessStartTime(shim.pid);
+    shim.pidfd = start_time.ok() ? PidfdOpen(shim.pid) : -1;
+    if (shim.pidfd < 0) {
+      std::string why = start_time.ok() ? "cannot open a pidfd for it: " + Errno(errno)
+                                        : "cannot read its start time: " + start_time.status().message();
+      kill(shim.pid, SIGKILL);
+      return Internal(why);
+    }
+    shim.start_time = *start_time;
+    return shim;
   }
 
   // Starts gpuherd-shim with `control` as its descriptor 3, an empty
@@ -213,6 +217,12 @@ class Launcher {
   int fd_;
   std::string shim_;
   int child_fd_ = -1;
+  // GPUHERD_SHIM_FORK_SERVER=0 execs every shim (a diagnostic and a benchmark baseline).
+  bool use_fork_server_ = [] {
+    const char* env = std::getenv("GPUHERD_SHIM_FORK_SERVER");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  std::unique_ptr<ShimForkServer> forks_;
 };
 
 }  // namespace
@@ -384,27 +394,8 @@ Status LauncherClient::Call(uint8_t type, const std::string& payload, int* pid, 
     return Unavailable("the job launcher exited: " + Errno(errno));
   }
   ReplyHeader header{};
-  iovec iov{&header, sizeof(header)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  *pidfd = -1;
-  if (n > 0) {
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(pidfd, CMSG_DATA(c), sizeof(int));
-    }
-  }
-  if (n <= 0 || (static_cast<size_t>(n) < sizeof(header) &&
-                 !ReadExact(fd_, reinterpret_cast<char*>(&header) + n, sizeof(header) - static_cast<size_t>(n)))) {
+  if (!ReceiveWithFd(fd_, &header, sizeof(header), pidfd)) {
     broken_ = true;
-    if (*pidfd >= 0) close(*pidfd);
     return Unavailable("the job launcher exited without answering");
   }
   std::string error(header.error_len, '\0');

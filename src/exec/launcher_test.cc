@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -135,6 +137,54 @@ TEST_F(LauncherTest, DeadLauncherIsNoticedBeforeLaunching) {
   EXPECT_FALSE((*client)->alive());
   auto launched = (*client)->Launch(TrueSpec(dir_ + "/a"));
   EXPECT_EQ(launched.status().code(), Code::kUnavailable);
+}
+
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string state;
+  pid_t parent = -1;
+  rest >> state >> parent;
+  return parent;
+}
+
+// Shims come from the fork server, the launcher's child; one killed is
+// replaced at the next launch, and the jobs run the same.
+TEST_F(LauncherTest, ShimsAreForkedByAServerThatIsReplacedWhenItDies) {
+  auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto first = (*client)->Launch(TrueSpec(dir_ + "/1"));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  pid_t server = ParentOf(first->shim.pid);
+  EXPECT_NE(server, (*client)->pid());
+  EXPECT_EQ(ParentOf(server), (*client)->pid());
+  ASSERT_TRUE(WaitForFile(ExitFilePath(dir_ + "/1")));
+  ASSERT_EQ(kill(server, SIGKILL), 0);
+  for (int i = 0; i < 200 && kill(server, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto second = (*client)->Launch(TrueSpec(dir_ + "/2"));
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  pid_t replacement = ParentOf(second->shim.pid);
+  EXPECT_NE(replacement, server);
+  EXPECT_EQ(ParentOf(replacement), (*client)->pid());
+  ASSERT_TRUE(WaitForFile(ExitFilePath(dir_ + "/2")));
+  auto record = ReadExitRecord(dir_ + "/2");
+  ASSERT_TRUE(record.ok() && record->has_value());
+  EXPECT_EQ((*record)->code, 0);
+  close(first->pidfd);
+  close(second->pidfd);
+}
+
+TEST_F(LauncherTest, WithoutTheForkServerEachShimIsExecdByTheLauncher) {
+  setenv("GPUHERD_SHIM_FORK_SERVER", "0", 1);  // read by the launcher at its start
+  auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
+  unsetenv("GPUHERD_SHIM_FORK_SERVER");
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto launched = (*client)->Launch(TrueSpec(dir_ + "/1"));
+  ASSERT_TRUE(launched.ok()) << launched.status().ToString();
+  EXPECT_EQ(ParentOf(launched->shim.pid), (*client)->pid());
+  ASSERT_TRUE(WaitForFile(ExitFilePath(dir_ + "/1")));
+  close(launched->pidfd);
 }
 
 }  // namespace

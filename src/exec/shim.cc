@@ -24,6 +24,7 @@
 #include "exec/job_files.h"
 #include "exec/shim_containment.h"
 #include "exec/shim_fence.h"
+#include "exec/shim_fork_server.h"
 #include "exec/shim_input.h"
 #include "host/clock.h"
 
@@ -414,15 +415,8 @@ class Shim {
   bool killed_after_grace_ = false;
 };
 
-}  // namespace
-
-int ShimMain(int argc, char** argv) {
-  if (argc != 2 || std::strcmp(argv[1], std::to_string(kShimControlFd).c_str()) != 0 ||
-      fcntl(kShimControlFd, F_GETFD) < 0) {
-    std::fprintf(stderr, "gpuherd-shim: an internal program of gpuherd: the launcher starts it, one per job, "
-                         "with its control pipe on descriptor %d\n", kShimControlFd);
-    return 2;
-  }
+// The shim's life from its control pipe on descriptor 3 (see ShimMain).
+int RunFromControlPipe() {
   uint32_t length = 0;
   if (!ReadExact(kShimControlFd, &length, sizeof(length)) || length == 0 || length > kMaxSpecBytes) return 1;
   std::string text(length, '\0');
@@ -436,6 +430,22 @@ int ShimMain(int argc, char** argv) {
   close(kShimControlFd);
   setsid();
   return Shim(input->spec, input->user).Run();
+}
+
+}  // namespace
+
+int ShimMain(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], kForkServerArgument) == 0 &&
+      std::strcmp(argv[2], std::to_string(kShimControlFd).c_str()) == 0 && fcntl(kShimControlFd, F_GETFD) >= 0) {
+    return ServeShimForks(kShimControlFd, argv, RunFromControlPipe);
+  }
+  if (argc != 2 || std::strcmp(argv[1], std::to_string(kShimControlFd).c_str()) != 0 ||
+      fcntl(kShimControlFd, F_GETFD) < 0) {
+    std::fprintf(stderr, "gpuherd-shim: an internal program of gpuherd: the launcher starts it, one per job, "
+                         "with its control pipe on descriptor %d\n", kShimControlFd);
+    return 2;
+  }
+  return RunFromControlPipe();
 }
 
 }  // namespace gpuherd::exec

@@ -7,10 +7,11 @@
 // exit record before it exits. Being a session leader reparented to init, it
 // outlives the daemon and the launcher.
 //
-// A separate exec'd binary rather than a fork of the launcher: a forked copy
-// pays a copy-on-write fault (and, on a VM, a TLB shootdown) for every page of
-// the launcher's heap it or the launcher touches, which cost more than the job
-// `true` itself (see README, queue throughput).
+// A separate binary rather than a fork of the launcher: a forked copy of the
+// launcher pays a copy-on-write fault (and, on a VM, a TLB shootdown) for
+// every page of its heap it or the launcher touches, which cost more than the
+// job `true` itself. Shims are forked by a fork server of this small binary
+// instead (see shim_fork_server.h), or exec'd one by one where it cannot run.
 #pragma once
 
 namespace gpuherd::exec {
@@ -21,7 +22,8 @@ inline constexpr char kShimBinary[] = "gpuherd-shim";
 // main() of gpuherd-shim: "gpuherd-shim 3", with its control pipe (see
 // shim_input.h) on descriptor 3. Returns the process's exit status: 0 when
 // the exit record was written, 1 when the launch was cancelled or the input
-// was unreadable, 2 on bad usage.
+// was unreadable, 2 on bad usage. "gpuherd-shim --fork-server 3" runs the fork
+// server, whose children continue as "gpuherd-shim 3" does.
 int ShimMain(int argc, char** argv);
 
 }  // namespace gpuherd::exec

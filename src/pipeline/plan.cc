@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "core/suggest.h"
 #include "core/utf8.h"
 #include "pipeline/sobol.h"
-#include "pipeline/suggest.h"
 #include "pipeline/template.h"
 #include "sched/job_spec.h"
 

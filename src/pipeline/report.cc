@@ -23,8 +23,28 @@ namespace {
 
 using nlohmann::json;
 
-// A node's id and key as the metric lines name it; either may be a number.
-std::string IdText(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+// Why each earlier attempt ended, from the history the daemon stores as it
+// is: "failed (job 12): exited with code 1; stderr: ...last line".
+std::vector<std::string> AttemptHistory(const json& history) {
+  std::vector<std::string> out;
+  if (!history.is_array()) return out;
+  for (const json& a : history) {
+    if (!a.is_object()) {
+      out.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+      continue;
+    }
+    const std::string state = api::FieldText(a, "state"), reason = api::FieldText(a, "reason");
+    std::string text = state.empty() ? reason
+                                     : state + (a.contains("job") ? " (job " + api::FieldText(a, "job") + ")" : "") +
+                                           ": " + reason;
+    if (auto tail = a.find("stderr_tail"); tail != a.end() && tail->is_array() && !tail->empty() &&
+                                            tail->back().is_string()) {
+      text += "; stderr: " + tail->back().get<std::string>();
+    }
+    out.push_back(text);
+  }
+  return out;
+}
 
 bool IsAxis(const std::string& name) {
   return name == "step" || name == "epoch" || name == "time" || name == "timestamp";
@@ -128,77 +148,49 @@ bool LowerIsBetter(std::string_view metric) {
   return false;
 }
 
-Result<Report> Summarize(const ReportData& data) {
-  const json& p = data.pipeline;
-  if (!p.is_object() || !p.contains("nodes") || !p["nodes"].is_array()) {
-    return InvalidArgument("the pipeline has no \"nodes\" array; is this a reply of GET /v1/pipelines/ID?");
-  }
-  if (!data.metrics.is_null() && !data.metrics.is_array()) {
-    return InvalidArgument("the metrics must be an array of lines, as in GET /v1/pipelines/ID/metrics");
-  }
+Report Summarize(const ReportData& data) {
+  const api::PipelineDetail& p = data.pipeline;
   Report report;
-  report.id = api::FieldInt(p, "id");
-  report.name = api::FieldText(p, "name");
-  report.state = api::FieldText(p, "state");
-  report.outcome = api::FieldText(p, "outcome");
-  report.run_dir = api::FieldText(p, "run_dir");
-  report.created = api::FieldInt(p, "created");
-  report.finished = api::FieldInt(p, "finished");
-  if (auto it = p.find("params"); it != p.end() && it->is_object()) {
-    for (const auto& [k, v] : it->items()) report.params[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  }
+  report.id = p.summary.id;
+  report.name = p.summary.name;
+  report.state = p.summary.state;
+  report.outcome = p.summary.outcome;
+  report.run_dir = p.run_dir;
+  report.created = p.summary.created;
+  report.finished = p.summary.finished;
+  report.params = p.params;
 
   std::map<std::string, size_t> index;  // node id or key → position
   std::set<std::string> seen_matrix;
-  for (const json& n : p["nodes"]) {
-    if (!n.is_object()) return InvalidArgument("a pipeline node is not an object");
+  for (const api::PipelineNodeView& n : p.nodes) {
     NodeReport node;
-    node.id = n.contains("id") ? IdText(n["id"]) : "";
-    node.key = api::FieldText(n, "key");
-    node.step = api::FieldText(n, "step");
-    node.state = api::FieldText(n, "state");
-    node.attempts = static_cast<int>(api::FieldInt(n, "attempts"));
-    node.reason = api::FieldText(n, "reason");
-    node.job_id = api::FieldInt(n, "job_id");
-    node.stdout_path = api::FieldText(n, "stdout_path");
-    if (auto it = n.find("attempt_history"); it != n.end() && it->is_array()) {
-      for (const json& a : *it) {
-        if (!a.is_object()) {
-          node.attempt_history.push_back(IdText(a));
-          continue;
-        }
-        // "failed (job 12): exited with code 1; stderr: ...last line"
-        std::string text = api::FieldText(a, "state").empty() ? api::FieldText(a, "reason")
-                                                   : api::FieldText(a, "state") + (a.contains("job") ? " (job " + api::FieldText(a, "job") + ")" : "") +
-                                                         ": " + api::FieldText(a, "reason");
-        if (auto tail = a.find("stderr_tail"); tail != a.end() && tail->is_array() && !tail->empty() &&
-                                                tail->back().is_string()) {
-          text += "; stderr: " + tail->back().get<std::string>();
-        }
-        node.attempt_history.push_back(text);
-      }
-    }
+    node.id = n.id;
+    node.key = n.key;
+    node.step = n.step;
+    node.state = n.state;
+    node.attempts = n.attempts;
+    node.reason = n.reason;
+    node.job_id = n.job_id;
+    node.attempt_history = AttemptHistory(n.attempt_history);
     if (node.state == "stopped") ++report.stopped;
-    if (auto it = n.find("matrix"); it != n.end() && it->is_object()) {
-      for (const auto& [k, v] : it->items()) {
-        node.matrix.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
-        if (seen_matrix.insert(k).second) report.matrix_names.push_back(k);
-      }
+    // By name, as the API's JSON orders them: a report reads the same
+    // whether the daemon or the CLI made it.
+    node.matrix = n.matrix;
+    std::sort(node.matrix.begin(), node.matrix.end());
+    for (const auto& [k, v] : node.matrix) {
+      if (seen_matrix.insert(k).second) report.matrix_names.push_back(k);
     }
-    if (n.contains("gpu_twentieths")) {
-      node.gpus = static_cast<double>(api::FieldInt(n, "gpu_twentieths")) / 20.0;
-    } else if (auto it = n.find("gpus"); it != n.end() && it->is_array()) {
-      node.gpus = static_cast<double>(it->size());
+    if (auto job = data.jobs.find(n.job_id); n.job_id > 0 && job != data.jobs.end()) {
+      node.gpus = static_cast<double>(job->second.gpu_twentieths) / 20.0;
+    } else {
+      node.gpus = static_cast<double>(n.gpus.size());
     }
-    TimeMs started = api::FieldInt(n, "started"), ended = api::FieldInt(n, "ended");
-    if (started > 0) {
-      TimeMs end = ended > 0 ? ended : data.now;
-      node.elapsed_seconds = end > started ? static_cast<double>(end - started) / 1000.0 : 0.0;
+    if (n.started > 0) {
+      TimeMs end = n.ended > 0 ? n.ended : data.now;
+      node.elapsed_seconds = end > n.started ? static_cast<double>(end - n.started) / 1000.0 : 0.0;
     }
     // Every attempt's GPU time where the daemon kept it; else the last one's.
-    node.gpu_hours = n.contains("gpu_seconds") && n["gpu_seconds"].is_number()
-                         ? n["gpu_seconds"].get<double>() / 3600.0
-                         : node.gpus * node.elapsed_seconds / 3600.0;
+    node.gpu_hours = n.gpu_seconds > 0 ? n.gpu_seconds / 3600.0 : node.gpus * node.elapsed_seconds / 3600.0;
     report.gpu_hours += node.gpu_hours;
     report.failed_attempts += std::max(0, node.attempts - 1);
     const size_t position = report.nodes.size();
@@ -208,28 +200,24 @@ Result<Report> Summarize(const ReportData& data) {
   }
 
   std::vector<std::vector<Line>> lines(report.nodes.size());
-  if (data.metrics.is_array()) {
-    size_t order = 0;
-    for (const json& m : data.metrics) {
-      ++order;
-      if (!m.is_object() || !m.contains("node")) continue;
-      auto it = index.find(IdText(m["node"]));
-      auto values = m.find("values");
-      if (it == index.end() || values == m.end() || !values->is_object()) continue;
-      Line line;
-      line.order = order;
-      line.attempt = static_cast<int>(api::FieldInt(m, "attempt"));
-      line.time = api::FieldInt(m, "time");
-      if (m.contains("step") && m["step"].is_number()) {
-        line.step = m["step"].get<double>();
-      } else if (values->contains("step") && (*values)["step"].is_number()) {
-        line.step = (*values)["step"].get<double>();
-      } else {
-        line.step = static_cast<double>(lines[it->second].size());
-      }
-      line.values = &*values;
-      lines[it->second].push_back(line);
+  size_t order = 0;
+  for (const api::PipelineMetricLine& m : data.metrics) {
+    ++order;
+    auto it = index.find(m.node);
+    if (it == index.end() || !m.values.is_object()) continue;
+    Line line;
+    line.order = order;
+    line.attempt = m.attempt;
+    line.time = m.time;
+    if (m.step) {
+      line.step = static_cast<double>(*m.step);
+    } else if (auto step = m.values.find("step"); step != m.values.end() && step->is_number()) {
+      line.step = step->get<double>();
+    } else {
+      line.step = static_cast<double>(lines[it->second].size());
     }
+    line.values = &m.values;
+    lines[it->second].push_back(line);
   }
   std::set<std::string> metric_names;
   for (size_t i = 0; i < report.nodes.size(); ++i) {
@@ -238,14 +226,9 @@ Result<Report> Summarize(const ReportData& data) {
   }
   report.metric_names.assign(metric_names.begin(), metric_names.end());
 
-  if (auto it = p.find("objectives"); it != p.end() && it->is_object()) {
-    for (const auto& [step, o] : it->items()) {
-      if (!o.is_object() || !o.contains("metric") || !o["metric"].is_string()) continue;
-      Objective objective;
-      objective.metric = o["metric"].get<std::string>();
-      objective.mode = api::FieldText(o, "mode") == "max" ? ObjectiveMode::kMax : ObjectiveMode::kMin;
-      report.objectives[step] = objective;
-    }
+  for (const auto& [step, o] : p.objectives) {
+    if (o.metric.empty()) continue;  // a view decoded from a reply without one
+    report.objectives[step] = Objective{o.metric, o.mode == "max" ? ObjectiveMode::kMax : ObjectiveMode::kMin};
   }
   RankPoints(&report);
 
@@ -471,6 +454,33 @@ void HtmlTable(const std::vector<std::string>& header, const std::vector<std::ve
   *out += "</tbody></table>\n";
 }
 
+// A section: its heading, then the table, or the sentence `none` where there
+// are no rows (an empty `none`: the table all the same).
+void MarkdownSection(const std::string& heading, const std::vector<std::string>& header,
+                     const std::vector<std::vector<std::string>>& rows, const std::string& none, std::string* out) {
+  *out += "\n## " + heading + "\n\n";
+  if (rows.empty() && !none.empty()) {
+    *out += none + "\n";
+  } else {
+    MarkdownTable(header, rows, out);
+  }
+}
+
+void HtmlSection(const std::string& heading, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows, const char* css_class, const std::string& none,
+                 std::string* out) {
+  *out += "<h2>" + HtmlEscape(heading) + "</h2>\n";
+  if (rows.empty() && !none.empty()) {
+    *out += "<p>" + HtmlEscape(none) + "</p>\n";
+  } else {
+    HtmlTable(header, rows, css_class, out);
+  }
+}
+
+constexpr const char* kNoFailures = "None: every node completed on its first attempt.";
+constexpr const char* kNoSharedPoints =
+    "No point with the same step and parameters has an objective value in both runs.";
+
 // Safe inside <script>: a "</" in a string would end the element early.
 std::string ScriptSafe(std::string text) {
   for (size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) {
@@ -678,9 +688,6 @@ std::string ParameterPlot(const StepPlot& plot, size_t axis) {
 }
 
 std::string LogLink(const NodeReport& n) {
-  if (!n.stdout_path.empty()) {
-    return "<a href=\"file://" + HtmlEscape(n.stdout_path) + "\">stdout</a>";
-  }
   return n.job_id > 0 ? "<code>gpuherd logs " + std::to_string(n.job_id) + "</code>" : "";
 }
 
@@ -809,14 +816,8 @@ std::string RenderHtml(const Report& r, const ChartLibrary& charts) {
   } else if (r.metric_names.empty()) {
     out += "<p class=\"note\">No metrics were logged.</p>\n";
   }
-  out += "<h2>Step timings</h2>\n";
-  HtmlTable(t.timing_header, t.timing, "timing", &out);
-  out += "<h2>Failures, restarts and early stops</h2>\n";
-  if (t.failures.empty()) {
-    out += "<p>None: every node completed on its first attempt.</p>\n";
-  } else {
-    HtmlTable(t.failure_header, t.failures, "failures", &out);
-  }
+  HtmlSection("Step timings", t.timing_header, t.timing, "timing", "", &out);
+  HtmlSection("Failures, restarts and early stops", t.failure_header, t.failures, "failures", kNoFailures, &out);
   out += "<script type=\"application/json\" id=\"gpuherd-report-data\">" + ScriptSafe(ChartData(r).dump()) +
          "</script>\n";
   out += "<script>" + std::string(kSortScript) + "</script>\n";
@@ -849,14 +850,8 @@ std::string RenderMarkdown(const Report& r) {
   if (!t.omitted_metrics.empty()) {
     out += fmt::format("\nAlso logged (see --format csv): {}\n", fmt::join(t.omitted_metrics, ", "));
   }
-  out += "\n## Step timings\n\n";
-  MarkdownTable(t.timing_header, t.timing, &out);
-  out += "\n## Failures, restarts and early stops\n\n";
-  if (t.failures.empty()) {
-    out += "None: every node completed on its first attempt.\n";
-  } else {
-    MarkdownTable(t.failure_header, t.failures, &out);
-  }
+  MarkdownSection("Step timings", t.timing_header, t.timing, "", &out);
+  MarkdownSection("Failures, restarts and early stops", t.failure_header, t.failures, kNoFailures, &out);
   return out;
 }
 
@@ -929,13 +924,8 @@ std::string RenderComparisonHtml(const Report& a, const Report& b) {
                     "</title>\n<style>" + std::string(kStyle) + "</style>\n</head><body>\n<h1>" + HtmlEscape(title) +
                     "</h1>\n";
   HtmlTable(c.summary_header, c.summary, "compare", &out);
-  out += "<h2>Points in both runs</h2>\n";
-  if (c.points.empty()) {
-    out += "<p>No point with the same step and parameters has an objective value in both runs.</p>\n";
-  } else {
-    HtmlTable(c.points_header, c.points, "sortable", &out);
-    out += "<script>" + std::string(kSortScript) + "</script>\n";
-  }
+  HtmlSection("Points in both runs", c.points_header, c.points, "sortable", kNoSharedPoints, &out);
+  if (!c.points.empty()) out += "<script>" + std::string(kSortScript) + "</script>\n";
   return out + "</body></html>\n";
 }
 
@@ -943,12 +933,7 @@ std::string RenderComparisonMarkdown(const Report& a, const Report& b) {
   Comparison c = Compare(a, b);
   std::string out = fmt::format("# pipelines {} and {} compared\n\n", a.id, b.id);
   MarkdownTable(c.summary_header, c.summary, &out);
-  out += "\n## Points in both runs\n\n";
-  if (c.points.empty()) {
-    out += "No point with the same step and parameters has an objective value in both runs.\n";
-  } else {
-    MarkdownTable(c.points_header, c.points, &out);
-  }
+  MarkdownSection("Points in both runs", c.points_header, c.points, kNoSharedPoints, &out);
   return out;
 }
 

@@ -1,7 +1,9 @@
 // The results report of a pipeline run: a comparison of its sweep points,
 // learning curves, step timings with GPU-hours, and failures, as HTML,
-// Markdown or CSV. Pure: it renders what the daemon's API returned
-// (GET /v1/pipelines/{id} and its /metrics) and reads nothing else.
+// Markdown or CSV. Pure: it renders the API's typed views of a run (what
+// GET /v1/pipelines/{id}, its /metrics and the nodes' jobs answer) and reads
+// nothing else; the daemon passes them as its services return them, the CLI
+// as it decodes them from the daemon's replies.
 #pragma once
 
 #include <map>
@@ -11,18 +13,20 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "core/status.h"
+#include "api/jobs.h"
+#include "api/pipelines.h"
 #include "core/time.h"
 #include "pipeline/early_stop.h"
 
 namespace gpuherd::pipeline {
 
 struct ReportData {
-  nlohmann::json pipeline;  // the object of GET /v1/pipelines/{id}
-  nlohmann::json metrics;   // the "metrics" array of GET /v1/pipelines/{id}/metrics
-  TimeMs now = 0;           // the end of the elapsed time of nodes still running
+  api::PipelineDetail pipeline;                  // GET /v1/pipelines/{id}
+  std::vector<api::PipelineMetricLine> metrics;  // GET /v1/pipelines/{id}/metrics
+  // The nodes' jobs by id, those the caller could read: a job's
+  // gpu_twentieths is the share of a GPU its node held (0.25 for a quarter).
+  std::map<int64_t, api::JobView> jobs;
+  TimeMs now = 0;  // the end of the elapsed time of nodes still running
 };
 
 struct MetricSummary {
@@ -45,15 +49,14 @@ struct NodeReport {
   std::string state;
   int attempts = 0;
   std::string reason;
-  double gpus = 0;              // GPUs held: gpu_twentieths / 20, else the number assigned
+  double gpus = 0;              // GPUs held: its job's gpu_twentieths / 20, else the number assigned
   double elapsed_seconds = 0;   // started → ended (or the report's `now` while running)
-  double gpu_hours = 0;         // gpus × elapsed
+  double gpu_hours = 0;         // the GPU time the daemon kept, else gpus × elapsed
   std::map<std::string, MetricSummary> metrics;
   // Metric name → its values by training step; a step logged again after a
   // resume keeps the later value, so a restarted point draws one curve.
   std::map<std::string, std::vector<CurvePoint>> curves;
   int64_t job_id = 0;        // the queue's job of the last attempt; 0 when none
-  std::string stdout_path;   // the last attempt's log, where the daemon says
   // The step's objective, where it declares one: the best value by its mode,
   // the training step of that value, and the point's rank in its step (1 =
   // best; 0 = no value yet).
@@ -97,12 +100,11 @@ bool LowerIsBetter(std::string_view metric);
 // ({step: {"metric", "mode": "min"|"max"}}) rank each such step's points by
 // the best value of the metric each reached (lowest for min); points without
 // a value rank last. Metric lines are matched to nodes
-// by the node's id or key; their training step is the line's "step" when it
-// is a number, else values.step, else the line's position. The fields step,
+// by the node's id or key; their training step is the line's step when it
+// has one, else values.step, else the line's position. The fields step,
 // epoch, time and timestamp are axes, not metrics; non-numeric and
-// non-finite values are left out. Errors when `pipeline` lacks the shape
-// the API promises.
-Result<Report> Summarize(const ReportData& data);
+// non-finite values are left out. A node's matrix is in name order.
+Report Summarize(const ReportData& data);
 
 // One sentence per step with an objective: "Best of step train by acc
 // (max): train[lr=0.1] with acc = 0.97 at step 300 (lr=0.1)."

@@ -21,10 +21,40 @@ constexpr TimeMs kStart = 1'700'000'000'000;
 double Loss(double lr, int step) { return 2.0 / (1.0 + lr * step) + (lr > 0.2 && step == 5 ? 3.0 : 0.0); }
 double Accuracy(double lr, int step) { return 1.0 - 0.5 / (1.0 + lr * step); }
 
-json MetricLine(const std::string& node, int attempt, int step, json values) {
+// A metric line as the daemon collected it; `values` keeps the step too.
+api::PipelineMetricLine MetricLine(const std::string& node, int attempt, int step, json values) {
   values["step"] = step;
-  return {{"node", node}, {"attempt", attempt}, {"step", step}, {"time", kStart + attempt * 100'000 + step * 1000},
-          {"values", values}};
+  api::PipelineMetricLine line;
+  line.node = node;
+  line.attempt = attempt;
+  line.step = step;
+  line.time = kStart + attempt * 100'000 + step * 1000;
+  line.values = std::move(values);
+  return line;
+}
+
+// A line without a step of its own, in the order it came.
+api::PipelineMetricLine BareLine(const std::string& node, json values) {
+  api::PipelineMetricLine line;
+  line.node = node;
+  line.values = std::move(values);
+  return line;
+}
+
+api::PipelineNodeView NodeView(const std::string& id, const std::string& key, const std::string& step) {
+  api::PipelineNodeView n;
+  n.id = id;
+  n.key = key;
+  n.step = step;
+  return n;
+}
+
+// A run of the one node `node`.
+ReportData OneNode(api::PipelineNodeView node) {
+  ReportData data;
+  data.pipeline.summary.id = 1;
+  data.pipeline.nodes = {std::move(node)};
+  return data;
 }
 
 // Three sweep points of "train" and a report node; the lr=0.1 point failed
@@ -33,17 +63,28 @@ json MetricLine(const std::string& node, int attempt, int step, json values) {
 ReportData SweepData() {
   ReportData data;
   data.now = kStart + 3'600'000;
-  data.pipeline = {{"id", 7}, {"name", "toy-sweep"}, {"state", "finished"}, {"outcome", "succeeded"},
-                   {"created", kStart}, {"finished", kStart + 600'000}, {"run_dir", "/runs/7"},
-                   {"params", {{"steps", "10"}}}, {"nodes", json::array()}};
+  api::PipelineDetail& p = data.pipeline;
+  p.summary.id = 7;
+  p.summary.name = "toy-sweep";
+  p.summary.state = "finished";
+  p.summary.outcome = "succeeded";
+  p.summary.created = kStart;
+  p.summary.finished = kStart + 600'000;
+  p.run_dir = "/runs/7";
+  p.params = {{"steps", "10"}};
   const double lrs[] = {0.3, 0.1, 0.03};
   for (int i = 0; i < 3; ++i) {
     std::string id = "train[lr=" + json(lrs[i]).dump() + "]";
-    data.pipeline["nodes"].push_back({{"id", id}, {"key", "train/" + std::to_string(i)}, {"step", "train"},
-                                      {"matrix", {{"lr", json(lrs[i]).dump()}}}, {"state", "completed"},
-                                      {"attempts", i == 1 ? 2 : 1}, {"job_id", 10 + i}, {"gpus", {i}},
-                                      {"gpu_twentieths", 10}, {"started", kStart + 1000},
-                                      {"ended", kStart + 1000 + (i + 1) * 720'000}, {"reason", ""}});
+    api::PipelineNodeView n = NodeView(id, "train/" + std::to_string(i), "train");
+    n.matrix = {{"lr", json(lrs[i]).dump()}};
+    n.state = "completed";
+    n.attempts = i == 1 ? 2 : 1;
+    n.job_id = 10 + i;
+    n.gpus = {i};
+    n.started = kStart + 1000;
+    n.ended = kStart + 1000 + (i + 1) * 720'000;
+    p.nodes.push_back(std::move(n));
+    data.jobs[10 + i].gpu_twentieths = 10;  // half a GPU each
     for (int step = 0; step < 10; ++step) {
       if (i == 1 && step > 7) break;
       data.metrics.push_back(MetricLine(id, 1, step, {{"loss", Loss(lrs[i], step)}, {"acc", Accuracy(lrs[i], step)}}));
@@ -55,9 +96,11 @@ ReportData SweepData() {
       }
     }
   }
-  data.pipeline["nodes"].push_back({{"id", "report"}, {"key", "report"}, {"step", "report"},
-                                    {"matrix", json::object()}, {"state", "running"}, {"attempts", 1},
-                                    {"gpus", json::array()}, {"started", kStart + 3'000'000}, {"ended", 0}});
+  api::PipelineNodeView report = NodeView("report", "report", "report");
+  report.state = "running";
+  report.attempts = 1;
+  report.started = kStart + 3'000'000;
+  p.nodes.push_back(std::move(report));
   return data;
 }
 
@@ -70,26 +113,24 @@ const NodeReport& Node(const Report& r, const std::string& key) {
 }
 
 TEST(ReportTest, FinalAndBestFollowTheMetricLines) {
-  auto report = Summarize(SweepData());
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
-  EXPECT_EQ(report->metric_names, (std::vector<std::string>{"acc", "loss"}));
-  EXPECT_EQ(report->matrix_names, (std::vector<std::string>{"lr"}));
+  const Report report = Summarize(SweepData());
+  EXPECT_EQ(report.metric_names, (std::vector<std::string>{"acc", "loss"}));
+  EXPECT_EQ(report.matrix_names, (std::vector<std::string>{"lr"}));
 
-  const NodeReport& fast = Node(*report, "train/0");
+  const NodeReport& fast = Node(report, "train/0");
   EXPECT_DOUBLE_EQ(fast.metrics.at("loss").final_value, Loss(0.3, 9));
   EXPECT_DOUBLE_EQ(fast.metrics.at("loss").best_value, Loss(0.3, 9));  // lowest, not the spike
   EXPECT_DOUBLE_EQ(fast.metrics.at("acc").best_value, Accuracy(0.3, 9));
   EXPECT_EQ(fast.metrics.at("loss").count, 10);
 
-  const NodeReport& slow = Node(*report, "train/2");
+  const NodeReport& slow = Node(report, "train/2");
   EXPECT_DOUBLE_EQ(slow.metrics.at("acc").final_value, Accuracy(0.03, 9));
   EXPECT_DOUBLE_EQ(slow.metrics.at("acc").best_at, 9);
 }
 
 TEST(ReportTest, ResumedPointKeepsTheLaterAttemptsValues) {
-  auto report = Summarize(SweepData());
-  ASSERT_TRUE(report.ok());
-  const NodeReport& resumed = Node(*report, "train/1");
+  const Report report = Summarize(SweepData());
+  const NodeReport& resumed = Node(report, "train/1");
   EXPECT_DOUBLE_EQ(resumed.metrics.at("loss").final_value, Loss(0.1, 9) / 2);
   EXPECT_DOUBLE_EQ(resumed.metrics.at("loss").best_value, Loss(0.1, 9) / 2);
   // One value per step: steps 6 and 7 of the failed attempt are replaced.
@@ -99,15 +140,14 @@ TEST(ReportTest, ResumedPointKeepsTheLaterAttemptsValues) {
     EXPECT_EQ(curve[step].step, step);
     EXPECT_DOUBLE_EQ(curve[step].value, step < 6 ? Loss(0.1, step) : Loss(0.1, step) / 2) << step;
   }
-  EXPECT_EQ(report->failed_attempts, 1);
+  EXPECT_EQ(report.failed_attempts, 1);
 }
 
 TEST(ReportTest, GpuHoursAreGpusTimesElapsed) {
-  auto report = Summarize(SweepData());
-  ASSERT_TRUE(report.ok());
+  const Report report = Summarize(SweepData());
   double total = 0;
   for (int i = 0; i < 3; ++i) {
-    const NodeReport& n = Node(*report, "train/" + std::to_string(i));
+    const NodeReport& n = Node(report, "train/" + std::to_string(i));
     double elapsed = (i + 1) * 720.0;
     EXPECT_DOUBLE_EQ(n.elapsed_seconds, elapsed);
     EXPECT_DOUBLE_EQ(n.gpus, 0.5);
@@ -115,69 +155,54 @@ TEST(ReportTest, GpuHoursAreGpusTimesElapsed) {
     total += n.gpu_hours;
   }
   // The running report node has no GPUs: time counts, GPU-hours do not.
-  EXPECT_DOUBLE_EQ(Node(*report, "report").elapsed_seconds, 600.0);
-  EXPECT_DOUBLE_EQ(Node(*report, "report").gpu_hours, 0.0);
-  EXPECT_DOUBLE_EQ(report->gpu_hours, total);
-  ASSERT_EQ(report->steps.size(), 2u);
-  EXPECT_EQ(report->steps[0].step, "train");
-  EXPECT_EQ(report->steps[0].nodes, 3);
-  EXPECT_DOUBLE_EQ(report->steps[0].gpu_hours, total);
-  EXPECT_DOUBLE_EQ(report->steps[0].longest_seconds, 3 * 720.0);
+  EXPECT_DOUBLE_EQ(Node(report, "report").elapsed_seconds, 600.0);
+  EXPECT_DOUBLE_EQ(Node(report, "report").gpu_hours, 0.0);
+  EXPECT_DOUBLE_EQ(report.gpu_hours, total);
+  ASSERT_EQ(report.steps.size(), 2u);
+  EXPECT_EQ(report.steps[0].step, "train");
+  EXPECT_EQ(report.steps[0].nodes, 3);
+  EXPECT_DOUBLE_EQ(report.steps[0].gpu_hours, total);
+  EXPECT_DOUBLE_EQ(report.steps[0].longest_seconds, 3 * 720.0);
 }
 
 TEST(ReportTest, GpuCountFallsBackToAssignedGpus) {
   ReportData data = SweepData();
-  data.pipeline["nodes"][0].erase("gpu_twentieths");
-  data.pipeline["nodes"][0]["gpus"] = {0, 1};
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  EXPECT_DOUBLE_EQ(Node(*report, "train/0").gpu_hours, 2 * 720.0 / 3600);
+  data.jobs.erase(10);
+  data.pipeline.nodes[0].gpus = {0, 1};
+  const Report report = Summarize(data);
+  EXPECT_DOUBLE_EQ(Node(report, "train/0").gpu_hours, 2 * 720.0 / 3600);
 }
 
 TEST(ReportTest, GpuTimeOfEveryAttemptWinsOverTheLastAttemptsSpan) {
   // Two attempts: 900 s on half a GPU, then the last one's 720 s.
   ReportData data = SweepData();
-  data.pipeline["nodes"][0]["attempts"] = 2;
-  data.pipeline["nodes"][0]["gpu_seconds"] = 0.5 * 900 + 0.5 * 720;
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  EXPECT_DOUBLE_EQ(Node(*report, "train/0").gpu_hours, 0.5 * 1620 / 3600);
+  data.pipeline.nodes[0].attempts = 2;
+  data.pipeline.nodes[0].gpu_seconds = 0.5 * 900 + 0.5 * 720;
+  const Report report = Summarize(data);
+  EXPECT_DOUBLE_EQ(Node(report, "train/0").gpu_hours, 0.5 * 1620 / 3600);
 }
 
 TEST(ReportTest, SkipsValuesThatAreNotFiniteNumbers) {
   ReportData data = SweepData();
-  std::string id = data.pipeline["nodes"][2]["id"];
+  std::string id = data.pipeline.nodes[2].id;
   data.metrics.push_back(MetricLine(id, 1, 10, {{"loss", nullptr}, {"acc", "n/a"}}));
   data.metrics.push_back(MetricLine(id, 1, 11, {{"loss", std::numeric_limits<double>::infinity()}}));
   data.metrics.push_back(MetricLine("not-a-node", 1, 1, {{"loss", 0.0}}));
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  EXPECT_DOUBLE_EQ(Node(*report, "train/2").metrics.at("loss").final_value, Loss(0.03, 9));
-  EXPECT_EQ(Node(*report, "train/2").metrics.at("loss").count, 10);
+  const Report report = Summarize(data);
+  EXPECT_DOUBLE_EQ(Node(report, "train/2").metrics.at("loss").final_value, Loss(0.03, 9));
+  EXPECT_EQ(Node(report, "train/2").metrics.at("loss").count, 10);
 }
 
 TEST(ReportTest, StepComesFromValuesWhenTheLineHasNone) {
-  ReportData data;
-  data.pipeline = {{"id", 1}, {"nodes", {{{"id", "a"}, {"key", "a"}, {"step", "a"}}}}};
-  data.metrics = {{{"node", "a"}, {"values", {{"step", 40}, {"err", 0.5}}}},
-                  {{"node", "a"}, {"values", {{"step", 80}, {"err", 0.25}}}},
-                  {{"node", "a"}, {"values", {{"err", 0.75}}}}};
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  const MetricSummary& err = report->nodes[0].metrics.at("err");
+  ReportData data = OneNode(NodeView("a", "a", "a"));
+  data.metrics = {BareLine("a", {{"step", 40}, {"err", 0.5}}), BareLine("a", {{"step", 80}, {"err", 0.25}}),
+                  BareLine("a", {{"err", 0.75}})};
+  const Report report = Summarize(data);
+  const MetricSummary& err = report.nodes[0].metrics.at("err");
   EXPECT_DOUBLE_EQ(err.best_value, 0.25);
   EXPECT_DOUBLE_EQ(err.best_at, 80);
   EXPECT_DOUBLE_EQ(err.final_value, 0.75);
-  EXPECT_DOUBLE_EQ(report->nodes[0].curves.at("err")[0].step, 2);  // its position
-}
-
-TEST(ReportTest, RefusesAReplyWithoutNodes) {
-  ReportData data;
-  data.pipeline = {{"id", 3}};
-  auto report = Summarize(data);
-  ASSERT_FALSE(report.ok());
-  EXPECT_EQ(report.status().code(), Code::kInvalidArgument);
-  EXPECT_THAT(report.status().message(), HasSubstr("nodes"));
+  EXPECT_DOUBLE_EQ(report.nodes[0].curves.at("err")[0].step, 2);  // its position
 }
 
 TEST(ReportTest, LowerIsBetterForLossesAndErrors) {
@@ -202,27 +227,26 @@ json EmbeddedData(const std::string& html) {
 
 TEST(ReportHtmlTest, EmbeddedChartDataMatchesTheMetrics) {
   ReportData data = SweepData();
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  std::string html = RenderHtml(*report, ChartLibrary{"window.uPlot=function(){};", ".uplot{}"});
+  const Report report = Summarize(data);
+  std::string html = RenderHtml(report, ChartLibrary{"window.uPlot=function(){};", ".uplot{}"});
   json embedded = EmbeddedData(html);
   ASSERT_TRUE(embedded.is_object()) << html;
   EXPECT_EQ(embedded["metrics"], json({"acc", "loss"}));
   ASSERT_EQ(embedded["points"].size(), 3u);  // the report node logged nothing
   // Every metric line of an attempt that was not replaced appears at its step.
-  for (const json& line : data.metrics) {
-    const std::string node = line["node"];
+  for (const api::PipelineMetricLine& line : data.metrics) {
+    const std::string& node = line.node;
     const json* point = nullptr;
     for (const json& p : embedded["points"]) {
       if (p["node"] == node) point = &p;
     }
     ASSERT_NE(point, nullptr) << node;
     const json& curve = (*point)["curves"]["loss"];
-    int step = line["step"];
+    const int step = static_cast<int>(*line.step);
     ASSERT_EQ(curve[0][step], step);
-    bool replaced = node == "train[lr=0.1]" && line["attempt"] == 1 && step >= 6;
+    bool replaced = node == "train[lr=0.1]" && line.attempt == 1 && step >= 6;
     if (!replaced) {
-      EXPECT_DOUBLE_EQ(curve[1][step].get<double>(), line["values"]["loss"].get<double>());
+      EXPECT_DOUBLE_EQ(curve[1][step].get<double>(), line.values["loss"].get<double>());
     }
   }
   EXPECT_THAT(html, HasSubstr("window.uPlot=function(){};"));
@@ -232,22 +256,21 @@ TEST(ReportHtmlTest, EmbeddedChartDataMatchesTheMetrics) {
 }
 
 TEST(ReportHtmlTest, WithoutAChartLibraryTheReportSaysSo) {
-  auto report = Summarize(SweepData());
-  ASSERT_TRUE(report.ok());
-  std::string html = RenderHtml(*report, ChartLibrary{});
+  const Report report = Summarize(SweepData());
+  std::string html = RenderHtml(report, ChartLibrary{});
   EXPECT_THAT(html, HasSubstr("No charts"));
   EXPECT_THAT(html, Not(HasSubstr("new uPlot(")));
   EXPECT_TRUE(EmbeddedData(html).is_object());
 }
 
 TEST(ReportHtmlTest, EscapesNamesFromTheFile) {
-  ReportData data;
-  data.pipeline = {{"id", 1}, {"name", "<b>x</b>"},
-                   {"nodes", {{{"id", "a</script>"}, {"key", "a"}, {"step", "a&b"}}}}};
-  data.metrics = {{{"node", "a</script>"}, {"step", 1}, {"values", {{"loss", 1.0}}}}};
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  std::string html = RenderHtml(*report, ChartLibrary{});
+  ReportData data = OneNode(NodeView("a</script>", "a", "a&b"));
+  data.pipeline.summary.name = "<b>x</b>";
+  api::PipelineMetricLine line = BareLine("a</script>", {{"loss", 1.0}});
+  line.step = 1;
+  data.metrics = {line};
+  const Report report = Summarize(data);
+  std::string html = RenderHtml(report, ChartLibrary{});
   EXPECT_THAT(html, HasSubstr("&lt;b&gt;x&lt;/b&gt;"));
   EXPECT_THAT(html, HasSubstr("a&amp;b"));
   EXPECT_EQ(EmbeddedData(html)["points"][0]["node"], "a</script>");
@@ -273,9 +296,8 @@ std::vector<std::string> Split(const std::string& text, char separator) {
 
 TEST(ReportCsvTest, RowsCarryTheNumbersOfEachPoint) {
   ReportData data = SweepData();
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  std::vector<std::string> lines = Split(RenderCsv(*report), '\n');
+  const Report report = Summarize(data);
+  std::vector<std::string> lines = Split(RenderCsv(report), '\n');
   ASSERT_EQ(lines.size(), 5u);  // header + 4 nodes
   std::vector<std::string> header = Split(lines[0], ',');
   EXPECT_EQ(header, (std::vector<std::string>{"node", "key", "step", "state", "attempts", "lr", "elapsed_s", "gpus",
@@ -283,7 +305,7 @@ TEST(ReportCsvTest, RowsCarryTheNumbersOfEachPoint) {
   for (int i = 0; i < 3; ++i) {
     std::vector<std::string> row = Split(lines[1 + i], ',');
     ASSERT_EQ(row.size(), header.size()) << lines[1 + i];
-    const NodeReport& n = report->nodes[i];
+    const NodeReport& n = report.nodes[i];
     EXPECT_EQ(row[1], n.key);
     EXPECT_DOUBLE_EQ(std::stod(row[8]), 0.5 * (i + 1) * 720.0 / 3600);
     EXPECT_DOUBLE_EQ(std::stod(row[11]), n.metrics.at("loss").final_value);
@@ -293,17 +315,14 @@ TEST(ReportCsvTest, RowsCarryTheNumbersOfEachPoint) {
 }
 
 TEST(ReportCsvTest, QuotesFieldsWithCommas) {
-  ReportData data;
-  data.pipeline = {{"id", 1}, {"nodes", {{{"id", "t[a=1,b=\"x\"]"}, {"key", "t/0"}, {"step", "t"}}}}};
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  EXPECT_THAT(RenderCsv(*report), HasSubstr("\"t[a=1,b=\"\"x\"\"]\",t/0,t,"));
+  ReportData data = OneNode(NodeView("t[a=1,b=\"x\"]", "t/0", "t"));
+  const Report report = Summarize(data);
+  EXPECT_THAT(RenderCsv(report), HasSubstr("\"t[a=1,b=\"\"x\"\"]\",t/0,t,"));
 }
 
 TEST(ReportMarkdownTest, WithoutAnObjectiveNothingIsRankedAndTheReportSaysHow) {
-  auto report = Summarize(SweepData());
-  ASSERT_TRUE(report.ok());
-  std::string md = RenderMarkdown(*report);
+  const Report report = Summarize(SweepData());
+  std::string md = RenderMarkdown(report);
   EXPECT_THAT(md, HasSubstr("No objective declared"));
   EXPECT_THAT(md, HasSubstr("objective: {metric: NAME, mode: min|max}"));
   // No "best (max)" column for a metric nobody declared an objective for.
@@ -325,38 +344,35 @@ TEST(ReportMarkdownTest, WithoutAnObjectiveNothingIsRankedAndTheReportSaysHow) {
 }
 
 ReportData WithObjective(ReportData data, const std::string& metric, const std::string& mode) {
-  data.pipeline["objectives"] = {{"train", {{"metric", metric}, {"mode", mode}}}};
+  data.pipeline.objectives = {{"train", {metric, mode}}};
   return data;
 }
 
 TEST(ReportObjectiveTest, PointsAreRankedByTheBestValueOfTheObjective) {
   // Best loss per point: lr 0.3 → 2/(1+0.3·9) = 0.5405; lr 0.1 resumed with
   // halved values → 1/(1+0.9) = 0.5263; lr 0.03 → 2/1.27 = 1.5748.
-  auto report = Summarize(WithObjective(SweepData(), "loss", "min"));
-  ASSERT_TRUE(report.ok());
-  EXPECT_EQ(Node(*report, "train/1").rank, 1);
-  EXPECT_EQ(Node(*report, "train/0").rank, 2);
-  EXPECT_EQ(Node(*report, "train/2").rank, 3);
-  EXPECT_EQ(Node(*report, "report").rank, 0);
-  EXPECT_NEAR(*Node(*report, "train/1").objective_value, Loss(0.1, 9) / 2, 1e-12);
-  EXPECT_EQ(Node(*report, "train/1").objective_at, 9);
-  ASSERT_EQ(report->best.count("train"), 1u);
-  EXPECT_EQ(report->nodes[report->best["train"]].key, "train/1");
+  const Report report = Summarize(WithObjective(SweepData(), "loss", "min"));
+  EXPECT_EQ(Node(report, "train/1").rank, 1);
+  EXPECT_EQ(Node(report, "train/0").rank, 2);
+  EXPECT_EQ(Node(report, "train/2").rank, 3);
+  EXPECT_EQ(Node(report, "report").rank, 0);
+  EXPECT_NEAR(*Node(report, "train/1").objective_value, Loss(0.1, 9) / 2, 1e-12);
+  EXPECT_EQ(Node(report, "train/1").objective_at, 9);
+  ASSERT_EQ(report.best.count("train"), 1u);
+  EXPECT_EQ(report.nodes[report.best.at("train")].key, "train/1");
 }
 
 TEST(ReportObjectiveTest, MaxModeRanksTheHighestFirst) {
-  auto report = Summarize(WithObjective(SweepData(), "acc", "max"));
-  ASSERT_TRUE(report.ok());
+  const Report report = Summarize(WithObjective(SweepData(), "acc", "max"));
   // acc at step 9 rises with lr: 0.3 best, then 0.1, then 0.03.
-  EXPECT_EQ(Node(*report, "train/0").rank, 1);
-  EXPECT_EQ(Node(*report, "train/1").rank, 2);
-  EXPECT_EQ(Node(*report, "train/2").rank, 3);
+  EXPECT_EQ(Node(report, "train/0").rank, 1);
+  EXPECT_EQ(Node(report, "train/1").rank, 2);
+  EXPECT_EQ(Node(report, "train/2").rank, 3);
 }
 
 TEST(ReportObjectiveTest, TheBestPointIsNamedFirstWithItsParametersAndTheTableIsInRankOrder) {
-  auto report = Summarize(WithObjective(SweepData(), "loss", "min"));
-  ASSERT_TRUE(report.ok());
-  std::string md = RenderMarkdown(*report);
+  const Report report = Summarize(WithObjective(SweepData(), "loss", "min"));
+  std::string md = RenderMarkdown(report);
   EXPECT_THAT(md, HasSubstr("**Best of step train by loss (min): train[lr=0.1] with loss = 0.526316 at step 9 "
                             "(lr=0.1).**"));
   EXPECT_LT(md.find("Best of step"), md.find("## Sweep points"));
@@ -366,18 +382,17 @@ TEST(ReportObjectiveTest, TheBestPointIsNamedFirstWithItsParametersAndTheTableIs
   ASSERT_NE(first, std::string::npos) << md;
   EXPECT_LT(first, second);
   EXPECT_LT(second, third);
-  EXPECT_THAT(RenderCsv(*report), HasSubstr(",rank,objective,objective_step\n"));
+  EXPECT_THAT(RenderCsv(report), HasSubstr(",rank,objective,objective_step\n"));
 }
 
 TEST(ReportObjectiveTest, StoppedPointsAreCountedAndSayWhy) {
   ReportData data = WithObjective(SweepData(), "loss", "min");
-  data.pipeline["nodes"][2]["state"] = "stopped";
-  data.pipeline["nodes"][2]["reason"] = "stopped early: rung at step 3: 1.7 ranks 3 of 3";
-  data.pipeline["nodes"][1]["attempt_history"] = {{{"reason", "GPU 2 fault (XID 79)"}}};
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  EXPECT_EQ(report->stopped, 1);
-  std::string md = RenderMarkdown(*report);
+  data.pipeline.nodes[2].state = "stopped";
+  data.pipeline.nodes[2].reason = "stopped early: rung at step 3: 1.7 ranks 3 of 3";
+  data.pipeline.nodes[1].attempt_history = {{{"reason", "GPU 2 fault (XID 79)"}}};
+  const Report report = Summarize(data);
+  EXPECT_EQ(report.stopped, 1);
+  std::string md = RenderMarkdown(report);
   EXPECT_THAT(md, HasSubstr("(1 stopped early)"));
   EXPECT_THAT(md, HasSubstr("| train[lr=0.03] | stopped | 1 | stopped early: rung at step 3"));
   EXPECT_THAT(md, HasSubstr("| train[lr=0.1] | completed | 2 | attempt 1: GPU 2 fault (XID 79) |"));
@@ -385,11 +400,10 @@ TEST(ReportObjectiveTest, StoppedPointsAreCountedAndSayWhy) {
 
 TEST(ReportHtmlTest, ObjectivePlotsUseALogAxisWhereValuesSpanDecades) {
   ReportData data = WithObjective(SweepData(), "loss", "min");
-  data.pipeline["nodes"][0]["matrix"]["lr"] = "0.3";
-  data.pipeline["nodes"][2]["matrix"]["lr"] = "0.001";  // 0.001 .. 0.3: 300×
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  std::string html = RenderHtml(*report, ChartLibrary{});
+  data.pipeline.nodes[0].matrix = {{"lr", "0.3"}};
+  data.pipeline.nodes[2].matrix = {{"lr", "0.001"}};  // 0.001 .. 0.3: 300×
+  const Report report = Summarize(data);
+  std::string html = RenderHtml(report, ChartLibrary{});
   EXPECT_THAT(html, HasSubstr("aria-label=\"parallel coordinates of step train\""));
   size_t lines = 0;
   for (size_t at = html.find("<polyline"); at != std::string::npos; at = html.find("<polyline", at + 1)) ++lines;
@@ -399,22 +413,23 @@ TEST(ReportHtmlTest, ObjectivePlotsUseALogAxisWhereValuesSpanDecades) {
   EXPECT_THAT(html, HasSubstr("id=\"all-curves\""));
   EXPECT_THAT(html, HasSubstr("max-width:1400px"));
   // Linear where the values span less than two decades.
-  auto linear = Summarize(WithObjective(SweepData(), "loss", "min"));
-  ASSERT_TRUE(linear.ok());
-  EXPECT_THAT(RenderHtml(*linear, ChartLibrary{}), HasSubstr(">loss vs lr</text>"));
+  const Report linear = Summarize(WithObjective(SweepData(), "loss", "min"));
+  EXPECT_THAT(RenderHtml(linear, ChartLibrary{}), HasSubstr(">loss vs lr</text>"));
 }
 
 TEST(ReportHtmlTest, OnlyTheTopPointsCurvesAreDrawnByDefault) {
   ReportData data = WithObjective(SweepData(), "loss", "min");
   for (int i = 0; i < 6; ++i) {  // six more points: ranks 4..9 are not in the top 5
     std::string id = "train[extra=" + std::to_string(i) + "]";
-    data.pipeline["nodes"].push_back({{"id", id}, {"key", "train/x" + std::to_string(i)}, {"step", "train"},
-                                      {"matrix", {{"lr", "0.5"}}}, {"state", "completed"}, {"attempts", 1}});
+    api::PipelineNodeView n = NodeView(id, "train/x" + std::to_string(i), "train");
+    n.matrix = {{"lr", "0.5"}};
+    n.state = "completed";
+    n.attempts = 1;
+    data.pipeline.nodes.push_back(std::move(n));
     data.metrics.push_back(MetricLine(id, 1, 1, {{"loss", 5.0 + i}}));
   }
-  auto report = Summarize(data);
-  ASSERT_TRUE(report.ok());
-  json chart = EmbeddedData(RenderHtml(*report, ChartLibrary{}));
+  const Report report = Summarize(data);
+  json chart = EmbeddedData(RenderHtml(report, ChartLibrary{}));
   int top = 0;
   for (const json& p : chart["points"]) top += p["top"].get<bool>() ? 1 : 0;
   EXPECT_EQ(chart["points"].size(), 9u);
@@ -422,20 +437,19 @@ TEST(ReportHtmlTest, OnlyTheTopPointsCurvesAreDrawnByDefault) {
 }
 
 TEST(ReportCompareTest, TwoRunsSideBySideWithTheirSharedPoints) {
-  auto a = Summarize(WithObjective(SweepData(), "loss", "min"));
+  const Report a = Summarize(WithObjective(SweepData(), "loss", "min"));
   ReportData other = WithObjective(SweepData(), "loss", "min");
-  other.pipeline["id"] = 8;
-  for (json& m : other.metrics) {
-    if (m["node"] == "train[lr=0.3]") m["values"]["loss"] = m["values"]["loss"].get<double>() - 0.25;
+  other.pipeline.summary.id = 8;
+  for (api::PipelineMetricLine& m : other.metrics) {
+    if (m.node == "train[lr=0.3]") m.values["loss"] = m.values["loss"].get<double>() - 0.25;
   }
-  auto b = Summarize(other);
-  ASSERT_TRUE(a.ok() && b.ok());
-  std::string md = RenderComparisonMarkdown(*a, *b);
+  const Report b = Summarize(other);
+  std::string md = RenderComparisonMarkdown(a, b);
   EXPECT_THAT(md, HasSubstr("| run | 7 (toy-sweep) | 8 (toy-sweep) |"));
   EXPECT_THAT(md, HasSubstr("| objective | train: loss (min) | train: loss (min) |"));
   // lr 0.3: 0.540541 in 7, 0.290541 in 8.
   EXPECT_THAT(md, HasSubstr("| train[lr=0.3] | 0.540541 | 0.290541 | -0.25 |"));
-  EXPECT_THAT(RenderComparisonHtml(*a, *b), HasSubstr("<h1>pipelines 7 and 8 compared</h1>"));
+  EXPECT_THAT(RenderComparisonHtml(a, b), HasSubstr("<h1>pipelines 7 and 8 compared</h1>"));
 }
 
 }  // namespace

@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/suggest.h"
 #include "core/yaml.h"
 #include "pipeline/sobol.h"
-#include "pipeline/suggest.h"
 #include "pipeline/template.h"
 #include "sched/job_spec.h"
 
@@ -50,7 +50,10 @@ bool IsResourceKey(const std::string& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
-// Names of parameters, matrix axes and environment variables.
+// Names of parameters, matrix axes and environment variables, and what an
+// error says they must be.
+constexpr const char* kIdentifierRule = "must be letters, digits and '_', not starting with a digit";
+constexpr const char* kMatrixNameRule = "must be letters, digits and '_'";
 bool IsIdentifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin(), s.end(),
@@ -100,23 +103,8 @@ class Parser {
     return reader_.Error(node, what);
   }
 
-  // Rejects keys outside `allowed` (suggesting the closest) and repeated keys.
-  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
-                   const std::string& where) const {
-    std::set<std::string> seen;
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node key_node = it->first;
-      if (!key_node.IsScalar()) return Error(key_node, "a key in " + where + " must be a word");
-      const std::string key = key_node.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        return Error(key_node, fmt::format("unknown key '{}' in {}{}; allowed keys: {}", key,
-                                            where, DidYouMean(key, allowed), JoinNames(allowed)));
-      }
-      if (!seen.insert(key).second) {
-        return Error(key_node, fmt::format("key '{}' appears twice in {}", key, where));
-      }
-    }
-    return Status::Ok();
+  Status CheckKeys(const YAML::Node& map, std::vector<std::string> allowed, std::string where) const {
+    return reader_.CheckKeys(map, {std::move(where), std::move(allowed)});
   }
 
   Result<std::string> ScalarOf(const YAML::Node& node, const std::string& what) const {
@@ -149,13 +137,13 @@ class Parser {
     GPUHERD_RETURN_IF_ERROR(ParseName(root));
     GPUHERD_RETURN_IF_ERROR(ParseBackend(root));
     if (root["params"]) GPUHERD_RETURN_IF_ERROR(ParseParams(root["params"]));
-    YAML::Node defaults = root["defaults"];
-    if (defaults) {
+    if (YAML::Node defaults = root["defaults"]) {
       if (!defaults.IsMap()) {
         return Error(defaults, "defaults must be a mapping such as {gpus: 1, retries: 2}");
       }
-      GPUHERD_RETURN_IF_ERROR(
-          CheckKeys(defaults, With(ResourceKeys(), {"env", "cwd", "retries"}), "defaults"));
+      auto entries = reader_.Entries(defaults, {"defaults", With(ResourceKeys(), {"env", "cwd", "retries"})});
+      if (!entries.ok()) return entries.status();
+      defaults_ = std::move(entries).value();
     }
     if (root["anomalies"]) {
       GPUHERD_RETURN_IF_ERROR(ParseAnomalies(root["anomalies"], &spec_.anomalies));
@@ -166,19 +154,11 @@ class Parser {
       return Error(steps, "steps must be a mapping of step names to steps, e.g.\n"
                           "  steps:\n    train: {run: python3 train.py}");
     }
-    for (auto it = steps.begin(); it != steps.end(); ++it) {
-      const YAML::Node it_key = it->first;
-      const YAML::Node it_value = it->second;
-      auto name = ScalarOf(it_key, "a step name");
-      if (!name.ok()) return name.status();
-      if (!IsStepName(*name)) {
-        return Error(it_key, fmt::format("step name '{}' may use only letters, digits, '_' "
-                                            "and '-'", *name));
-      }
-      if (spec_.FindStep(*name)) {
-        return Error(it_key, fmt::format("step '{}' is defined twice", *name));
-      }
-      GPUHERD_RETURN_IF_ERROR(ParseStep(*name, it_key, it_value, defaults));
+    auto entries = reader_.Entries(
+        steps, YamlKeys::Names("steps", "step", IsStepName, "may use only letters, digits, '_' and '-'"));
+    if (!entries.ok()) return entries.status();
+    for (const YamlReader::Entry& step : *entries) {
+      GPUHERD_RETURN_IF_ERROR(ParseStep(step.key, step.key_node, step.value));
     }
     GPUHERD_RETURN_IF_ERROR(CheckGraph());
     return CheckStepRefs();
@@ -242,26 +222,16 @@ class Parser {
       return Error(params, "params must be a mapping of names to default values, e.g. "
                            "{epochs: 20, data: /data/cifar}");
     }
-    std::set<std::string> seen;
-    for (auto it = params.begin(); it != params.end(); ++it) {
-      const YAML::Node it_key = it->first;
-      const YAML::Node it_value = it->second;
-      auto name = ScalarOf(it_key, "a parameter name");
-      if (!name.ok()) return name.status();
-      if (!IsIdentifier(*name)) {
-        return Error(it_key, fmt::format("parameter name '{}' must be letters, digits and '_', "
-                                            "not starting with a digit", *name));
+    auto entries = reader_.Entries(params, YamlKeys::Names("params", "parameter", IsIdentifier, kIdentifierRule));
+    if (!entries.ok()) return entries.status();
+    for (const YamlReader::Entry& param : *entries) {
+      if (param.value.IsNull()) {
+        return Error(param.value, fmt::format("parameter '{}' needs a default value; write '' "
+                                              "for an empty one", param.key));
       }
-      if (!seen.insert(*name).second) {
-        return Error(it_key, fmt::format("parameter '{}' is defined twice", *name));
-      }
-      if (it_value.IsNull()) {
-        return Error(it_value, fmt::format("parameter '{}' needs a default value; write '' "
-                                             "for an empty one", *name));
-      }
-      auto value = ScalarOf(it_value, "parameter '" + *name + "'");
+      auto value = ScalarOf(param.value, "parameter '" + param.key + "'");
       if (!value.ok()) return value.status();
-      spec_.params[*name] = *value;
+      spec_.params[param.key] = *value;
     }
     return Status::Ok();
   }
@@ -346,14 +316,10 @@ class Parser {
       GPUHERD_RETURN_IF_ERROR(
           ParseRuleHead(n, "stall", {"after"}, &rule.enabled, &rule.action));
       if (n.IsMap() && n["after"]) {
-        auto text = ScalarOf(n["after"], "stall.after");
-        if (!text.ok()) return text.status();
-        DurationMs after = 0;
-        if (!ParseDuration(*text, &after) || after <= 0) {
-          return Error(n["after"], fmt::format("stall.after '{}' is not a duration; write e.g. "
-                                               "90s, 15m or 1h", *text));
-        }
-        rule.after = after;
+        auto after = reader_.Duration(n["after"], "stall.after");
+        if (!after.ok()) return after.status();
+        if (*after <= 0) return Error(n["after"], "stall.after must be longer than 0");
+        rule.after = *after;
       }
     }
     return Status::Ok();
@@ -416,19 +382,16 @@ class Parser {
     return Status::Ok();
   }
 
-  Status ParseStep(const std::string& name, const YAML::Node& key, const YAML::Node& node,
-                   const YAML::Node& defaults) {
+  Status ParseStep(const std::string& name, const YAML::Node& key, const YAML::Node& node) {
     const std::string where = "step '" + name + "'";
     if (!node.IsMap()) {
       return Error(key, where + " must be a mapping with at least run:, e.g. {run: python3 "
                                 "train.py}");
     }
-    GPUHERD_RETURN_IF_ERROR(CheckKeys(
-        node,
-        With(ResourceKeys(),
-             {"run", "needs", "matrix", "env", "cwd", "retries", "if", "artifacts", "anomalies", "objective",
-              "early_stop"}),
-        where));
+    auto entries = reader_.Entries(
+        node, {where, With(ResourceKeys(), {"run", "needs", "matrix", "env", "cwd", "retries", "if", "artifacts",
+                                            "anomalies", "objective", "early_stop"})});
+    if (!entries.ok()) return entries.status();
     StepSpec step;
     step.name = name;
     step.line = Line(key);
@@ -476,10 +439,8 @@ class Parser {
 
     // defaults first, then the step: the step's value wins, key by key for
     // env and labels.
-    for (YAML::Node source : {defaults, node}) {
-      if (!source) continue;
-      GPUHERD_RETURN_IF_ERROR(ApplyCommon(source, index, &step));
-    }
+    GPUHERD_RETURN_IF_ERROR(ApplyCommon(defaults_, index, &step));
+    GPUHERD_RETURN_IF_ERROR(ApplyCommon(*entries, index, &step));
     if (YAML::Node cond = node["if"]) {
       auto text = ScalarOf(cond, "if");
       if (!text.ok()) return text.status();
@@ -538,11 +499,10 @@ class Parser {
   }
 
   // The keys a step shares with defaults: resources, env, cwd, retries.
-  Status ApplyCommon(const YAML::Node& source, size_t index, StepSpec* step) {
-    for (auto it = source.begin(); it != source.end(); ++it) {
-      const YAML::Node key_node = it->first;
-      const std::string key = key_node.Scalar();
-      const YAML::Node value = it->second;
+  Status ApplyCommon(const std::vector<YamlReader::Entry>& entries, size_t index, StepSpec* step) {
+    for (const YamlReader::Entry& entry : entries) {
+      const std::string& key = entry.key;
+      const YAML::Node& value = entry.value;
       if (IsResourceKey(key)) {
         nlohmann::json v = YamlToJson(value);
         GPUHERD_RETURN_IF_ERROR(CheckResourceField(value, key, v));
@@ -554,23 +514,17 @@ class Parser {
         }
       } else if (key == "env") {
         if (!value.IsMap()) return Error(value, "env must be a mapping of NAME: value");
-        for (auto e = value.begin(); e != value.end(); ++e) {
-          const YAML::Node e_key = e->first;
-          const YAML::Node e_value = e->second;
-          auto name = ScalarOf(e_key, "an env name");
-          if (!name.ok()) return name.status();
-          if (!IsIdentifier(*name)) {
-            return Error(e_key, fmt::format("env name '{}' must be letters, digits and '_', "
-                                               "not starting with a digit", *name));
+        auto vars = reader_.Entries(value, YamlKeys::Names("env", "env", IsIdentifier, kIdentifierRule));
+        if (!vars.ok()) return vars.status();
+        for (const YamlReader::Entry& var : *vars) {
+          if (StartsWith(var.key, "GPUHERD_") || var.key == "CUDA_VISIBLE_DEVICES") {
+            return Error(var.key_node, fmt::format("env name '{}' is set by gpuherd itself (the job "
+                                                   "protocol); choose another name", var.key));
           }
-          if (StartsWith(*name, "GPUHERD_") || *name == "CUDA_VISIBLE_DEVICES") {
-            return Error(e_key, fmt::format("env name '{}' is set by gpuherd itself (the job "
-                                               "protocol); choose another name", *name));
-          }
-          auto text = ScalarOf(e_value, "env " + *name);
+          auto text = ScalarOf(var.value, "env " + var.key);
           if (!text.ok()) return text.status();
-          GPUHERD_RETURN_IF_ERROR(CheckTemplate(e_value, *text, index, *step));
-          step->env[*name] = *text;
+          GPUHERD_RETURN_IF_ERROR(CheckTemplate(var.value, *text, index, *step));
+          step->env[var.key] = *text;
         }
       } else if (key == "cwd") {
         auto text = ScalarOf(value, "cwd");
@@ -600,25 +554,20 @@ class Parser {
     }
     matrix->kind = Matrix::Kind::kGrid;
     int64_t points = 1;
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node it_key = it->first;
-      const YAML::Node it_value = it->second;
-      auto name = ScalarOf(it_key, "a matrix name");
-      if (!name.ok()) return name.status();
-      if (!IsIdentifier(*name)) {
-        return Error(it_key, fmt::format("matrix name '{}' must be letters, digits and '_'",
-                                            *name));
+    auto axes = reader_.Entries(node, YamlKeys::Names("matrix", "matrix", IsIdentifier, kMatrixNameRule));
+    if (!axes.ok()) return axes.status();
+    for (const YamlReader::Entry& entry : *axes) {
+      const std::string& name = entry.key;
+      if (!entry.value.IsSequence() || entry.value.size() == 0) {
+        return Error(entry.value, fmt::format("matrix.{} must be a non-empty list of values, e.g. "
+                                              "[0.1, 0.01]", name));
       }
-      if (!it_value.IsSequence() || it_value.size() == 0) {
-        return Error(it_value, fmt::format("matrix.{} must be a non-empty list of values, e.g. "
-                                             "[0.1, 0.01]", *name));
-      }
-      Matrix::Axis axis{*name, {}};
-      for (YAML::Node v : it_value) {
-        auto value = ScalarOf(v, "each value of matrix." + *name);
+      Matrix::Axis axis{name, {}};
+      for (YAML::Node v : entry.value) {
+        auto value = ScalarOf(v, "each value of matrix." + name);
         if (!value.ok()) return value.status();
         if (std::find(axis.values.begin(), axis.values.end(), *value) != axis.values.end()) {
-          return Error(v, fmt::format("matrix.{} lists '{}' twice", *name, *value));
+          return Error(v, fmt::format("matrix.{} lists '{}' twice", name, *value));
         }
         axis.values.push_back(*value);
       }
@@ -666,26 +615,21 @@ class Parser {
                    "{choice: [32, 64]}}");
     }
     const std::vector<std::string> kKinds = {"choice", "uniform", "loguniform", "int"};
-    for (auto it = params.begin(); it != params.end(); ++it) {
-      const YAML::Node it_key = it->first;
-      const YAML::Node it_value = it->second;
-      auto name = ScalarOf(it_key, "a matrix name");
-      if (!name.ok()) return name.status();
-      if (!IsIdentifier(*name)) {
-        return Error(it_key, fmt::format("matrix name '{}' must be letters, digits and '_'",
-                                            *name));
-      }
-      const YAML::Node d = it_value;
-      const std::string what = "random.params." + *name;
+    auto entries =
+        reader_.Entries(params, YamlKeys::Names("random.params", "matrix", IsIdentifier, kMatrixNameRule));
+    if (!entries.ok()) return entries.status();
+    for (const YamlReader::Entry& param : *entries) {
+      const std::string& name = param.key;
+      const YAML::Node& d = param.value;
+      const std::string what = "random.params." + name;
       if (!d.IsMap() || d.size() != 1) {
         return Error(d, fmt::format("{} must be one of {{choice: [...]}}, {{uniform: [lo, hi]}}, "
                                     "{{loguniform: [lo, hi]}}, {{int: [lo, hi]}}", what));
       }
-      GPUHERD_RETURN_IF_ERROR(CheckKeys(d, kKinds, what));
-      const auto head = d.begin();
-      const YAML::Node kind_node = head->first;
-      const YAML::Node args = head->second;
-      const std::string kind = kind_node.Scalar();
+      auto head = reader_.Entries(d, {what, kKinds});
+      if (!head.ok()) return head.status();
+      const std::string& kind = head->front().key;
+      const YAML::Node& args = head->front().value;
       Distribution dist;
       if (kind == "choice") {
         dist.kind = Distribution::Kind::kChoice;
@@ -724,7 +668,7 @@ class Parser {
           }
         }
       }
-      matrix->random.push_back({*name, std::move(dist)});
+      matrix->random.push_back({name, std::move(dist)});
     }
     if (matrix->sampler == Matrix::Sampler::kSobol && matrix->random.size() > kSobolMaxDimensions) {
       return Error(params, fmt::format("the sobol sampler takes at most {} parameters, this matrix has {}; use "
@@ -884,6 +828,7 @@ class Parser {
 
   YamlReader reader_;
   PipelineSpec spec_;
+  std::vector<YamlReader::Entry> defaults_;  // defaults:, in file order
   std::map<std::string, int> needs_lines_;
   std::vector<StepRef> step_refs_;
 };

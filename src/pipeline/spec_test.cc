@@ -167,7 +167,7 @@ TEST(ParsePipelineTest, ExplainsBadInput) {
   EXPECT_THAT(ParseError("steps:\n  a:\n    gpus: 1\n"),
               HasSubstr("p.yaml:2: step 'a' needs run:"));
   EXPECT_THAT(ParseError("steps:\n  a: {run: x}\n  a: {run: y}\n"),
-              HasSubstr("p.yaml:3: step 'a' is defined twice"));
+              HasSubstr("p.yaml:3: step 'a' appears twice in steps"));
   EXPECT_THAT(ParseError("steps:\n  a/b: {run: x}\n"), HasSubstr("may use only letters"));
   EXPECT_THAT(ParseError("steps:\n  a: {run: x, if: sometimes}\n"),
               HasSubstr("if: 'sometimes' is not known; write if: always"));

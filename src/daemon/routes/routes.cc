@@ -4,11 +4,11 @@
 
 namespace gpuherd::daemon::routes {
 
-http::Response Routes::Handle(const http::Request& request, const Caller& caller) {
+http::Response Routes::Handle(const http::Request& request, const Caller& caller, Prepared* prepared) {
   // Every event a mutating request causes (a note, a submit, a cancel, a
   // drain, a pipeline's jobs) names who caused it: {"by": {user, uid}}.
   const size_t events_before = ctx_.state->batch.events.size();
-  http::Response response = Route(request, caller);
+  http::Response response = Route(request, caller, prepared);
   if (request.method != "GET" && request.method != "HEAD") {
     for (size_t i = events_before; i < ctx_.state->batch.events.size(); ++i) {
       store::EventRecord& event = ctx_.state->batch.events[i];
@@ -22,7 +22,7 @@ http::Response Routes::Handle(const http::Request& request, const Caller& caller
   return response;
 }
 
-http::Response Routes::Route(const http::Request& request, const Caller& caller) {
+http::Response Routes::Route(const http::Request& request, const Caller& caller, Prepared* prepared) {
   if (request.path == "/metrics" && ctx_.metrics) return MetricsRoute(ctx_, request);
   Parts parts = SplitPath(request.path);
   if (parts.empty() || parts[0] != "v1") {
@@ -38,7 +38,7 @@ http::Response Routes::Route(const http::Request& request, const Caller& caller)
     if (resource == "events") return EventRoutes(ctx_, parts, request, caller);
     if (resource == "jobs") return JobRoutes(ctx_, parts, request, caller);
     if (resource == "acct") return AcctRoutes(ctx_, parts, request, caller);
-    if (resource == "pipelines" && ctx_.pipelines) return PipelineRoutes(ctx_, parts, request, caller);
+    if (resource == "pipelines" && ctx_.pipelines) return PipelineRoutes(ctx_, parts, request, caller, prepared);
     if (resource == "burnin") return BurnInRoutes(ctx_, parts, request, caller);
     if (resource == "alerts" && ctx_.alerts) return AlertRoutes(ctx_, parts, request, caller);
   }

@@ -30,8 +30,17 @@ http::Response MetricsRoute(RouteContext& ctx, const http::Request& request);
 http::Response GpuRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
 http::Response EventRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
 http::Response JobRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
+// What a request needs that reads none of the daemon's state, worked out on
+// the HTTP thread before it goes to the loop (Routes::Prepare): POST
+// /v1/pipelines parses and expands its file there, and the loop only stores
+// the run.
+struct Prepared {
+  std::optional<Result<PipelineService::PreparedRun>> pipeline;
+};
+// Thread-safe: reads only `ctx.pipelines`, whose Prepare() is.
+Prepared PreparePipelineRequest(const RouteContext& ctx, const http::Request& request, const Caller& caller);
 http::Response PipelineRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request,
-                              const Caller& caller);
+                              const Caller& caller, Prepared* prepared = nullptr);
 http::Response BurnInRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
 http::Response AlertRoutes(RouteContext& ctx, const Parts& parts, const http::Request& request, const Caller& caller);
 
@@ -58,10 +67,15 @@ class Routes {
  public:
   explicit Routes(RouteContext context) : ctx_(std::move(context)) {}
 
-  http::Response Handle(const http::Request& request, const Caller& caller);
+  // Thread-safe (any thread, before Handle): see Prepared.
+  Prepared Prepare(const http::Request& request, const Caller& caller) const {
+    return PreparePipelineRequest(ctx_, request, caller);
+  }
+  // `prepared`, when given, is what Prepare() made of this request.
+  http::Response Handle(const http::Request& request, const Caller& caller, Prepared* prepared = nullptr);
 
  private:
-  http::Response Route(const http::Request& request, const Caller& caller);
+  http::Response Route(const http::Request& request, const Caller& caller, Prepared* prepared);
 
   RouteContext ctx_;
 };

@@ -1,12 +1,10 @@
 #include "gpu/sim/scenario.h"
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -96,42 +94,15 @@ class Parser {
  private:
   Status Error(const YAML::Node& node, const std::string& what) const { return reader_.Error(node, what); }
 
-  // Rejects keys outside `allowed` and repeated keys.
-  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
-                   const std::string& where) const {
-    std::set<std::string> seen;
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node key_node = it->first;
-      if (!key_node.IsScalar()) return Error(key_node, "a key in " + where + " must be a word");
-      std::string key = key_node.Scalar();
-      bool known = false;
-      for (const auto& a : allowed) known = known || a == key;
-      if (!known) {
-        return Error(key_node, "unknown key \"" + key + "\" in " + where +
-                                    "; allowed keys: " + Join(allowed));
-      }
-      if (!seen.insert(key).second) {
-        return Error(key_node, "key \"" + key + "\" appears twice in " + where);
-      }
-    }
-    return Status::Ok();
+  Status CheckKeys(const YAML::Node& map, std::vector<std::string> allowed, std::string where) const {
+    return reader_.CheckKeys(map, {std::move(where), std::move(allowed)});
   }
 
   Result<std::string> ScalarOf(const YAML::Node& node, const std::string& what) const {
     return reader_.Scalar(node, what);
   }
 
-  Result<int64_t> IntOf(const YAML::Node& node, const std::string& what) const {
-    auto text = ScalarOf(node, what);
-    if (!text.ok()) return text.status();
-    int64_t value = 0;
-    const std::string& s = *text;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (ec != std::errc() || end != s.data() + s.size()) {
-      return Error(node, what + " must be a whole number, not \"" + s + "\"");
-    }
-    return value;
-  }
+  Result<int64_t> IntOf(const YAML::Node& node, const std::string& what) const { return reader_.Int(node, what); }
 
   // A whole number >= 0, decimal or 0x-hexadecimal (addresses, bit masks).
   Result<uint64_t> UintOf(const YAML::Node& node, const std::string& what) const {
@@ -150,27 +121,11 @@ class Parser {
   }
 
   Result<double> DoubleOf(const YAML::Node& node, const std::string& what) const {
-    auto text = ScalarOf(node, what);
-    if (!text.ok()) return text.status();
-    const std::string& s = *text;
-    char* end = nullptr;
-    errno = 0;
-    double value = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(value)) {
-      return Error(node, what + " must be a number, not \"" + s + "\"");
-    }
-    return value;
+    return reader_.Double(node, what);
   }
 
   Result<DurationMs> DurationOf(const YAML::Node& node, const std::string& what) const {
-    auto text = ScalarOf(node, what);
-    if (!text.ok()) return text.status();
-    DurationMs d = 0;
-    if (!ParseDuration(*text, &d)) {
-      return Error(node, what + " \"" + *text +
-                             "\" is not a duration; write e.g. 30s, 2m, 1h or 500ms");
-    }
-    return d;
+    return reader_.Duration(node, what);
   }
 
   // "3/min", "0.5/s", "10/h"; a bare number is per minute.
@@ -523,12 +478,9 @@ class Parser {
         break;
     }
     if (entry["fades"]) {
-      auto fades = ScalarOf(entry["fades"], "fades");
+      auto fades = reader_.Bool(entry["fades"], "fades");
       if (!fades.ok()) return fades.status();
-      if (*fades != "true" && *fades != "false") {
-        return Error(entry["fades"], "fades must be true or false");
-      }
-      fault.fades = *fades == "true";
+      fault.fades = *fades;
       if (fault.fades && !fault.duration) {
         return Error(entry["fades"], "fades: true needs duration: (how long the sign builds up "
                                      "before it recedes)");

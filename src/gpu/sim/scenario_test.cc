@@ -99,11 +99,11 @@ struct BadCase {
 
 TEST(ScenarioTest, ErrorsNameFileLineAndFix) {
   const BadCase kCases[] = {
-      {"seed: 1\nfautls: []\n", 2, "unknown key \"fautls\""},
+      {"seed: 1\nfautls: []\n", 2, "unknown key 'fautls'"},
       {"gpus:\n  - {model: rtx9090}\n", 2, "unknown GPU model \"rtx9090\"; known models: gtx1070ti"},
       {"faults:\n  - {at: 1m, gpu: 0, kind: meltdown}\n", 2, "unknown fault kind \"meltdown\""},
       {"faults:\n  - {at: 1m, gpu: 0, kind: xid, xid: 79, width: 8}\n", 2,
-       "unknown key \"width\" in a xid fault"},
+       "unknown key 'width' in a xid fault"},
       {"gpus: [{model: t4, count: 2}]\nfaults:\n  - {at: 1m, gpu: 2, kind: ecc_dbe}\n", 3,
        "gpu 2 is outside the fleet of 2 GPUs"},
       {"faults:\n\n  - {at: soon, gpu: 0, kind: ecc_dbe}\n", 3, "is not a duration"},
@@ -182,7 +182,7 @@ TEST(ScenarioTest, ComputeFaultErrorsNameLineAndFix) {
       {"faults:\n  - {at: 0s, gpu: 0, kind: slow}\n", 2, "needs factor:"},
       {"faults:\n  - {at: 0s, gpu: 0, kind: slow, factor: 1.2}\n", 2, "below 1"},
       {"faults:\n  - {at: 0s, gpu: 0, kind: slow, factor: 0.8, mask: 1}\n", 2,
-       "unknown key \"mask\" in a slow fault"},
+       "unknown key 'mask' in a slow fault"},
   };
   for (const BadCase& c : kCases) {
     SCOPED_TRACE(c.text);

@@ -1,8 +1,8 @@
-#include "pipeline/suggest.h"
+#include "core/suggest.h"
 
 #include <gtest/gtest.h>
 
-namespace gpuherd::pipeline {
+namespace gpuherd {
 namespace {
 
 TEST(ClosestTest, FindsTyposAndOtherFormsOfTheSameWord) {
@@ -26,4 +26,4 @@ TEST(DidYouMeanTest, WrapsTheGuess) {
 }
 
 }  // namespace
-}  // namespace gpuherd::pipeline
+}  // namespace gpuherd

@@ -1,9 +1,9 @@
-#include "pipeline/suggest.h"
+#include "core/suggest.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace gpuherd::pipeline {
+namespace gpuherd {
 namespace {
 
 size_t EditDistance(const std::string& a, const std::string& b) {
@@ -64,4 +64,4 @@ std::string DidYouMean(const std::string& word, const std::vector<std::string>& 
   return guess.empty() ? "" : " (did you mean '" + guess + "'?)";
 }
 
-}  // namespace gpuherd::pipeline
+}  // namespace gpuherd

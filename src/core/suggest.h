@@ -1,11 +1,11 @@
 // Wording helpers for error messages that name what is allowed and guess
-// what was meant. Private to the pipeline layer.
+// what was meant. Shared by every reader of user files.
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace gpuherd::pipeline {
+namespace gpuherd {
 
 // "a, b, c".
 std::string JoinNames(const std::vector<std::string>& names);
@@ -19,4 +19,4 @@ std::string Closest(const std::string& word, const std::vector<std::string>& kno
 // " (did you mean 'epochs'?)" or "".
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& known);
 
-}  // namespace gpuherd::pipeline
+}  // namespace gpuherd
