@@ -25,6 +25,14 @@ Result<std::unique_ptr<BurnInHistory>> BurnInHistory::ViaStore(const StateDir& d
   return history;
 }
 
+Result<std::unique_ptr<BurnInHistory>> BurnInHistory::ForReading(const StateDir& dir, DurationMs timeout) {
+  auto client = std::make_unique<DaemonClient>(dir, timeout);
+  if (!client->Reachable()) return ViaStore(dir, /*writable=*/false);
+  std::unique_ptr<BurnInHistory> history = ViaDaemon(client.get());
+  history->own_client_ = std::move(client);
+  return history;
+}
+
 std::string BurnInHistory::where() const { return client_ ? "the daemon" : store_->path(); }
 
 Result<std::vector<burnin::BurnInRun>> BurnInHistory::FromRecords(const std::vector<store::BurnInRecord>& records) {

@@ -23,6 +23,10 @@ class BurnInHistory {
   // The database of `dir`: read-only for `gpuherd health`, read-write (and
   // created when missing) for a burn-in that records its runs.
   static Result<std::unique_ptr<BurnInHistory>> ViaStore(const StateDir& dir, bool writable);
+  // For the commands that only read: the daemon of `dir` when it answers
+  // within `timeout`, else its database opened read-only (that failure when
+  // neither can be read).
+  static Result<std::unique_ptr<BurnInHistory>> ForReading(const StateDir& dir, DurationMs timeout);
 
   bool via_daemon() const { return client_ != nullptr; }
   // "the daemon" or the database's path, for messages.
@@ -50,6 +54,7 @@ class BurnInHistory {
   static Result<std::vector<burnin::BurnInRun>> FromRecords(const std::vector<store::BurnInRecord>& records);
 
   DaemonClient* client_ = nullptr;
+  std::unique_ptr<DaemonClient> own_client_;  // ForReading's: client_ points to it
   std::unique_ptr<store::Store> store_;
 };
 

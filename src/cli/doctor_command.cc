@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/latest_burnins.h"
 #include "cli/table.h"
+#include "core/word_wrap.h"
 #include "doctor/doctor.h"
 #include "doctor/fix_script.h"
 #include "doctor/node_gpus.h"
@@ -43,20 +44,9 @@ const char* SeverityColor(doctor::Severity severity) {
 
 // Wraps `text` at about `width` columns, every line after the first indented.
 std::string Wrap(const std::string& text, size_t width, const std::string& indent) {
-  std::string out, line;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t space = text.find(' ', start);
-    if (space == std::string::npos) space = text.size();
-    const std::string word = text.substr(start, space - start);
-    start = space + 1;
-    if (!line.empty() && line.size() + 1 + word.size() > width) {
-      out += line + "\n" + indent;
-      line.clear();
-    }
-    line += (line.empty() ? "" : " ") + word;
-  }
-  return out + line;
+  std::string out;
+  for (const std::string& line : WrapWords(text, width)) out += (out.empty() ? "" : "\n" + indent) + line;
+  return out;
 }
 
 std::string Render(const doctor::Report& report, bool color) {

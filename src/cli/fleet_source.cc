@@ -51,4 +51,22 @@ Result<std::vector<api::Alert>> FleetSource::ActiveAlerts() {
   return api::Decode<std::vector<api::Alert>>(reply->value("alerts", nlohmann::json::array()), "the daemon's alerts");
 }
 
+std::optional<FleetReading> ReadFleetOnce(CommandContext* ctx, const DriverFlags& flags) {
+  FleetReading reading;
+  reading.clock = host::NewRealClock();
+  auto source = FleetSource::Open(*ctx, flags, reading.clock.get());
+  if (!source.ok()) {
+    FailMaybeNoDriver(ctx, source.status());
+    return std::nullopt;
+  }
+  reading.source = std::move(source).value();
+  auto fleet = reading.source->Fleet();
+  if (!fleet.ok()) {
+    ctx->Fail(fleet.status());
+    return std::nullopt;
+  }
+  reading.fleet = std::move(fleet).value();
+  return reading;
+}
+
 }  // namespace gpuherd::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -35,5 +36,15 @@ class FleetSource {
   std::unique_ptr<LocalFleet> local_;
   std::string direct_reason_;
 };
+
+// One reading of the fleet, for the commands that show it once (gpus, topo).
+struct FleetReading {
+  std::unique_ptr<host::Clock> clock;  // the source's; outlives it
+  std::unique_ptr<FleetSource> source;
+  api::Fleet fleet;
+};
+// Opens the source and reads the fleet; on failure reports it on `ctx` (exit
+// code 3 when there is no driver) and returns nullopt.
+std::optional<FleetReading> ReadFleetOnce(CommandContext* ctx, const DriverFlags& flags);
 
 }  // namespace gpuherd::cli

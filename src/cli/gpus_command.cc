@@ -4,7 +4,6 @@
 #include "cli/command.h"
 #include "cli/fleet_source.h"
 #include "cli/fleet_table.h"
-#include "cli/no_driver.h"
 
 namespace gpuherd::cli {
 
@@ -22,13 +21,11 @@ void AddGpusCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--format", flags->format, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
   cmd->add_option("-i,--gpu", flags->gpus, "Only these GPUs: indexes or UUIDs, comma-separated (0,2)");
   cmd->callback([ctx, flags] {
-    auto clock = host::NewRealClock();
-    auto source = FleetSource::Open(*ctx, flags->driver, clock.get());
-    if (!source.ok()) return FailMaybeNoDriver(ctx, source.status());
-    auto fleet = (*source)->Fleet();
-    if (!fleet.ok()) return ctx->Fail(fleet.status());
+    auto reading = ReadFleetOnce(ctx, flags->driver);
+    if (!reading) return;
+    api::Fleet* fleet = &reading->fleet;
     if (!flags->gpus.empty()) {
-      if (Status s = SelectGpus(flags->gpus, &*fleet); !s.ok()) {
+      if (Status s = SelectGpus(flags->gpus, fleet); !s.ok()) {
         ctx->Fail(s);
         ctx->exit_code = 2;  // a usage error
         return;
@@ -42,8 +39,8 @@ void AddGpusCommand(CLI::App& app, CommandContext* ctx) {
       std::fputs(RenderFleetCsv(*fleet).c_str(), stdout);
       return;
     }
-    if (!(*source)->direct_reason().empty() && !flags->driver.asked_for_sim()) {
-      std::fprintf(stderr, "note: %s\n", (*source)->direct_reason().c_str());
+    if (!reading->source->direct_reason().empty() && !flags->driver.asked_for_sim()) {
+      std::fprintf(stderr, "note: %s\n", reading->source->direct_reason().c_str());
     }
     std::fputs(RenderFleetTable(*fleet, ctx->color()).c_str(), stdout);
   });

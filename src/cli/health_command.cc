@@ -11,7 +11,6 @@
 #include "cli/burnin_format.h"
 #include "cli/burnin_history.h"
 #include "cli/command.h"
-#include "cli/daemon_client.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -34,18 +33,12 @@ nlohmann::json RunsJson(const std::vector<burnin::BurnInRun>& runs) {
 }
 
 Status Show(const CommandContext& ctx, const HealthFlags& flags) {
-  DaemonClient client(ctx.dir(), 10000);
-  std::unique_ptr<BurnInHistory> history;
-  if (client.Reachable()) {
-    history = BurnInHistory::ViaDaemon(&client);
-  } else {
-    auto store = BurnInHistory::ViaStore(ctx.dir(), /*writable=*/false);
-    if (!store.ok()) {
-      return Unavailable("no daemon answers on " + ctx.dir().socket_path() + " and no burn-in history can be read (" +
-                         store.status().message() + "); run `gpuherd burnin` first");
-    }
-    history = std::move(store).value();
+  auto opened = BurnInHistory::ForReading(ctx.dir(), 10000);
+  if (!opened.ok()) {
+    return Unavailable("no daemon answers on " + ctx.dir().socket_path() + " and no burn-in history can be read (" +
+                       opened.status().message() + "); run `gpuherd burnin` first");
   }
+  std::unique_ptr<BurnInHistory> history = std::move(opened).value();
 
   std::vector<burnin::BurnInRun> shown;
   if (flags.gpu.empty()) {

@@ -36,17 +36,12 @@ struct HealthcheckFlags {
 // quickly, else from the state database; empty (with a note) without either.
 std::map<std::string, burnin::Health> LatestHealth(const CommandContext& ctx, std::string* note) {
   std::map<std::string, burnin::Health> out;
-  DaemonClient client(ctx.dir(), 3000);
-  std::unique_ptr<BurnInHistory> history;
-  if (client.Reachable()) {
-    history = BurnInHistory::ViaDaemon(&client);
-  } else if (auto store = BurnInHistory::ViaStore(ctx.dir(), /*writable=*/false); store.ok()) {
-    history = std::move(store).value();
-  } else {
-    *note = "no burn-in history (" + store.status().message() + ")";
+  auto history = BurnInHistory::ForReading(ctx.dir(), 3000);
+  if (!history.ok()) {
+    *note = "no burn-in history (" + history.status().message() + ")";
     return out;
   }
-  auto latest = history->LatestPerGpu();
+  auto latest = (*history)->LatestPerGpu();
   if (!latest.ok()) {
     *note = "no burn-in history (" + latest.status().message() + ")";
     return out;

@@ -6,36 +6,21 @@
 
 #include "cli/command.h"
 #include "cli/latest_burnins.h"
-#include "cli/no_driver.h"
+#include "cli/node_gpus.h"
 #include "doctor/k8s_labels.h"
-#include "doctor/node_gpus.h"
-#include "host/clock.h"
 
 namespace gpuherd::cli {
 namespace {
 
-struct LabelFlags {
-  std::string node;
-  bool json = false;
-  DriverFlags driver;
-};
-
-void Run(CommandContext* ctx, const LabelFlags& flags) {
+void Run(CommandContext* ctx, const NodeConfigFlags& flags) {
   auto host = host::NewHost();
-  auto clock = host::NewRealClock();
-  auto node = doctor::DetectGpus(flags.driver.choice(), *host, clock->Now());
-  if (!node.ok()) {
-    return FailMaybeNoDriver(ctx, flags.driver.asked_for_sim() ? node.status() : NoDriver(node.status()));
-  }
+  auto node = DetectNodeGpus(ctx, flags.driver, *host);
+  if (!node) return;
   const LatestBurnIns burnins = ReadLatestBurnIns(*ctx);
   auto labels = doctor::NodeLabels(node->gpus, burnins.verdicts);
   if (!labels.ok()) return ctx->Fail(labels.status());
   const std::string name = flags.node.empty() ? host->Hostname() : flags.node;
-  if (node->simulated) {
-    std::fprintf(stderr, "note: SIMULATED fleet (%s): these are not real GPUs\n", node->source_note.c_str());
-  } else if (!node->source_note.empty()) {
-    std::fprintf(stderr, "note: %s\n", node->source_note.c_str());
-  }
+  NoteGpuSource(*node);
   if (!burnins.unavailable.empty()) {
     std::fprintf(stderr, "note: %s: health is \"unknown\"; run gpuherd burnin to measure it\n",
                  burnins.unavailable.c_str());
@@ -54,12 +39,10 @@ void Run(CommandContext* ctx, const LabelFlags& flags) {
 void AddK8sCommands(CLI::App& app, CommandContext* ctx) {
   CLI::App* k8s = app.add_subcommand("k8s", "Kubernetes configuration for this node");
   k8s->require_subcommand(1);
-  auto flags = std::make_shared<LabelFlags>();
+  auto flags = std::make_shared<NodeConfigFlags>();
   CLI::App* labels = k8s->add_subcommand(
       "labels", "Print kubectl label commands: GPU model, count, memory and burn-in health verdict");
-  labels->add_option("--node", flags->node, "Kubernetes node name (default: the host name)");
-  labels->add_flag("--json", flags->json, "Print JSON");
-  flags->driver.AddTo(labels);
+  flags->AddTo(labels, "Kubernetes node name (default: the host name)");
   labels->callback([ctx, flags] { Run(ctx, *flags); });
 }
 

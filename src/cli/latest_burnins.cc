@@ -1,24 +1,17 @@
 #include "cli/latest_burnins.h"
 
 #include "cli/burnin_history.h"
-#include "cli/daemon_client.h"
 
 namespace gpuherd::cli {
 
 LatestBurnIns ReadLatestBurnIns(const CommandContext& ctx) {
   LatestBurnIns result;
-  DaemonClient client(ctx.dir(), 10000);
-  std::unique_ptr<BurnInHistory> history;
-  if (client.Reachable()) {
-    history = BurnInHistory::ViaDaemon(&client);
-  } else {
-    auto store = BurnInHistory::ViaStore(ctx.dir(), /*writable=*/false);
-    if (!store.ok()) {
-      result.unavailable = "no burn-in history (" + store.status().message() + ")";
-      return result;
-    }
-    history = std::move(store).value();
+  auto opened = BurnInHistory::ForReading(ctx.dir(), 10000);
+  if (!opened.ok()) {
+    result.unavailable = "no burn-in history (" + opened.status().message() + ")";
+    return result;
   }
+  std::unique_ptr<BurnInHistory> history = std::move(opened).value();
   auto latest = history->LatestPerGpu();
   if (!latest.ok()) {
     result.unavailable = "cannot read the burn-in history from " + history->where() + ": " + latest.status().message();

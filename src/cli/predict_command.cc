@@ -30,6 +30,15 @@ json MetricsJson(const predict::EventMetrics& m) {
 
 std::string Num(double v) { return std::isnan(v) ? "-" : fmt::format("{:.3f}", v); }
 
+// --gpus and --days: the size of a generated history (`which`: "generated"
+// for training, "held-out" for evaluation).
+void AddHistorySizeOptions(CLI::App* cmd, int* gpus, int* days, const std::string& which) {
+  cmd->add_option("--gpus", *gpus, "GPUs in the " + which + " history")->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--days", *days, "Days of " + which + " history")->capture_default_str()
+      ->check(CLI::Range(1, 365));
+}
+
 void AddTrain(CLI::App* predict, CommandContext* ctx) {
   struct Flags {
     uint64_t seed = 1;
@@ -43,10 +52,7 @@ void AddTrain(CLI::App* predict, CommandContext* ctx) {
   CLI::App* cmd = predict->add_subcommand(
       "train", "Train the failure-risk model on generated histories and the stored telemetry");
   cmd->add_option("--seed", flags->seed, "Seed of the generated training history")->capture_default_str();
-  cmd->add_option("--gpus", flags->gpus, "GPUs in the generated history")->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--days", flags->days, "Days of generated history")->capture_default_str()
-      ->check(CLI::Range(1, 365));
+  AddHistorySizeOptions(cmd, &flags->gpus, &flags->days, "generated");
   cmd->add_option("--rounds", flags->rounds, "Boosting rounds (trees)")->capture_default_str()
       ->check(CLI::Range(1, 5000));
   cmd->add_flag("--no-stored", flags->no_stored, "Leave the stored telemetry history out");
@@ -111,10 +117,7 @@ void AddEval(CLI::App* predict, CommandContext* ctx) {
       "eval", "Judge the model on held-out generated histories against the threshold alert rules");
   cmd->add_option("--seed", flags->seed, "Seed of the held-out history (not a training seed)")
       ->capture_default_str();
-  cmd->add_option("--gpus", flags->gpus, "GPUs in the held-out history")->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--days", flags->days, "Days of held-out history")->capture_default_str()
-      ->check(CLI::Range(1, 365));
+  AddHistorySizeOptions(cmd, &flags->gpus, &flags->days, "held-out");
   cmd->add_option("--model", flags->model, "Model file (default: the state directory's)");
   cmd->add_flag("--json", flags->json, "Print JSON");
   cmd->callback([ctx, flags] {

@@ -5,30 +5,22 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "cli/no_driver.h"
+#include "cli/node_gpus.h"
 #include "doctor/cpulist.h"
 #include "doctor/gres.h"
 #include "doctor/host_gpus.h"
-#include "doctor/node_gpus.h"
-#include "host/clock.h"
 
 namespace gpuherd::cli {
 namespace {
 
-struct GresFlags {
+struct GresFlags : NodeConfigFlags {
   int shards = 0;
-  std::string node;
-  bool json = false;
-  DriverFlags driver;
 };
 
 void Run(CommandContext* ctx, const GresFlags& flags) {
   auto host = host::NewHost();
-  auto clock = host::NewRealClock();
-  auto node = doctor::DetectGpus(flags.driver.choice(), *host, clock->Now());
-  if (!node.ok()) {
-    return FailMaybeNoDriver(ctx, flags.driver.asked_for_sim() ? node.status() : NoDriver(node.status()));
-  }
+  auto node = DetectNodeGpus(ctx, flags.driver, *host);
+  if (!node) return;
   doctor::GresOptions options;
   // Slurm's NodeName is the short host name (hostname -s).
   options.node_name = flags.node.empty() ? host->Hostname().substr(0, host->Hostname().find('.')) : flags.node;
@@ -42,11 +34,7 @@ void Run(CommandContext* ctx, const GresFlags& flags) {
   }
   auto config = doctor::GenerateGres(node->gpus, options);
   if (!config.ok()) return ctx->Fail(config.status());
-  if (node->simulated) {
-    std::fprintf(stderr, "note: SIMULATED fleet (%s): these are not real GPUs\n", node->source_note.c_str());
-  } else if (!node->source_note.empty()) {
-    std::fprintf(stderr, "note: %s\n", node->source_note.c_str());
-  }
+  NoteGpuSource(*node);
   if (flags.json) {
     nlohmann::json json = {{"node", options.node_name},
                            {"gres_conf", config->gres_conf},
@@ -68,9 +56,7 @@ void AddSlurmCommands(CLI::App& app, CommandContext* ctx) {
       "gres-conf", "Print gres.conf lines (with each GPU's closest cores) and the slurm.conf NodeName/Gres fragment");
   gres->add_option("--shards", flags->shards, "Also declare N shards per GPU (Name=shard) for GPU sharing")
       ->check(CLI::Range(0, 10000));
-  gres->add_option("--node", flags->node, "NodeName to use (default: the short host name)");
-  gres->add_flag("--json", flags->json, "Print JSON");
-  flags->driver.AddTo(gres);
+  flags->AddTo(gres, "NodeName to use (default: the short host name)");
   gres->callback([ctx, flags] { Run(ctx, *flags); });
 }
 

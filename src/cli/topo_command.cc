@@ -3,7 +3,6 @@
 
 #include "cli/command.h"
 #include "cli/fleet_source.h"
-#include "cli/no_driver.h"
 #include "cli/topo_matrix.h"
 
 namespace gpuherd::cli {
@@ -18,16 +17,13 @@ void AddTopoCommand(CLI::App& app, CommandContext* ctx) {
   flags->driver.AddTo(cmd);
   cmd->add_flag("--json", flags->json, "Print JSON: codes, link names and affinities");
   cmd->callback([ctx, flags] {
-    auto clock = host::NewRealClock();
-    auto source = FleetSource::Open(*ctx, flags->driver, clock.get());
-    if (!source.ok()) return FailMaybeNoDriver(ctx, source.status());
-    auto fleet = (*source)->Fleet();
-    if (!fleet.ok()) return ctx->Fail(fleet.status());
+    auto reading = ReadFleetOnce(ctx, flags->driver);
+    if (!reading) return;
     if (flags->json) {
-      std::printf("%s\n", TopoJson(*fleet).dump(2).c_str());
+      std::printf("%s\n", TopoJson(reading->fleet).dump(2).c_str());
       return;
     }
-    std::fputs(RenderTopoMatrix(*fleet, ctx->color()).c_str(), stdout);
+    std::fputs(RenderTopoMatrix(reading->fleet, ctx->color()).c_str(), stdout);
   });
 }
 

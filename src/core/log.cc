@@ -1,5 +1,6 @@
 #include "core/log.h"
 
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -24,6 +25,18 @@ void SetUpLogging(const std::string& level, const std::string& file_path) {
   logger->set_level(spdlog::level::from_str(level));
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_default_logger(logger);
+}
+
+bool RunLoggingExceptions(const std::function<void()>& task, std::string_view what) {
+  try {
+    task();
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::error("{} failed: {}", what, e.what());
+  } catch (...) {
+    spdlog::error("{} failed with an unknown exception", what);
+  }
+  return false;
 }
 
 }  // namespace gpuherd

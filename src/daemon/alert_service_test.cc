@@ -17,7 +17,7 @@
 #include "http/client.h"
 #include "http/token.h"
 #include "daemon/daemon.h"
-#include "exec/launcher.h"
+#include "daemon/service_test_fixture.h"
 #include "host/clock.h"
 
 namespace gpuherd::daemon {
@@ -27,106 +27,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-constexpr TimeMs kT0 = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
-constexpr DurationMs kStep = 5 * kSecondMs;
-
-class MonitoringTest : public ::testing::Test {
+class MonitoringTest : public SteppedDaemonTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("gpuherd_monitoring_test_" + std::to_string(getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "home");
-    clock_ = std::make_unique<host::FakeClock>(kT0);
-  }
   void TearDown() override {
     CancelUnfinished();
-    StopDaemon();
-    fs::remove_all(root_);
+    SteppedDaemonTest::TearDown();
   }
-
-  // Jobs outlive the daemon by design: the test's own (sleep 3600) must not.
-  void CancelUnfinished() {
-    if (!daemon_) return;
-    json unfinished = Get("/v1/jobs?all=0")["jobs"];
-    for (const auto& j : unfinished) {
-      Call("POST", "/v1/jobs/" + std::to_string(j["id"].get<int64_t>()) + "/cancel");
-    }
-    for (int i = 0; i < 500 && !Get("/v1/jobs?all=0")["jobs"].empty(); ++i) ::usleep(20'000);
-    EXPECT_TRUE(Get("/v1/jobs?all=0")["jobs"].empty()) << "jobs left running after the test";
-  }
-
-  std::string WriteFile(const std::string& name, const std::string& text) {
-    fs::path p = root_ / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
-  }
-
-  DaemonOptions Options(const std::string& scenario) {
-    DaemonOptions options;
-    options.home = (root_ / "home").string();
-    options.driver.scenario_path = WriteFile("scenario.yaml", scenario);
-    options.port = 0;
-    options.sample_interval = kStep;
-    options.ib_sysfs_root = (root_ / "sysroot").string();
-    return options;
-  }
-
-  void StartDaemon(const DaemonOptions& options) {
-    auto d = Daemon::Create(options, clock_.get());
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    daemon_ = std::move(d).value();
-    runner_ = std::thread([this] { run_status_ = daemon_->Run(); });
-    rounds_ = 0;
-    WaitForRounds(1);  // the round at start
-  }
-
-  void StopDaemon() {
-    if (!daemon_) return;
-    daemon_->Stop();
-    runner_.join();
-    daemon_.reset();
-  }
-
-  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
-    http::Client client(http::Endpoint{daemon_->socket_path()});
-    auto r = client.Request(method, target, body);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : http::ClientResponse{};
-  }
-  json Get(const std::string& target) {
-    auto r = Call("GET", target);
-    EXPECT_EQ(r.status, 200) << target << ": " << r.body;
-    return json::parse(r.body, nullptr, false);
-  }
-
-  void WaitForRounds(uint64_t n) {
-    for (int i = 0; i < 5000; ++i) {
-      json h = Get("/v1/health");
-      if (h.is_object() && h.value("rounds", uint64_t{0}) >= n) {
-        rounds_ = h["rounds"].get<uint64_t>();
-        return;
-      }
-      ::usleep(1000);
-    }
-    FAIL() << "the daemon did not reach sampling round " << n;
-  }
-
-  // Moves the clock one sampling interval and waits until the daemon has
-  // taken (and committed) that round.
-  void Step() {
-    clock_->Advance(kStep);
-    WaitForRounds(rounds_ + 1);
-  }
-  // Steps until `t` (since kT0) has been sampled.
-  void RunUntil(DurationMs t) {
-    while (clock_->Now() < kT0 + t) Step();
-  }
-
-  // The events of `kind` as the API lists them, oldest first.
-  json Events(const std::string& kind) { return Get("/v1/events?limit=1000&kind=" + kind)["events"]; }
 
   // (rule, GPU index or -1) → the times (since kT0) of its alert.firing or
   // alert.resolved events.
@@ -153,7 +59,7 @@ class MonitoringTest : public ::testing::Test {
   // threads, so their progress is not tied to the fake clock).
   json WaitForJob(int64_t id, const std::string& state) {
     for (int i = 0; i < 200; ++i) {
-      json job = Get("/v1/jobs/" + std::to_string(id));
+      json job = Job(id);
       if (job.value("state", "") == state) return job;
       ::usleep(20'000);
     }
@@ -162,13 +68,6 @@ class MonitoringTest : public ::testing::Test {
   }
 
   std::string Metrics() { return Call("GET", "/metrics").body; }
-
-  fs::path root_;
-  std::unique_ptr<host::FakeClock> clock_;
-  std::unique_ptr<Daemon> daemon_;
-  std::thread runner_;
-  Status run_status_;
-  uint64_t rounds_ = 0;
 };
 
 // The sampled time of the first round at or after `t`.
@@ -178,7 +77,7 @@ TEST_F(MonitoringTest, DefaultRulesFireAndResolveOnScriptedFaults) {
   const std::string ib_counter = "sysroot/sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_errors";
   WriteFile(ib_counter, "0\n");
   WriteFile("sysroot/sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_discards", "0\n");
-  DaemonOptions options = Options(R"(
+  DaemonOptions options = ScenarioOptions(R"(
 description: one fault per default rule
 seed: 3
 gpus:
@@ -282,7 +181,7 @@ faults:
 }
 
 TEST_F(MonitoringTest, JobRulesFollowTheJobsThatHoldTheGpus) {
-  StartDaemon(Options(R"(
+  StartDaemon(ScenarioOptions(R"(
 description: two idle H100s for jobs
 seed: 5
 gpus:
@@ -303,7 +202,7 @@ gpus:
   ASSERT_NE(small_gpu, big_gpu);
   // The memory file is written by the job's shell. A round applies the
   // jobs' load to the simulated GPUs, and the round after reads it.
-  for (int i = 0; i < 100 && !fs::exists(root_ / "home" / "jobs" / std::to_string(big) / "sim_gpu_mem_mb"); ++i) {
+  for (int i = 0; i < 100 && !fs::exists(home_ / "jobs" / std::to_string(big) / "sim_gpu_mem_mb"); ++i) {
     ::usleep(20'000);
   }
   TimeMs idle_since = 0, memory_since = 0;
@@ -369,7 +268,7 @@ rules:
     summary: PCIe replays
 )");
   std::string hook_out = (root_ / "hook.jsonl").string();
-  DaemonOptions options = Options(R"(
+  DaemonOptions options = ScenarioOptions(R"(
 description: two A100s, one with corrected ECC errors, one with PCIe replays
 seed: 9
 gpus:
@@ -469,7 +368,7 @@ burnin::BurnInRun PassedBurnIn(const json& gpu, TimeMs finished, int score) {
 }
 
 TEST_F(MonitoringTest, HealthScoreDropFromRecordedBurnIns) {
-  StartDaemon(Options("description: one card\ngpus:\n  - {model: rtx3090}\n"));
+  StartDaemon(ScenarioOptions("description: one card\ngpus:\n  - {model: rtx3090}\n"));
   json gpu = Get("/v1/gpus")["gpus"][0];
   auto record = [&](TimeMs finished, int score) {
     json body = {{"runs", {burnin::ToJson(PassedBurnIn(gpu, finished, score))}}};
@@ -495,7 +394,7 @@ TEST_F(MonitoringTest, HealthScoreDropFromRecordedBurnIns) {
 }
 
 TEST_F(MonitoringTest, MetricsOnBothPortsWithoutAToken) {
-  DaemonOptions options = Options("description: two cards\ngpus:\n  - {model: t4, count: 2}\n");
+  DaemonOptions options = ScenarioOptions("description: two cards\ngpus:\n  - {model: t4, count: 2}\n");
   options.metrics_port = 0;
   options.metrics_host = "127.0.0.1";
   StartDaemon(options);
@@ -519,7 +418,7 @@ TEST_F(MonitoringTest, MetricsOnBothPortsWithoutAToken) {
 }
 
 TEST_F(MonitoringTest, BadRulesFileRefusesToStartWithItsLine) {
-  DaemonOptions options = Options("description: one card\ngpus:\n  - {model: t4}\n");
+  DaemonOptions options = ScenarioOptions("description: one card\ngpus:\n  - {model: t4}\n");
   options.alert_rules_path = WriteFile("bad.yaml", "rules:\n  - name: hot\n    expr: temp_c >> 90\n");
   auto d = Daemon::Create(options, clock_.get());
   ASSERT_FALSE(d.ok());
@@ -594,10 +493,3 @@ TEST(AlertServiceExternalTest, AResolutionTakesOffOnlyTheAlertItResolves) {
 
 }  // namespace
 }  // namespace gpuherd::daemon
-
-int main(int argc, char** argv) {
-  // The daemon starts this binary again as its job launcher.
-  if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "api/job_detail.h"
 #include "host/host.h"
 
 namespace gpuherd::daemon {
@@ -45,14 +46,7 @@ Status AttemptLog::Load() {
   if (!rows.ok()) return rows.status();
   for (store::AttemptRecord& r : *rows) {
     Open o;
-    nlohmann::json uuids = nlohmann::json::parse(r.gpus_json, nullptr, false);
-    if (uuids.is_array()) {
-      std::vector<std::string> names;
-      for (const auto& u : uuids) {
-        if (u.is_string()) names.push_back(u.get<std::string>());
-      }
-      o.gpus = Positions(names);
-    }
+    o.gpus = Positions(api::AttemptGpuUuids(r));
     // The readings of the previous daemon count on.
     o.util_sum = r.gpu_util_mean.value_or(0) * r.util_samples;
     o.record = std::move(r);
@@ -64,12 +58,7 @@ Status AttemptLog::Load() {
 
 void AttemptLog::Started(const sched::Job& job) {
   Open o;
-  o.record.job_id = job.id;
-  o.record.attempt = job.attempt;
-  o.record.user = job.spec.user;
-  o.record.gpus_json = nlohmann::json(job.gpu_uuids).dump();
-  o.record.gpu_twentieths = job.spec.gpu_twentieths;
-  o.record.started = job.started;
+  o.record = StartRecord(job);
   o.gpus = job.gpus;
   // A failed commit may bring an attempt number back: the new start wins.
   for (auto it = open_.lower_bound({job.id, 0}); it != open_.end() && it->first.first == job.id;) {
@@ -94,12 +83,7 @@ void AttemptLog::Ended(const sched::Job& job, const std::string& cause, const st
   } else {
     // Not seen starting (a commit that failed, a record from before this
     // version): what the job itself says.
-    o.record.job_id = job.id;
-    o.record.attempt = job.attempt;
-    o.record.user = job.spec.user;
-    o.record.gpus_json = nlohmann::json(job.gpu_uuids).dump();
-    o.record.gpu_twentieths = job.spec.gpu_twentieths;
-    o.record.started = job.started;
+    o.record = StartRecord(job);
   }
   if (o.record.attempt <= 0) return;  // never started: no attempt to end
   store::AttemptRecord r = Snapshot(o);
@@ -122,6 +106,17 @@ std::optional<store::AttemptRecord> AttemptLog::Running(sched::JobId id) const {
   auto it = open_.lower_bound({id, 0});
   if (it == open_.end() || it->first.first != id) return std::nullopt;
   return Snapshot(it->second);
+}
+
+store::AttemptRecord AttemptLog::StartRecord(const sched::Job& job) {
+  store::AttemptRecord r;
+  r.job_id = job.id;
+  r.attempt = job.attempt;
+  r.user = job.spec.user;
+  r.gpus_json = nlohmann::json(job.gpu_uuids).dump();
+  r.gpu_twentieths = job.spec.gpu_twentieths;
+  r.started = job.started;
+  return r;
 }
 
 store::AttemptRecord AttemptLog::Snapshot(const Open& o) {

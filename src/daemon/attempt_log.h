@@ -64,6 +64,8 @@ class AttemptLog {
   std::vector<int> Positions(const std::vector<std::string>& uuids) const;
   void Sample(Open& open);
   static store::AttemptRecord Snapshot(const Open& open);
+  // The record of `job`'s current attempt as it started.
+  static store::AttemptRecord StartRecord(const sched::Job& job);
 
   DaemonState* state_;
   std::map<std::pair<sched::JobId, int>, Open> open_;  // (job, attempt)

@@ -3,23 +3,14 @@
 // `show`'s spec and attempts and /v1/acct.
 #include "daemon/attempt_log.h"
 
-#include <unistd.h>
-
-#include <chrono>
-#include <filesystem>
-#include <functional>
-#include <thread>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/daemon.h"
-#include "http/client.h"
+#include "daemon/service_test_fixture.h"
 
 namespace gpuherd::daemon {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using How = exec::ExitRecord::How;
 
@@ -48,78 +39,13 @@ TEST(AttemptEndCauseTest, TheQueuesStopFirstThenHowTheProcessEnded) {
   EXPECT_EQ(AttemptEndCause(AttemptStop::kMemory, "over its share", Exit(How::kStopped)), "gpu_memory");
 }
 
-class AttemptLogTest : public ::testing::Test {
+class AttemptLogTest : public DaemonServiceTest {
  protected:
-  void SetUp() override {
-    home_ = fs::temp_directory_path() / ("gpuherd_attempt_log_test_" + std::to_string(getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(home_);
-    clock_ = host::NewRealClock();
-  }
   void TearDown() override {
-    if (daemon_) {
-      // Held by value: a range-for over Get(...)["jobs"] iterates a part of
-      // a temporary that is gone before the loop starts (ASan: use after free).
-      const nlohmann::json jobs = Get("/v1/jobs?all=0")["jobs"];
-      for (const auto& j : jobs) {
-        Call("POST", "/v1/jobs/" + std::to_string(j["id"].get<int64_t>()) + "/cancel");
-      }
-      WaitFor([&] { return Get("/v1/jobs?all=0")["jobs"].empty(); });
-    }
-    StopDaemon();
-    fs::remove_all(home_);
+    CancelUnfinished();
+    DaemonServiceTest::TearDown();
   }
-
-  void StartDaemon() {
-    DaemonOptions options;
-    options.home = home_.string();
-    options.driver.sim_count = 2;
-    options.port = -1;
-    options.sample_interval = 100;
-    auto d = Daemon::Create(options, clock_.get());
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    daemon_ = std::move(d).value();
-    runner_ = std::thread([this] { EXPECT_TRUE(daemon_->Run().ok()); });
-  }
-
-  void StopDaemon() {
-    if (!daemon_) return;
-    daemon_->Stop();
-    runner_.join();
-    daemon_.reset();
-  }
-
-  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
-    http::Client client(http::Endpoint{daemon_->socket_path()});
-    auto r = client.Request(method, target, body);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : http::ClientResponse{};
-  }
-  json Get(const std::string& target) {
-    auto r = Call("GET", target);
-    EXPECT_EQ(r.status, 200) << target << ": " << r.body;
-    return json::parse(r.body, nullptr, false);
-  }
-  int64_t Submit(json spec) {
-    auto r = Call("POST", "/v1/jobs", spec.dump());
-    EXPECT_EQ(r.status, 201) << r.body;
-    return json::parse(r.body, nullptr, false).value("id", int64_t{0});
-  }
-  json Job(int64_t id) { return Get("/v1/jobs/" + std::to_string(id)); }
-
-  bool WaitFor(const std::function<bool()>& done, int seconds = 20) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return true;
-  }
-
-  fs::path home_;
-  std::unique_ptr<host::Clock> clock_;
-  std::unique_ptr<Daemon> daemon_;
-  std::thread runner_;
+  void StartDaemon() { DaemonServiceTest::StartDaemon(Options(2)); }
 };
 
 TEST_F(AttemptLogTest, ACompletedJobsAttemptHasItsUseAndShowHasTheWholeSpec) {
@@ -203,7 +129,7 @@ TEST_F(AttemptLogTest, EveryAttemptSaysWhyItEndedAcrossARestart) {
   // shim. (A job is "running" from the turn that starts it; its shim exists once
   // the launch, off the loop, is done: a launch the daemon stopped before is
   // run again as a new attempt, which is not what this test is about.)
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(home_ / "jobs" / std::to_string(id) / "2" / "shim"); }));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(home_ / "jobs" / std::to_string(id) / "2" / "shim"); }));
   StopDaemon();
   StartDaemon();
   json after = Job(id);

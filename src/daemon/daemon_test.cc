@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon/service_test_fixture.h"
 #include "http/client.h"
 #include "http/token.h"
-#include "exec/launcher.h"
 
 namespace gpuherd::daemon {
 namespace {
@@ -20,36 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class DaemonTest : public ::testing::Test {
+class DaemonTest : public DaemonServiceTest {
  protected:
-  void SetUp() override {
-    home_ = fs::temp_directory_path() / ("gpuherd_daemon_test_" + std::to_string(getpid()));
-    fs::remove_all(home_);
-    clock_ = host::NewRealClock();
-  }
-  void TearDown() override {
-    StopDaemon();
-    fs::remove_all(home_);
-  }
-
-  void StartDaemon(int sim = 4) {
-    DaemonOptions options;
-    options.home = home_.string();
-    options.driver.sim_count = sim;
-    options.port = 0;
-    options.sample_interval = 100;
-    auto d = Daemon::Create(options, clock_.get());
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    daemon_ = std::move(d).value();
-    runner_ = std::thread([this] { run_status_ = daemon_->Run(); });
-  }
-
-  void StopDaemon() {
-    if (!daemon_) return;
-    daemon_->Stop();
-    runner_.join();
-    daemon_.reset();
-  }
+  void StartDaemon(int sim = 4) { DaemonServiceTest::StartDaemon(Options(sim, /*tcp=*/true)); }
 
   // Over the unix socket unless `tcp`: there the caller is known by its peer
   // credentials; over TCP only the token authenticates.
@@ -64,12 +37,6 @@ class DaemonTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : http::ClientResponse{};
   }
-
-  fs::path home_;
-  std::unique_ptr<host::Clock> clock_;
-  std::unique_ptr<Daemon> daemon_;
-  std::thread runner_;
-  Status run_status_;
 };
 
 TEST_F(DaemonTest, ServesFleetAndHealth) {
@@ -187,10 +154,3 @@ TEST_F(DaemonTest, ShutdownWithTokenStopsTheLoop) {
 
 }  // namespace
 }  // namespace gpuherd::daemon
-
-int main(int argc, char** argv) {
-  // The daemon starts this binary again as its job launcher.
-  if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -22,4 +22,4 @@ endforeach()
 target_sources(gpuherd_daemon PRIVATE ${CMAKE_CURRENT_LIST_DIR}/dashboard.cc)
 
 # The dashboard's files and endpoints through the real daemon over TCP.
-gpuherd_test(dashboard_test SRCS ${CMAKE_CURRENT_LIST_DIR}/dashboard_test.cc DEPS gpuherd_daemon gpuherd_http)
+gpuherd_test(dashboard_test SRCS ${CMAKE_CURRENT_LIST_DIR}/launcher_test_main.cc ${CMAKE_CURRENT_LIST_DIR}/dashboard_test.cc DEPS gpuherd_daemon gpuherd_http)

@@ -12,11 +12,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon/service_test_fixture.h"
 #include "http/client.h"
 #include "http/token.h"
 #include "daemon/daemon.h"
 #include "daemon/routes/routes.h"
-#include "exec/launcher.h"
 #include "pipeline/report.h"
 #include "store/store.h"
 
@@ -26,36 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class DashboardTest : public ::testing::Test {
+class DashboardTest : public DaemonServiceTest {
  protected:
-  void SetUp() override {
-    home_ = fs::temp_directory_path() / ("gpuherd_dashboard_test_" + std::to_string(getpid()));
-    fs::remove_all(home_);
-    clock_ = host::NewRealClock();
-  }
-  void TearDown() override {
-    StopDaemon();
-    fs::remove_all(home_);
-  }
-
-  void StartDaemon(int sim = 4) {
-    DaemonOptions options;
-    options.home = home_.string();
-    options.driver.sim_count = sim;
-    options.port = 0;
-    options.sample_interval = 100;
-    auto d = Daemon::Create(options, clock_.get());
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    daemon_ = std::move(d).value();
-    runner_ = std::thread([this] { (void)daemon_->Run(); });
-  }
-
-  void StopDaemon() {
-    if (!daemon_) return;
-    daemon_->Stop();
-    runner_.join();
-    daemon_.reset();
-  }
+  void StartDaemon(int sim = 4) { DaemonServiceTest::StartDaemon(Options(sim, /*tcp=*/true)); }
 
   // Over TCP, as the browser asks; with the token when `token`.
   http::ClientResponse Tcp(const std::string& method, const std::string& target, const std::string& body = "",
@@ -69,26 +42,9 @@ class DashboardTest : public ::testing::Test {
   }
   // Over the unix socket: the caller is this process's user.
   http::ClientResponse Unix(const std::string& method, const std::string& target, const std::string& body = "") {
-    http::Client client(http::Endpoint{daemon_->socket_path()});
-    auto r = client.Request(method, target, body);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : http::ClientResponse{};
+    return Call(method, target, body);
   }
   json Get(const std::string& target) { return json::parse(Tcp("GET", target).body); }
-
-  bool WaitFor(const std::function<bool()>& done, int seconds = 20) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return done();
-  }
-
-  fs::path home_;
-  std::unique_ptr<host::Clock> clock_;
-  std::unique_ptr<Daemon> daemon_;
-  std::thread runner_;
 };
 
 TEST_F(DashboardTest, PageAndAssetsAreServedWithoutTheToken) {
@@ -458,10 +414,3 @@ TEST_F(DashboardTest, PipelineReportIsRenderedForWhoMaySeeTheRun) {
 
 }  // namespace
 }  // namespace gpuherd::daemon
-
-int main(int argc, char** argv) {
-  // The daemon starts this binary again as its job launcher.
-  if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

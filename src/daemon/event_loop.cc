@@ -1,8 +1,6 @@
 #include "daemon/event_loop.h"
 
-#include <exception>
-
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 namespace gpuherd::daemon {
 
@@ -43,15 +41,7 @@ void EventLoop::Run() {
     }
     // Nothing may leave the loop: an exception would end the daemon. A task
     // that throws is dropped (its caller in CallOr gets `if_failed`).
-    for (Task& task : batch) {
-      try {
-        task();
-      } catch (const std::exception& e) {
-        spdlog::error("a task on the event loop failed: {}", e.what());
-      } catch (...) {
-        spdlog::error("a task on the event loop failed with an unknown exception");
-      }
-    }
+    for (Task& task : batch) RunLoggingExceptions(task, "a task on the event loop");
     bool committed = end_of_turn_ ? end_of_turn_() : true;
     for (auto& release : after_turn_) release(committed);
     after_turn_.clear();

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "api/events.h"
 #include "daemon/attempt_log.h"
 #include "exec/job_files.h"
 #include "gpu/xid.h"
@@ -175,14 +176,10 @@ void JobService::Touch(Entry& e) {
 
 void JobService::Event(const sched::Job& job, const std::string& kind, store::Severity severity,
                        const std::string& message) {
-  store::EventRecord ev;
-  ev.time = state_->clock->Now();
-  ev.kind = kind;
-  ev.severity = severity;
-  ev.gpu_uuid = job.gpu_uuids.size() == 1 ? job.gpu_uuids[0] : "";
-  ev.message = fmt::format("job {} ({}): {}", job.id, job.spec.name, message);
-  ev.data_json = json{{"job", job.id}, {"attempt", job.attempt}, {"gpus", job.gpu_uuids}}.dump();
-  state_->batch.events.push_back(std::move(ev));
+  state_->batch.events.push_back(api::NewEvent(state_->clock->Now(), kind, severity,
+                                               fmt::format("job {} ({}): {}", job.id, job.spec.name, message),
+                                               job.gpu_uuids.size() == 1 ? job.gpu_uuids[0] : "",
+                                               {{"job", job.id}, {"attempt", job.attempt}, {"gpus", job.gpu_uuids}}));
 }
 
 namespace {

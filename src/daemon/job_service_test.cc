@@ -2,73 +2,30 @@
 // simulated fleet (its jobs are real processes).
 #include "daemon/job_service.h"
 
-#include <unistd.h>
-
 #include <chrono>
-#include <filesystem>
-#include <functional>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "http/client.h"
-#include "daemon/daemon.h"
+#include "daemon/service_test_fixture.h"
 
 namespace gpuherd::daemon {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
-class JobServiceTest : public ::testing::Test {
+class JobServiceTest : public DaemonServiceTest {
  protected:
-  void SetUp() override {
-    home_ = fs::temp_directory_path() / ("gpuherd_job_service_test_" + std::to_string(getpid()));
-    fs::remove_all(home_);
-    clock_ = host::NewRealClock();
-  }
   void TearDown() override {
     CancelUnfinished();
-    StopDaemon();
-    fs::remove_all(home_);
-  }
-
-  // Jobs outlive the daemon by design: the test's own must not.
-  void CancelUnfinished() {
-    if (!daemon_) return;
-    json unfinished = List("all=0");
-    for (const auto& j : unfinished["jobs"]) {
-      Call("POST", "/v1/jobs/" + std::to_string(j["id"].get<int64_t>()) + "/cancel");
-    }
-    EXPECT_TRUE(WaitFor([&] { return List("all=0")["jobs"].empty(); }));
+    DaemonServiceTest::TearDown();
   }
 
   void StartDaemon(int max_queued_per_user = 0) {
-    DaemonOptions options;
-    options.home = home_.string();
-    options.driver.sim_count = 4;
-    options.port = -1;
-    options.sample_interval = 100;
+    DaemonOptions options = Options(4);
     options.queue.scheduler.max_queued_jobs_per_user = max_queued_per_user;
-    auto d = Daemon::Create(options, clock_.get());
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    daemon_ = std::move(d).value();
-    runner_ = std::thread([this] { EXPECT_TRUE(daemon_->Run().ok()); });
-  }
-
-  void StopDaemon() {
-    if (!daemon_) return;
-    daemon_->Stop();
-    runner_.join();
-    daemon_.reset();
-  }
-
-  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
-    http::Client client(http::Endpoint{daemon_->socket_path()});
-    auto r = client.Request(method, target, body);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : http::ClientResponse{};
+    DaemonServiceTest::StartDaemon(options);
   }
 
   // Submits `command` under sh and returns the job id (0 when refused).
@@ -97,20 +54,6 @@ class JobServiceTest : public ::testing::Test {
     }
     return "";
   }
-
-  bool WaitFor(const std::function<bool()>& done) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return true;
-  }
-
-  fs::path home_;
-  std::unique_ptr<host::Clock> clock_;
-  std::unique_ptr<Daemon> daemon_;
-  std::thread runner_;
 };
 
 // The listing without its clock readings, which differ from call to call.

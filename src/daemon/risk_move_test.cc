@@ -21,10 +21,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "http/client.h"
 #include "daemon/daemon.h"
 #include "daemon/risk_service.h"
-#include "exec/launcher.h"
+#include "daemon/service_test_fixture.h"
 #include "host/clock.h"
 #include "predict/model.h"
 #include "predict/train.h"
@@ -36,8 +35,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-constexpr TimeMs kT0 = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
-constexpr DurationMs kStep = 5 * kSecondMs;
 // The scenario's fan wears from minute 60 (the job has run an hour: the
 // model's window is full) for two hours, then fails.
 constexpr DurationMs kWearBegins = 60 * kMinuteMs;
@@ -65,29 +62,8 @@ while :; do
 done
 )";
 
-class RiskMoveTest : public ::testing::Test {
+class RiskMoveTest : public SteppedDaemonTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("gpuherd_risk_move_test_" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "home");
-    clock_ = std::make_unique<host::FakeClock>(kT0);
-  }
-  void TearDown() override {
-    if (daemon_) {
-      daemon_->Stop();
-      runner_.join();
-      daemon_.reset();
-    }
-    fs::remove_all(root_);
-  }
-
-  std::string WriteFile(const std::string& name, const std::string& text) {
-    fs::path p = root_ / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
-  }
   std::string ReadFile(const fs::path& p) {
     std::ifstream in(p);
     std::stringstream s;
@@ -108,55 +84,12 @@ class RiskMoveTest : public ::testing::Test {
     predict::TrainReport report;
     auto model = predict::TrainModel(options, &report);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
-    fs::create_directories(root_ / "home" / "predict");
-    Status saved = model->Save((root_ / "home" / "predict" / "risk-model.json").string());
+    fs::create_directories(home_ / "predict");
+    Status saved = model->Save((home_ / "predict" / "risk-model.json").string());
     ASSERT_TRUE(saved.ok()) << saved.ToString();
   }
 
-  void StartDaemon(const std::string& scenario) {
-    DaemonOptions options;
-    options.home = (root_ / "home").string();
-    options.driver.scenario_path = WriteFile("scenario.yaml", scenario);
-    options.port = 0;
-    options.sample_interval = kStep;
-    options.ib_sysfs_root = (root_ / "sysroot").string();
-    auto d = Daemon::Create(options, clock_.get());
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    daemon_ = std::move(d).value();
-    runner_ = std::thread([this] { run_status_ = daemon_->Run(); });
-    WaitForRounds(1);
-  }
-
-  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "") {
-    http::Client client(http::Endpoint{daemon_->socket_path()});
-    auto r = client.Request(method, target, body);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : http::ClientResponse{};
-  }
-  json Get(const std::string& target) {
-    auto r = Call("GET", target);
-    EXPECT_EQ(r.status, 200) << target << ": " << r.body;
-    return json::parse(r.body, nullptr, false);
-  }
-
-  void WaitForRounds(uint64_t n) {
-    for (int i = 0; i < 5000; ++i) {
-      json h = Get("/v1/health");
-      if (h.is_object() && h.value("rounds", uint64_t{0}) >= n) {
-        rounds_ = h["rounds"].get<uint64_t>();
-        return;
-      }
-      ::usleep(1000);
-    }
-    FAIL() << "the daemon did not reach sampling round " << n;
-  }
-  void Step() {
-    clock_->Advance(kStep);
-    WaitForRounds(rounds_ + 1);
-  }
-
-  // The events of `kind` as the API lists them, oldest first.
-  json Events(const std::string& kind) { return Get("/v1/events?limit=1000&kind=" + kind)["events"]; }
+  void StartDaemon(const std::string& scenario) { SteppedDaemonTest::StartDaemon(ScenarioOptions(scenario)); }
 
   // Steps (one round at a time: a requeued job starts at a round) until
   // `done` holds for job `id`, waiting in real time for its process; at
@@ -165,7 +98,7 @@ class RiskMoveTest : public ::testing::Test {
     json job;
     for (int i = 0; i <= max_steps; ++i) {
       for (int tries = 0; tries < 50; ++tries) {
-        job = Get("/v1/jobs/" + std::to_string(id));
+        job = Job(id);
         if (done(job)) return job;
         ::usleep(10'000);
       }
@@ -174,13 +107,6 @@ class RiskMoveTest : public ::testing::Test {
     ADD_FAILURE() << "job " << id << " did not get there: " << job.dump();
     return job;
   }
-
-  fs::path root_;
-  std::unique_ptr<host::FakeClock> clock_;
-  std::unique_ptr<Daemon> daemon_;
-  std::thread runner_;
-  Status run_status_;
-  uint64_t rounds_ = 0;
 };
 
 TEST_F(RiskMoveTest, WearingFanIsDrainedAndItsJobResumesElsewhereBeforeTheFault) {
@@ -258,7 +184,7 @@ faults:
 
   // The checkpoint was written (before the requeue, hence before the fault)
   // and the second attempt read it.
-  const fs::path checkpoint = root_ / "home" / "checkpoints" / std::to_string(id) / "state";
+  const fs::path checkpoint = home_ / "checkpoints" / std::to_string(id) / "state";
   std::string step_saved;
   for (int i = 0; i < 200; ++i) {
     std::string text = ReadFile(log);
@@ -281,7 +207,7 @@ faults:
   // job it stays healthy in the model's eyes: its risk stays under the
   // threshold for half an hour (the card reaches its loaded temperature), so
   // the job is not moved again and GPU 1 is not drained.
-  auto model = predict::RiskModel::Load((root_ / "home" / "predict" / "risk-model.json").string());
+  auto model = predict::RiskModel::Load((home_ / "predict" / "risk-model.json").string());
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const double threshold = model->info().threshold;
   double highest = 0;
@@ -323,10 +249,3 @@ faults:
 
 }  // namespace
 }  // namespace gpuherd::daemon
-
-int main(int argc, char** argv) {
-  // The daemon starts this binary again as its job launcher.
-  if (int code = gpuherd::exec::MaybeRunLauncher(argc, argv); code >= 0) return code;
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -100,6 +100,22 @@ class SelfHealServiceTest : public ::testing::Test {
     state_.store = std::move(store).value();
     state_.clock = &clock_;
   }
+  // Job `id` as the queue tells the service of its change to `state`.
+  static sched::Job JobIn(int64_t id, sched::JobState state) {
+    sched::Job job;
+    job.id = id;
+    job.state = state;
+    return job;
+  }
+  // Alice's job `id` in `state`, as the queue stores it, for the next Commit.
+  void AddJob(int64_t id, const std::string& state) {
+    store::JobRecord job;
+    job.id = id;
+    job.user = "alice";
+    job.state = state;
+    job.spec_json = "{}";
+    state_.batch.jobs.push_back(job);
+  }
   void Commit() {
     Status s = state_.store->Commit(&state_.batch);
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -248,10 +264,7 @@ TEST_F(SelfHealServiceTest, ApplicationXidsAcrossJobsTellTheOwnersAndDrainNothin
   ASSERT_EQ(alerts_.size(), 2u);
   EXPECT_EQ(alerts_[0].alert.subject, "job 1 xid 31");
   // The job's end resolves its alert.
-  sched::Job ended;
-  ended.id = 1;
-  ended.state = sched::JobState::kFailed;
-  s->OnJobChanged(ended);
+  s->OnJobChanged(JobIn(1, sched::JobState::kFailed));
   ASSERT_EQ(alerts_.size(), 3u);
   EXPECT_EQ(alerts_[2].to, alerts::AlertState::kResolved);
 }
@@ -269,14 +282,7 @@ std::vector<alerts::Alert> Firing(const std::vector<alerts::AlertTransition>& tr
 }
 
 TEST_F(SelfHealServiceTest, ApplicationXidAlertsOutliveARestartUntilTheirJobEndsOrTheirWindowPasses) {
-  for (int id : {1, 2, 3}) {
-    store::JobRecord job;
-    job.id = id;
-    job.user = "alice";
-    job.state = "running";
-    job.spec_json = "{}";
-    state_.batch.jobs.push_back(job);
-  }
+  for (int id : {1, 2, 3}) AddJob(id, "running");
   Commit();
   {
     auto s = Start();
@@ -288,12 +294,7 @@ TEST_F(SelfHealServiceTest, ApplicationXidAlertsOutliveARestartUntilTheirJobEnds
     ASSERT_EQ(Firing(alerts_).size(), 3u);
   }
   // Job 2 ended while no daemon ran; jobs 1 and 3 still run.
-  store::JobRecord ended;
-  ended.id = 2;
-  ended.user = "alice";
-  ended.state = "completed";
-  ended.spec_json = "{}";
-  state_.batch.jobs.push_back(ended);
+  AddJob(2, "completed");
   Commit();
   std::vector<alerts::Alert> left = Firing(alerts_);
   alerts_.clear();
@@ -303,10 +304,7 @@ TEST_F(SelfHealServiceTest, ApplicationXidAlertsOutliveARestartUntilTheirJobEnds
   EXPECT_EQ(alerts_[0].alert.subject, "job 2 xid 31");
   EXPECT_EQ(alerts_[0].to, alerts::AlertState::kResolved);
   // Job 1 ends: its alert resolves.
-  sched::Job one;
-  one.id = 1;
-  one.state = sched::JobState::kCompleted;
-  s->OnJobChanged(one);
+  s->OnJobChanged(JobIn(1, sched::JobState::kCompleted));
   ASSERT_EQ(alerts_.size(), 2u);
   EXPECT_EQ(alerts_[1].alert.subject, "job 1 xid 31");
   EXPECT_EQ(alerts_[1].to, alerts::AlertState::kResolved);
@@ -341,10 +339,7 @@ TEST_F(SelfHealServiceTest, TwoXidsOnOneJobAreTwoAlertsAndEachResolvesAlone) {
   EXPECT_EQ(firing[0].subject, "job 1 xid 13");
   EXPECT_EQ(firing[0].value, 13);
   // The job's end resolves the other.
-  sched::Job ended;
-  ended.id = 1;
-  ended.state = sched::JobState::kCompleted;
-  s->OnJobChanged(ended);
+  s->OnJobChanged(JobIn(1, sched::JobState::kCompleted));
   EXPECT_TRUE(Firing(alerts_).empty());
   // Each alert fired once and resolved once.
   ASSERT_EQ(alerts_.size(), 4u);
@@ -354,12 +349,7 @@ TEST_F(SelfHealServiceTest, TwoXidsOnOneJobAreTwoAlertsAndEachResolvesAlone) {
 }
 
 TEST_F(SelfHealServiceTest, AnAlertAPreviousVersionStoredOnJobNStillResolvesAtItsJobsEnd) {
-  store::JobRecord job;
-  job.id = 4;
-  job.user = "alice";
-  job.state = "running";
-  job.spec_json = "{}";
-  state_.batch.jobs.push_back(job);
+  AddJob(4, "running");
   Commit();
   alerts::Alert old;
   old.rule = "application_xid";
@@ -370,10 +360,7 @@ TEST_F(SelfHealServiceTest, AnAlertAPreviousVersionStoredOnJobNStillResolvesAtIt
   auto s = Start();
   s->AdoptAlerts({old});
   EXPECT_TRUE(alerts_.empty());
-  sched::Job ended;
-  ended.id = 4;
-  ended.state = sched::JobState::kFailed;
-  s->OnJobChanged(ended);
+  s->OnJobChanged(JobIn(4, sched::JobState::kFailed));
   ASSERT_EQ(alerts_.size(), 1u);
   EXPECT_EQ(alerts_[0].alert.subject, "job 4");
   EXPECT_EQ(alerts_[0].to, alerts::AlertState::kResolved);
@@ -534,10 +521,7 @@ TEST_F(SelfHealServiceTest, ARequalificationThatEndsWithoutAResultIsTriedAgain) 
   s->OnGpuEvents({Xid(0, 48)});
   Rounds(*s, 11);
   ASSERT_EQ(queue_.requalifications.size(), 1u);
-  sched::Job job;
-  job.id = 100;
-  job.state = sched::JobState::kCancelled;
-  s->OnJobChanged(job);
+  s->OnJobChanged(JobIn(100, sched::JobState::kCancelled));
   Commit();
   EXPECT_EQ(s->StateOf(0), GpuHealth::kQuarantined);
   Rounds(*s, 11);

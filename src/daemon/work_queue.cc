@@ -1,8 +1,6 @@
 #include "daemon/work_queue.h"
 
-#include <exception>
-
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 namespace gpuherd::daemon {
 
@@ -36,13 +34,7 @@ void WorkQueue::Run() {
       tasks_.pop_front();
     }
     // Nothing may leave the thread: an exception here would end the daemon.
-    try {
-      task();
-    } catch (const std::exception& e) {
-      spdlog::error("a background task failed: {}", e.what());
-    } catch (...) {
-      spdlog::error("a background task failed with an unknown exception");
-    }
+    RunLoggingExceptions(task, "a background task");
   }
 }
 

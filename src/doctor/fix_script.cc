@@ -2,25 +2,16 @@
 
 #include <algorithm>
 
+#include "core/word_wrap.h"
+
 namespace gpuherd::doctor {
 namespace {
 
 // Long explanations wrapped as shell comments of at most ~90 columns.
 std::string CommentLines(const std::string& text) {
-  std::string out, line = "#";
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t space = text.find(' ', start);
-    if (space == std::string::npos) space = text.size();
-    const std::string word = text.substr(start, space - start);
-    start = space + 1;
-    if (line.size() + 1 + word.size() > 90 && line != "#") {
-      out += line + "\n";
-      line = "#";
-    }
-    line += " " + word;
-  }
-  return out + line + "\n";
+  std::string out;
+  for (const std::string& line : WrapWords(text, 88)) out += (line.empty() ? "#" : "# " + line) + "\n";
+  return out;
 }
 
 }  // namespace

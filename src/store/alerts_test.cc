@@ -1,38 +1,15 @@
-#include <unistd.h>
-
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
 #include "store/store.h"
+#include "store/store_test_fixture.h"
 
 namespace gpuherd::store {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr TimeMs kT0 = 1767225600000;  // 2026-01-01T00:00:00Z
 
-class AlertStoreTest : public ::testing::Test {
+class AlertStoreTest : public StoreFileTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpuherd_alert_store_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "state.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Store> Open(bool read_only = false) {
-    StoreOptions options;
-    options.read_only = read_only;
-    auto s = Store::Open(path_, options);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(s).value() : nullptr;
-  }
-
   static AlertRecord Alert(const std::string& rule, const std::string& subject, TimeMs since,
                            const std::string& state) {
     AlertRecord a;
@@ -54,9 +31,6 @@ class AlertStoreTest : public ::testing::Test {
     Status s = store.Commit(&batch);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
-
-  fs::path dir_;
-  std::string path_;
 };
 
 TEST_F(AlertStoreTest, TransitionsUpsertOneRowPerEpisode) {
@@ -151,7 +125,7 @@ TEST_F(AlertStoreTest, BadAlertRefusesTheWholeBatch) {
   EventFilter all;
   EXPECT_TRUE(store->ListEvents(all)->empty());
 
-  auto read_only = Open(/*read_only=*/true);
+  auto read_only = Open({.read_only = true});
   ASSERT_TRUE(read_only);
   EXPECT_FALSE(read_only->PruneResolvedAlerts(kT0).ok());
 }

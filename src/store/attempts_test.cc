@@ -1,35 +1,15 @@
-#include <unistd.h>
-
-#include <filesystem>
-
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
 
 #include "store/migrations.h"
 #include "store/store.h"
+#include "store/store_test_fixture.h"
 
 namespace gpuherd::store {
 namespace {
 
-namespace fs = std::filesystem;
-
-class AttemptsTest : public ::testing::Test {
+class AttemptsTest : public StoreFileTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gpuherd_attempts_test_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "state.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Store> Open() {
-    auto s = Store::Open(path_);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return std::move(s).value();
-  }
-
   static JobRecord Job(int64_t id, const std::string& user, const std::string& state, TimeMs submitted,
                        TimeMs ended = 0) {
     JobRecord j;
@@ -55,9 +35,6 @@ class AttemptsTest : public ::testing::Test {
     a.end_cause = cause;
     return a;
   }
-
-  fs::path dir_;
-  std::string path_;
 };
 
 TEST_F(AttemptsTest, RoundTripAndUpsertByJobAndAttempt) {

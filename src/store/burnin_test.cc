@@ -1,42 +1,19 @@
-#include <unistd.h>
-
-#include <filesystem>
-
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
 
 #include "store/migrations.h"
 #include "store/store.h"
+#include "store/store_test_fixture.h"
 
 namespace gpuherd::store {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr TimeMs kT0 = 1767225600000;  // 2026-01-01T00:00:00Z
 constexpr const char* kGtx = "NVIDIA GeForce GTX 1070 Ti";
 constexpr const char* kH100 = "NVIDIA H100 80GB HBM3";
 
-class BurnInStoreTest : public ::testing::Test {
+class BurnInStoreTest : public StoreFileTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpuherd_burnin_store_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "state.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Store> Open(bool read_only = false) {
-    StoreOptions options;
-    options.read_only = read_only;
-    auto s = Store::Open(path_, options);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(s).value() : nullptr;
-  }
-
   static BurnInRecord Run(const std::string& uuid, const std::string& model, TimeMs finished,
                           const std::string& outcome = "passed", int score = 97) {
     BurnInRecord r;
@@ -73,9 +50,6 @@ class BurnInStoreTest : public ::testing::Test {
     }
     return ids;
   }
-
-  fs::path dir_;
-  std::string path_;
 };
 
 TEST_F(BurnInStoreTest, CommitAssignsIdsInOrderAndEveryFieldRoundTrips) {
@@ -91,7 +65,7 @@ TEST_F(BurnInStoreTest, CommitAssignsIdsInOrderAndEveryFieldRoundTrips) {
   EXPECT_EQ(batch.burnin_runs[1].id, batch.burnin_runs[0].id + 1);
 
   store.reset();
-  auto reopened = Open(/*read_only=*/true);
+  auto reopened = Open({.read_only = true});
   auto got = reopened->GetBurnInRun(batch.burnin_runs[0].id);
   ASSERT_TRUE(got.ok() && got->has_value()) << got.status().ToString();
   const BurnInRecord& r = **got;
@@ -210,7 +184,7 @@ TEST_F(BurnInStoreTest, AFailingBatchKeepsNoRunAndLeavesTheIdsAtZero) {
 
 TEST_F(BurnInStoreTest, AReadOnlyStoreRefusesToRecordARun) {
   Open();  // creates the file
-  auto store = Open(/*read_only=*/true);
+  auto store = Open({.read_only = true});
   WriteBatch batch;
   batch.burnin_runs = {Run("GPU-a", kGtx, kT0)};
   Status s = store->Commit(&batch);

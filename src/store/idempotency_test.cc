@@ -1,37 +1,16 @@
-#include <unistd.h>
-
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
 #include "store/store.h"
+#include "store/store_test_fixture.h"
 
 namespace gpuherd::store {
 namespace {
 
-namespace fs = std::filesystem;
-
-class IdempotencyStoreTest : public ::testing::Test {
+class IdempotencyStoreTest : public StoreFileTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gpuherd_idempotency_store_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    path_ = (dir_ / "state.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Store> Open() {
-    auto s = Store::Open(path_);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return std::move(s).value();
-  }
-
   static IdempotencyRecord Key(uint32_t uid, const std::string& key, TimeMs created, const std::string& body) {
     return IdempotencyRecord{uid, key, "POST /v1/jobs 1234", created, 201, "application/json", body};
   }
-
-  fs::path dir_;
-  std::string path_;
 };
 
 TEST_F(IdempotencyStoreTest, KeysAreKeptPerUserAcrossReopen) {

@@ -1,31 +1,13 @@
-#include <unistd.h>
-
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
 #include "store/store.h"
+#include "store/store_test_fixture.h"
 
 namespace gpuherd::store {
 namespace {
 
-namespace fs = std::filesystem;
-
-class JobsTest : public ::testing::Test {
+class JobsTest : public StoreFileTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gpuherd_jobs_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    path_ = (dir_ / "state.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Store> Open() {
-    auto s = Store::Open(path_);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return std::move(s).value();
-  }
-
   static JobRecord Job(int64_t id, const std::string& state) {
     JobRecord j;
     j.id = id;
@@ -38,9 +20,6 @@ class JobsTest : public ::testing::Test {
     j.submitted = 1000 + id;
     return j;
   }
-
-  fs::path dir_;
-  std::string path_;
 };
 
 TEST_F(JobsTest, JobsRoundTripAndUpsert) {

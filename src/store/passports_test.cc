@@ -1,41 +1,14 @@
-#include <unistd.h>
-
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
 #include "store/store.h"
+#include "store/store_test_fixture.h"
 
 namespace gpuherd::store {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr TimeMs kT0 = 1767225600000;  // 2026-01-01T00:00:00Z
 
-class PassportStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpuherd_passport_store_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "state.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Store> Open(bool read_only = false) {
-    StoreOptions options;
-    options.read_only = read_only;
-    auto s = Store::Open(path_, options);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(s).value() : nullptr;
-  }
-
-  fs::path dir_;
-  std::string path_;
-};
+class PassportStoreTest : public StoreFileTest {};
 
 TEST_F(PassportStoreTest, HealthTransitionsKeepTheirOrderReasonAndEvidence) {
   auto store = Open();
@@ -58,7 +31,7 @@ TEST_F(PassportStoreTest, HealthTransitionsKeepTheirOrderReasonAndEvidence) {
   EXPECT_TRUE((*b)[0].shadow);
   // A read-only store refuses to write.
   store.reset();
-  auto ro = Open(/*read_only=*/true);
+  auto ro = Open({.read_only = true});
   std::vector<HealthTransitionRecord> more = {rows[0]};
   EXPECT_FALSE(ro->AppendHealthTransitions(&more).ok());
   EXPECT_EQ(ro->ListHealthTransitions("GPU-a")->size(), 2u);

@@ -1,31 +1,13 @@
-#include <unistd.h>
-
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
 #include "store/store.h"
+#include "store/store_test_fixture.h"
 
 namespace gpuherd::store {
 namespace {
 
-namespace fs = std::filesystem;
-
-class PipelinesStoreTest : public ::testing::Test {
+class PipelinesStoreTest : public StoreFileTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gpuherd_pipelines_store_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    path_ = (dir_ / "state.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Store> Open() {
-    auto s = Store::Open(path_);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return std::move(s).value();
-  }
-
   static PipelineRunRecord Run(int64_t id, const std::string& state) {
     PipelineRunRecord r;
     r.id = id;
@@ -65,9 +47,6 @@ class PipelinesStoreTest : public ::testing::Test {
     m.line_json = json;
     return m;
   }
-
-  fs::path dir_;
-  std::string path_;
 };
 
 TEST_F(PipelinesStoreTest, RunsAndNodesRoundTripAndUpsert) {

@@ -1,4 +1,5 @@
 #include "store/store.h"
+#include "store/store_test_fixture.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -115,24 +116,8 @@ std::vector<int64_t> Ids(const std::vector<EventRecord>& events) {
   return ids;
 }
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public StoreFileTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gpuherd_store_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "state.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Store> OpenOrDie(const StoreOptions& options = {}) {
-    auto store = Store::Open(path_, options);
-    EXPECT_TRUE(store.ok()) << store.status().ToString();
-    return store.ok() ? std::move(*store) : nullptr;
-  }
-
   // The batch most tests start from: two GPUs, rollups with and without
   // stats, and events of every severity.
   WriteBatch SampleBatch() {
@@ -182,13 +167,10 @@ class StoreTest : public ::testing::Test {
     ExpectEventEq((*events)[1], written.events[1]);
     ExpectEventEq((*events)[2], written.events[2]);
   }
-
-  fs::path dir_;
-  std::string path_;
 };
 
 TEST_F(StoreTest, RoundTripsEveryField) {
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schema_version(), LatestSchemaVersion());
   WriteBatch batch = SampleBatch();
@@ -209,11 +191,11 @@ TEST_F(StoreTest, RoundTripsEveryField) {
 TEST_F(StoreTest, ReopenKeepsEverythingAndTheSchemaVersion) {
   WriteBatch batch = SampleBatch();
   {
-    auto store = OpenOrDie();
+    auto store = Open();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->Commit(&batch).ok());
   }
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schema_version(), LatestSchemaVersion());
   ExpectSampleBatchStored(*store, batch);
@@ -224,11 +206,11 @@ TEST_F(StoreTest, ReopenKeepsEverythingAndTheSchemaVersion) {
 
 TEST_F(StoreTest, ReadOnlyOpenReadsButNeverWrites) {
   WriteBatch batch = SampleBatch();
-  auto writer = OpenOrDie();
+  auto writer = Open();
   ASSERT_NE(writer, nullptr);
   ASSERT_TRUE(writer->Commit(&batch).ok());
 
-  auto reader = OpenOrDie({.read_only = true});
+  auto reader = Open({.read_only = true});
   ASSERT_NE(reader, nullptr);
   ExpectSampleBatchStored(*reader, batch);
   WriteBatch more;
@@ -304,7 +286,7 @@ TEST_F(StoreTest, AMissingDirectoryGivesAClearError) {
 }
 
 TEST_F(StoreTest, UpsertKeepsFirstSeen) {
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   WriteBatch first;
   first.gpus = {MakeGpu("GPU-a", 0, kT0)};
@@ -326,7 +308,7 @@ TEST_F(StoreTest, UpsertKeepsFirstSeen) {
 }
 
 TEST_F(StoreTest, FailingBatchLeavesNothingBehind) {
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   WriteBatch orphan;
   orphan.gpus = {MakeGpu("GPU-a", 0, kT0)};
@@ -369,7 +351,7 @@ TEST_F(StoreTest, FailingBatchLeavesNothingBehind) {
 }
 
 TEST_F(StoreTest, ARollupOfAStoredMinuteIsMergedIntoIt) {
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   // Before a restart: 20 s of the minute; temperature only, no ECC yet.
   RollupRecord before;
@@ -428,7 +410,7 @@ TEST_F(StoreTest, ARollupOfAStoredMinuteIsMergedIntoIt) {
 }
 
 TEST_F(StoreTest, BadInputIsRefusedBeforeWriting) {
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   WriteBatch no_kind;
   no_kind.events = {MakeEvent("gpu.found", kT0), MakeEvent("", kT0)};
@@ -448,7 +430,7 @@ TEST_F(StoreTest, BadInputIsRefusedBeforeWriting) {
 }
 
 TEST_F(StoreTest, EventFilters) {
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   WriteBatch batch;
   batch.events = {
@@ -489,7 +471,7 @@ TEST_F(StoreTest, EventFilters) {
 TEST_F(StoreTest, EventIdsAreMonotonicAcrossReopenAndNeverReused) {
   std::vector<int64_t> first_ids;
   {
-    auto store = OpenOrDie();
+    auto store = Open();
     ASSERT_NE(store, nullptr);
     EXPECT_EQ(*store->LastEventId(), 0);
     WriteBatch batch;
@@ -504,7 +486,7 @@ TEST_F(StoreTest, EventIdsAreMonotonicAcrossReopenAndNeverReused) {
     SQLite::Database raw(path_, SQLite::OPEN_READWRITE);
     raw.exec("DELETE FROM events WHERE id = " + std::to_string(first_ids.back()));
   }
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   WriteBatch later;
   later.events = {MakeEvent("b.one", kT0 + 1), MakeEvent("b.two", kT0 + 1)};
@@ -515,7 +497,7 @@ TEST_F(StoreTest, EventIdsAreMonotonicAcrossReopenAndNeverReused) {
 }
 
 TEST_F(StoreTest, QueryRollupsIsAHalfOpenRangeOldestFirst) {
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   WriteBatch batch;
   batch.gpus = {MakeGpu("GPU-a", 0, kT0), MakeGpu("GPU-b", 1, kT0)};
@@ -546,7 +528,7 @@ TEST_F(StoreTest, QueryRollupsIsAHalfOpenRangeOldestFirst) {
 // Buckets of minutes for the dashboard's long ranges: each the mean of its
 // minutes' means, a metric none of its minutes has absent, empty buckets left out.
 TEST_F(StoreTest, QueryRollupBucketsAveragesMinutesInBuckets) {
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   WriteBatch batch;
   batch.gpus = {MakeGpu("GPU-a", 0, kT0), MakeGpu("GPU-b", 1, kT0)};
@@ -579,7 +561,7 @@ TEST_F(StoreTest, QueryRollupBucketsAveragesMinutesInBuckets) {
 }
 
 TEST_F(StoreTest, PruneRollupsDropsOnlyOlderMinutes) {
-  auto store = OpenOrDie();
+  auto store = Open();
   ASSERT_NE(store, nullptr);
   WriteBatch batch;
   batch.gpus = {MakeGpu("GPU-a", 0, kT0), MakeGpu("GPU-b", 1, kT0)};
@@ -650,7 +632,7 @@ TEST_F(StoreTest, CrashMidWriteKeepsEveryAcknowledgedBatch) {
     for (int32_t n; read(fds[0], &n, sizeof n) == static_cast<ssize_t>(sizeof n);) acked = n;
     close(fds[0]);
 
-    auto store = OpenOrDie();
+    auto store = Open();
     ASSERT_NE(store, nullptr);
     {
       SQLite::Database raw(path_);

@@ -88,11 +88,14 @@ Status AddJobDetail(RouteContext& ctx, int64_t id, bool may_see_internals, json*
     if (pending.job_id != id) continue;
     auto same = std::find_if(rows->begin(), rows->end(),
                              [&](const store::AttemptRecord& r) { return r.attempt == pending.attempt; });
-    if (same != rows->end()) *same = pending;
-    else rows->push_back(pending);
+    if (same != rows->end()) {
+      *same = pending;
+    } else {
+      rows->push_back(pending);
+    }
   }
-  std::sort(rows->begin(), rows->end(),
-            [](const store::AttemptRecord& a, const store::AttemptRecord& b) { return a.attempt < b.attempt; });
+  std::stable_sort(rows->begin(), rows->end(),
+                   [](const store::AttemptRecord& a, const store::AttemptRecord& b) { return a.attempt < b.attempt; });
   json attempts = json::array();
   for (store::AttemptRecord& r : *rows) {
     UseLive(ctx, &r);

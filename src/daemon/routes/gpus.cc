@@ -120,7 +120,23 @@ struct Columns {
     temp.push_back(std::move(c));
     power.push_back(std::move(p));
   }
+  // The series of `info`, as /v1/gpus/history lists each GPU.
+  json ToJson(const gpu::GpuInfo& info) && {
+    return {{"index", info.index},
+            {"uuid", info.uuid},
+            {"time", std::move(time)},
+            {"gpu_util_pct", std::move(util)},
+            {"mem_used_pct", std::move(mem)},
+            {"temp_c", std::move(temp)},
+            {"power_w", std::move(power)}};
+  }
 };
+
+// A mean of stored MiB as % of the card's memory; null when the card's size is unknown.
+json MemPct(double used_mib, const gpu::GpuInfo& info) {
+  if (info.memory_total_bytes == 0) return nullptr;
+  return Rounded(used_mib * 1048576.0 * 100.0 / static_cast<double>(info.memory_total_bytes));
+}
 
 }  // namespace
 
@@ -139,26 +155,14 @@ http::Response AnswerLongHistory(const LongHistory& inputs, store::Store& reader
     auto buckets = reader.QueryRollupBuckets(info.uuid, from, now, step);
     if (buckets.ok()) {
       for (const store::Store::RollupBucket& b : *buckets) {
-        auto mean = [&](store::RollupMetric m) {
-          const auto& v = b.means[static_cast<int>(m)];
-          return v ? Rounded(*v) : json(nullptr);
-        };
-        json mem = nullptr;
-        if (const auto& used = b.means[static_cast<int>(store::RollupMetric::kMemUsedMib)];
-            used && info.memory_total_bytes > 0) {
-          mem = Rounded(*used * 1048576.0 * 100.0 / static_cast<double>(info.memory_total_bytes));
-        }
+        auto mean = [&](store::RollupMetric m) { return Value(b.means[static_cast<int>(m)]); };
+        const auto& used = b.means[static_cast<int>(store::RollupMetric::kMemUsedMib)];
+        json mem = used ? MemPct(*used, info) : json(nullptr);
         c.Add(b.start + step / 2, mean(store::RollupMetric::kGpuUtil), mem, mean(store::RollupMetric::kTempC),
               mean(store::RollupMetric::kPowerW));
       }
     }
-    gpus.push_back({{"index", info.index},
-                    {"uuid", info.uuid},
-                    {"time", std::move(c.time)},
-                    {"gpu_util_pct", std::move(c.util)},
-                    {"mem_used_pct", std::move(c.mem)},
-                    {"temp_c", std::move(c.temp)},
-                    {"power_w", std::move(c.power)}});
+    gpus.push_back(std::move(c).ToJson(info));
   }
   return JsonResponse({{"now", now}, {"from", from}, {"interval_ms", step}, {"source", "rollups"}, {"gpus", std::move(gpus)}});
 }
@@ -210,10 +214,8 @@ http::Response GpuHistory(const DaemonState& state, const http::Request& request
             const auto& stat = r.stat(m);
             return stat ? Rounded(stat->mean) : json(nullptr);
           };
-          json mem = nullptr;
-          if (const auto& used = r.stat(store::RollupMetric::kMemUsedMib); used && info.memory_total_bytes > 0) {
-            mem = Rounded(used->mean * 1048576.0 * 100.0 / static_cast<double>(info.memory_total_bytes));
-          }
+          const auto& used = r.stat(store::RollupMetric::kMemUsedMib);
+          json mem = used ? MemPct(used->mean, info) : json(nullptr);
           c.Add(t, mean(store::RollupMetric::kGpuUtil), mem, mean(store::RollupMetric::kTempC),
                 mean(store::RollupMetric::kPowerW));
         }
@@ -226,13 +228,7 @@ http::Response GpuHistory(const DaemonState& state, const http::Request& request
       if (s.mem_used_bytes && total > 0) mem = Rounded(static_cast<double>(*s.mem_used_bytes) * 100.0 / total);
       c.Add(s.time, Value(s.gpu_util_pct), mem, Value(s.temp_c), Value(s.power_w));
     }
-    gpus.push_back({{"index", info.index},
-                    {"uuid", info.uuid},
-                    {"time", std::move(c.time)},
-                    {"gpu_util_pct", std::move(c.util)},
-                    {"mem_used_pct", std::move(c.mem)},
-                    {"temp_c", std::move(c.temp)},
-                    {"power_w", std::move(c.power)}});
+    gpus.push_back(std::move(c).ToJson(info));
   }
   return JsonResponse(
       {{"now", now}, {"from", from}, {"interval_ms", interval}, {"source", "readings"}, {"gpus", std::move(gpus)}});

@@ -15,6 +15,7 @@
 #include "api/jobs.h"
 #include "daemon/daemon.h"
 #include "daemon/routes/access.h"
+#include "daemon/service_test_fixture.h"
 #include "http/client.h"
 #include "http/token.h"
 
@@ -25,35 +26,17 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-class RoutesTest : public ::testing::Test {
+class RoutesTest : public DaemonServiceTest {
  protected:
   void SetUp() override {
-    home_ = fs::temp_directory_path() / ("gpuherd_routes_test_" + std::to_string(getpid()));
-    fs::remove_all(home_);
-    clock_ = host::NewRealClock();
-    DaemonOptions options;
-    options.home = home_.string();
-    options.driver.sim_count = 2;
-    options.port = 0;
-    options.sample_interval = 100;
+    DaemonServiceTest::SetUp();
+    DaemonOptions options = Options(2, /*tcp=*/true);
     options.allow_hosts = {"gpu-box.lab.example"};
-    auto d = Daemon::Create(options, clock_.get());
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    daemon_ = std::move(d).value();
-    runner_ = std::thread([this] { (void)daemon_->Run(); });
-  }
-  void TearDown() override {
-    if (daemon_) {
-      daemon_->Stop();
-      runner_.join();
-    }
-    fs::remove_all(home_);
+    StartDaemon(options);
   }
 
   http::ClientResponse Unix(const std::string& method, const std::string& target, const std::string& body = "") {
-    auto r = http::Client(http::Endpoint{daemon_->socket_path()}).Request(method, target, body);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : http::ClientResponse{};
+    return Call(method, target, body);
   }
   http::ClientResponse Tcp(const std::string& target, bool token, const std::string& host = "") {
     std::map<std::string, std::string> headers;
@@ -65,10 +48,6 @@ class RoutesTest : public ::testing::Test {
   }
   static std::string Error(const http::ClientResponse& r) { return json::parse(r.body).value("error", ""); }
 
-  fs::path home_;
-  std::unique_ptr<host::Clock> clock_;
-  std::unique_ptr<Daemon> daemon_;
-  std::thread runner_;
 };
 
 // 200,000 nested arrays killed the daemon (a stack overflow while the error
