@@ -8,10 +8,11 @@
 #include "api/decode.h"
 #include "api/jobs.h"
 #include "cli/command.h"
+#include "cli/daemon_client.h"
 #include "cli/job_format.h"
 #include "cli/table.h"
-#include "http/client.h"
 #include "host/clock.h"
+#include "http/client.h"
 #include "http/json_body.h"
 
 namespace gpuherd::cli {
@@ -54,8 +55,8 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     // Asking for a final state asks for finished jobs: no --all needed.
     const bool finished_state = f->state == "completed" || f->state == "failed" || f->state == "cancelled";
     std::string target = std::string("/v1/jobs?all=") + (f->all || finished_state ? "1" : "0");
-    if (!f->user.empty()) target += "&user=" + f->user;
-    if (!f->state.empty()) target += "&state=" + f->state;
+    if (!f->user.empty()) target += "&user=" + QueryEscape(f->user);
+    if (!f->state.empty()) target += "&state=" + QueryEscape(f->state);
     // A table needs its columns only: the compact listing, read without a DOM.
     if (!f->json) target += "&view=table";
     auto response = http::Client(http::Endpoint{ctx->dir().socket_path()}).Request("GET", target);
