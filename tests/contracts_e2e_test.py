@@ -202,7 +202,7 @@ class JobContractTest(unittest.TestCase):
         self.assertEqual(json.loads(self.gh("ps", "--state", "failed", "--json").stdout), [])
         # A filter's text is one value, not more of the query.
         user = json.loads(self.gh("ps", "--all", "--json").stdout)[0]["user"]
-        self.assertEqual(json.loads(self.gh("ps", "--user", user + "&state=completed", "--json").stdout), [])
+        self.assertEqual(json.loads(self.gh("ps", "--user", user + "&all=1", "--json").stdout), [])
 
     def test_logs_of_a_pending_job_says_it_has_not_started(self):
         blocker = self.submit("--gpus", "1", "--", "sleep", "30")
