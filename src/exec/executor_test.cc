@@ -428,13 +428,16 @@ TEST_F(ExecutorTest, LauncherKilledMidRunLosesNoJobAndRunsNoneTwice) {
   std::atomic<bool> done{false};
   std::atomic<int> kills{0};
   // Kills whichever launcher is current after every kKillEvery launches, so
-  // the kill lands at a random point of a launch (or between two).
+  // the kill lands at a random point of a launch (or between two). Counted
+  // from the kill, not from the last mark: a killer woken late (a loaded
+  // machine) must not kill twice in a row, and so the replacement during its
+  // own start or its first launch, which no single fault does.
   std::thread killer([&] {
     int next = kKillEvery;
     while (!done) {
       if (launched >= next) {
         for (int pid : LauncherPids()) kills += kill(pid, SIGKILL) == 0;
-        next += kKillEvery;
+        next = launched + kKillEvery;
       }
       std::this_thread::sleep_for(milliseconds(1));
     }
@@ -449,7 +452,7 @@ TEST_F(ExecutorTest, LauncherKilledMidRunLosesNoJobAndRunsNoneTwice) {
   done = true;
   killer.join();
   EXPECT_TRUE(errors.empty()) << errors.size() << " launches failed, the first: " << errors.front();
-  EXPECT_GE(kills, kJobs / kKillEvery - 1);
+  EXPECT_GE(kills, kJobs / kKillEvery / 3);  // fewer when the killer wakes late
   EXPECT_GE(executor_->launcher_restarts(), kills - 1);  // the last kill may come after the last launch
   ASSERT_TRUE(records_.WaitForCount(kJobs, seconds(120)));
   std::this_thread::sleep_for(milliseconds(200));
