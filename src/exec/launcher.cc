@@ -4,7 +4,6 @@
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
-#include <spawn.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -27,9 +26,9 @@
 #include "exec/shim.h"
 #include "exec/pidfd.h"
 #include "exec/shim_fork_server.h"
+#include "exec/spawn.h"
 #include "exec/shim_input.h"
 
-extern char** environ;
 
 namespace gpuherd::exec {
 namespace {
@@ -183,35 +182,13 @@ class Launcher {
     return shim;
   }
 
-  // Starts gpuherd-shim with `control` as its descriptor 3, an empty
-  // environment (the job's comes in the spec) and no blocked signals. vfork
-  // semantics (posix_spawn): no page tables are copied and no copy-on-write
-  // fault follows in the launcher. Returns -1 with errno set on failure.
+  // Starts gpuherd-shim with `control` as its descriptor 3 and an empty
+  // environment (the job's comes in the spec). Returns -1 with errno set.
   pid_t SpawnShim(int control) {
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attributes;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attributes);
-    posix_spawn_file_actions_adddup2(&actions, control, kShimControlFd);
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    posix_spawnattr_setsigdefault(&attributes, &defaults);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     std::string fd = std::to_string(kShimControlFd);
     char* argv[] = {const_cast<char*>(kShimBinary), fd.data(), nullptr};
     char* envp[] = {nullptr};
-    pid_t pid = -1;
-    int rc = posix_spawn(&pid, shim_.c_str(), &actions, &attributes, argv, envp);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    if (rc != 0) {
-      errno = rc;
-      return -1;
-    }
-    return pid;
+    return SpawnWithFd(shim_, argv, envp, control, kShimControlFd);
   }
 
   int fd_;
@@ -303,29 +280,14 @@ Result<std::unique_ptr<LauncherClient>> LauncherClient::Spawn(const std::string&
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return Internal("cannot create the launcher's socket: " + Errno(errno));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  // dup2 onto another number clears close-on-exec on the launcher's copy only.
-  int launcher_fd = fds[1] == kLauncherFd ? kLauncherFd + 1 : kLauncherFd;
-  posix_spawn_file_actions_adddup2(&actions, fds[1], launcher_fd);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::string fd_arg = std::to_string(launcher_fd);
+  std::string fd_arg = std::to_string(kLauncherFd);
   std::string program_copy = program;
   std::string hidden = kLauncherArgument;
   std::string shim_copy = shim;
   char* argv[] = {program_copy.data(), hidden.data(), fd_arg.data(), shim_copy.data(), nullptr};
-  pid_t pid = 0;
-  int err = posix_spawn(&pid, program.c_str(), &actions, &attr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  // In a process group of its own, so a Ctrl-C meant for the daemon does not reach it.
+  const pid_t pid = SpawnWithFd(program, argv, nullptr, fds[1], kLauncherFd, /*own_group=*/true);
+  const int err = pid < 0 ? errno : 0;
   close(fds[1]);
   if (err != 0) {
     close(fds[0]);

@@ -1,7 +1,6 @@
 #include "exec/shim_fork_server.h"
 
 #include <poll.h>
-#include <spawn.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -16,6 +15,7 @@
 #include "exec/pidfd.h"
 #include "exec/shim.h"
 #include "exec/shim_input.h"
+#include "exec/spawn.h"
 
 namespace gpuherd::exec {
 namespace {
@@ -123,25 +123,11 @@ Result<std::unique_ptr<ShimForkServer>> ShimForkServer::Start(const std::string&
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return Internal("cannot create the shim fork server's socket: " + std::string(std::strerror(errno)));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  // dup2 onto the fixed number clears close-on-exec on the server's copy only.
-  posix_spawn_file_actions_adddup2(&actions, fds[1], kServerFd);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigfillset(&defaults);
-  posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::string name = kShimBinary, argument = kForkServerArgument, fd = std::to_string(kServerFd);
   char* argv[] = {name.data(), argument.data(), fd.data(), nullptr};
   char* envp[] = {nullptr};  // a shim's environment is empty: the job's comes in its spec
-  pid_t pid = -1;
-  const int err = fds[1] == kServerFd ? EBADF : posix_spawn(&pid, shim.c_str(), &actions, &attributes, argv, envp);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
+  const pid_t pid = SpawnWithFd(shim, argv, envp, fds[1], kServerFd);
+  const int err = pid < 0 ? errno : 0;
   close(fds[1]);
   if (err != 0) {
     close(fds[0]);
