@@ -277,13 +277,6 @@ Status Store::CheckWritable(const char* what) const {
   return FailedPrecondition(std::string("cannot ") + what + ": " + path_ + " was opened read-only");
 }
 
-SQLite::Statement& Store::Prepared(std::unique_ptr<SQLite::Statement>* slot, const char* sql) {
-  if (!*slot) *slot = std::make_unique<SQLite::Statement>(*db_, sql);
-  // A statement that failed last time must be reset before it runs again.
-  (*slot)->tryReset();
-  return **slot;
-}
-
 void Store::UpsertGpu(const GpuRecord& gpu) {
   SQLite::Statement& q = Prepared(&upsert_gpu_, kUpsertGpuSql);
   q.bind(1, gpu.uuid);
