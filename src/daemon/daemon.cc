@@ -355,19 +355,11 @@ struct Daemon::Impl {
           return idempotency->Run(caller.uid, **key, request,
                                   [&] { return routes->Handle(request, caller, &prepared); });
         },
-        Unavailable());
+        unavailable);
   }
 
-  // What a request gets when its turn could not be committed; made once,
-  // not per request.
-  const http::Response& Unavailable() {
-    std::call_once(unavailable_made, [this] {
-      unavailable = http::ErrorResponse(503, "the daemon is stopping or cannot write its state directory; see its "
-                                             "log in " + dir.log_dir());
-    });
-    return unavailable;
-  }
-  std::once_flag unavailable_made;
+  // What a request gets when its turn could not be committed: made once, at
+  // start, not per request.
   http::Response unavailable;
 
   // The second listener: /metrics and nothing else, open to any scraper.
@@ -474,6 +466,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   impl->clock = clock;
   impl->dir = StateDir{options.home};
   const StateDir& dir = impl->dir;
+  impl->unavailable = http::ErrorResponse(
+      503, "the daemon is stopping or cannot write its state directory; see its log in " + dir.log_dir());
   GPUHERD_RETURN_IF_ERROR(EnsureStateDir(dir));
   auto lock = LockHome(dir);
   if (!lock.ok()) return lock.status();
