@@ -24,11 +24,9 @@
 #include "core/owned_dirs.h"
 #include "exec/fd_io.h"
 #include "exec/shim.h"
-#include "exec/pidfd.h"
 #include "exec/shim_fork_server.h"
-#include "exec/spawn.h"
 #include "exec/shim_input.h"
-
+#include "exec/spawn.h"
 
 namespace gpuherd::exec {
 namespace {
@@ -166,19 +164,13 @@ class Launcher {
       if (forked.ok() || forked.status().code() != Code::kUnavailable) return forked;
       forks_.reset();
     }
-    ForkedShim shim;
-    shim.pid = SpawnShim(control);
-    if (shim.pid < 0) return Internal(Errno(errno));
+    const pid_t pid = SpawnShim(control);
+    if (pid < 0) return Internal(Errno(errno));
     // The shim is this launcher's unreaped child, waiting for its input.
-    auto start_time = ProcessStartTime(shim.pid);
-    shim.pidfd = start_time.ok() ? PidfdOpen(shim.pid) : -1;
-    if (shim.pidfd < 0) {
-      std::string why = start_time.ok() ? "cannot open a pidfd for it: " + Errno(errno)
-                                        : "cannot read its start time: " + start_time.status().message();
-      kill(shim.pid, SIGKILL);
-      return Internal(why);
+    ForkedShim shim;
+    if (int error = HoldUnreapedChild(pid, &shim); error != 0) {
+      return Internal("cannot take its pidfd and start time: " + Errno(error));
     }
-    shim.start_time = *start_time;
     return shim;
   }
 

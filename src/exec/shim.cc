@@ -435,17 +435,16 @@ int RunFromControlPipe() {
 }  // namespace
 
 int ShimMain(int argc, char** argv) {
-  if (argc == 3 && std::strcmp(argv[1], kForkServerArgument) == 0 &&
-      std::strcmp(argv[2], std::to_string(kShimControlFd).c_str()) == 0 && fcntl(kShimControlFd, F_GETFD) >= 0) {
-    return ServeShimForks(kShimControlFd, argv, RunFromControlPipe);
+  const std::string fd = std::to_string(kShimControlFd);
+  if (fcntl(kShimControlFd, F_GETFD) >= 0) {
+    if (argc == 2 && argv[1] == fd) return RunFromControlPipe();
+    if (argc == 3 && std::strcmp(argv[1], kForkServerArgument) == 0 && argv[2] == fd) {
+      return ServeShimForks(kShimControlFd, argv, RunFromControlPipe);
+    }
   }
-  if (argc != 2 || std::strcmp(argv[1], std::to_string(kShimControlFd).c_str()) != 0 ||
-      fcntl(kShimControlFd, F_GETFD) < 0) {
-    std::fprintf(stderr, "gpuherd-shim: an internal program of gpuherd: the launcher starts it, one per job, "
-                         "with its control pipe on descriptor %d\n", kShimControlFd);
-    return 2;
-  }
-  return RunFromControlPipe();
+  std::fprintf(stderr, "gpuherd-shim: an internal program of gpuherd: the launcher starts it, one per job, "
+                       "with its control pipe on descriptor %d\n", kShimControlFd);
+  return 2;
 }
 
 }  // namespace gpuherd::exec

@@ -96,17 +96,11 @@ int ServeShimForks(int fd, char** argv, const std::function<int()>& child) {
       if (pid < 0) {
         reply.error = errno;
       } else {
+        ForkedShim held;
         reply.pid = pid;
-        pidfd = PidfdOpen(pid);
-        auto start_time = ProcessStartTime(pid);
-        if (pidfd < 0 || !start_time.ok()) {
-          // Without both the launcher cannot watch it: end it unstarted
-          // (it waits for its go byte, which never comes).
-          reply.error = pidfd < 0 ? errno : ESRCH;
-          kill(pid, SIGKILL);
-        } else {
-          reply.start_time = *start_time;
-        }
+        reply.error = HoldUnreapedChild(pid, &held);
+        reply.start_time = held.start_time;
+        pidfd = held.pidfd;
       }
     } else if (request != kPing) {
       reply.error = EINVAL;
@@ -116,6 +110,22 @@ int ServeShimForks(int fd, char** argv, const std::function<int()>& child) {
     if (pidfd >= 0) close(pidfd);
     if (!sent) return 0;
   }
+}
+
+int HoldUnreapedChild(pid_t pid, ForkedShim* shim) {
+  shim->pid = pid;
+  shim->pidfd = PidfdOpen(pid);
+  int error = shim->pidfd < 0 ? errno : 0;
+  auto start_time = ProcessStartTime(pid);
+  if (error == 0 && !start_time.ok()) error = ESRCH;
+  if (error != 0) {
+    if (shim->pidfd >= 0) close(shim->pidfd);
+    shim->pidfd = -1;
+    kill(pid, SIGKILL);
+    return error;
+  }
+  shim->start_time = *start_time;
+  return 0;
 }
 
 Result<std::unique_ptr<ShimForkServer>> ShimForkServer::Start(const std::string& shim) {

@@ -46,6 +46,12 @@ struct ForkedShim {
   int pidfd = -1;  // owned by the caller
 };
 
+// Takes the pidfd and start time of `pid`, an unreaped child of the caller, so
+// that neither can name a recycled pid; fills `shim` and returns 0. Without
+// both nobody could watch it: the child (which waits for its go byte and has
+// run nothing) is killed, no descriptor is left open, and an errno returns.
+int HoldUnreapedChild(pid_t pid, ForkedShim* shim);
+
 // The launcher's end of one fork server. Not thread-safe: the launcher is
 // single-threaded. The launcher reaps the server (it is its child).
 class ShimForkServer {
