@@ -13,7 +13,11 @@
    each queue in turn: submissions/s (until the last client returned) and
    jobs/s (until the last job ended, seen by a poller every 20 ms).
 
-3. CPU per job of gpuherd's daemon and everything it starts (its launcher, the
+3. Queued only: the same submissions with nothing started (gpuherd's GPUs
+   drained; task-spooler with 1 slot held by a `sleep`), which shows what
+   the submission path alone allows when no job competes for the CPU.
+
+4. CPU per job of gpuherd's daemon and everything it starts (its launcher, the
    shims, the jobs): `perf stat` counts the daemon's process tree with
    inherited counters, divided by every job submitted in the run (when perf is
    installed).
@@ -25,7 +29,10 @@ job), then without it, a row each, in the same run.
 Prints Markdown tables with the ratios (gpuherd / task-spooler: latency below
 1 is faster, rates above 1 are faster). Given --gpuherd more than once (a
 build before a change, then after), each binary is measured in turn against
-a task-spooler server of its own, all in the same run, a row each. Installs task-spooler with apt when
+a task-spooler server of its own, all in the same run, a row each. The work
+folders are removed only at the end: on ext4 without a journal each inode
+freed in the last minutes is skipped by every later allocation in its group,
+so deleting one measurement's thousands of files would slow the next one's. Installs task-spooler with apt when
 neither `tsp` nor `ts` is found (as root). Compare within one run: on a
 shared machine the absolute figures move with the load, the ratios far less.
 """
@@ -191,8 +198,21 @@ def throughput(q, jobs, argv, unfinished):
     return jobs / (submitted - start), jobs / (ended - start)
 
 
-def measure(gpuherd, tsp, rounds, jobs, variant=None):
-    work = tempfile.mkdtemp(prefix="client-bench.")
+def queued_only(q, jobs):
+    """Submissions/s of each queue with nothing started: gpuherd's GPUs are
+    drained, task-spooler's one slot runs a `sleep`."""
+    for gpu in range(CLIENTS):
+        subprocess.run([q.gpuherd, "drain", str(gpu), "--reason", "client_bench: queued only"], env=q.env,
+                       check=True, capture_output=True)
+    g_submit, _ = throughput(q, jobs, [q.gpuherd, "submit", "--gpus", "1", "--", "true"], lambda: 0)
+    subprocess.run([q.gpuherd, "cancel", "--all", "--quiet"], env=q.env, check=True, capture_output=True)
+    subprocess.run([q.tsp, "-S", "1"], env=q.env, check=True)
+    subprocess.run([q.tsp, "sleep", "3600"], env=q.env, check=True, capture_output=True)
+    t_submit, _ = throughput(q, jobs, [q.tsp, "true"], lambda: 0)
+    return g_submit, t_submit
+
+
+def measure(gpuherd, tsp, rounds, jobs, work, variant=None):
     q = Queues(gpuherd, tsp, work, variant)
     try:
         q.start()
@@ -201,16 +221,18 @@ def measure(gpuherd, tsp, rounds, jobs, variant=None):
         log(f"{gpuherd}: throughput, {jobs} submissions, {CLIENTS} clients at a time")
         g_submit, g_done = throughput(q, jobs, [gpuherd, "submit", "--gpus", "1", "--", "true"], q.gpuherd_unfinished)
         t_submit, t_done = throughput(q, jobs, [tsp, "true"], q.tsp_unfinished)
+        log(f"{gpuherd}: queued only, {jobs} submissions, {CLIENTS} clients at a time")
+        g_queued, t_queued = queued_only(q, jobs)
     finally:
         q.stop()
         tree_ms = q.daemon_tree_cpu_ms()
-        shutil.rmtree(work, ignore_errors=True)
-    submitted = 20 + rounds + jobs  # warm-up, latency rounds, throughput
+    submitted = 20 + rounds + 2 * jobs  # warm-up, latency rounds, throughput, queued only
     return {
         "tree": tree_ms / submitted if tree_ms is not None else None,
         "g_med": statistics.median(times["gpuherd"]) * 1e3, "t_med": statistics.median(times["tsp"]) * 1e3,
         "g_p90": percentile(times["gpuherd"], 0.9) * 1e3, "t_p90": percentile(times["tsp"], 0.9) * 1e3,
         "g_submit": g_submit, "t_submit": t_submit, "g_done": g_done, "t_done": t_done,
+        "g_queued": g_queued, "t_queued": t_queued,
     }
 
 
@@ -234,10 +256,16 @@ def main():
             sys.exit(f"client_bench: no gpuherd binary at {gpuherd}")
     tsp = find_tsp()
     results = []
-    for gpuherd in binaries:
-        if args.variant:
-            results.append((f"{gpuherd} ({args.variant})", measure(gpuherd, tsp, args.rounds, args.jobs, args.variant)))
-        results.append((gpuherd, measure(gpuherd, tsp, args.rounds, args.jobs)))
+    works = []
+    try:
+        for gpuherd in binaries:
+            for variant in ([args.variant] if args.variant else []) + [None]:
+                works.append(tempfile.mkdtemp(prefix="client-bench."))
+                name = f"{gpuherd} ({variant})" if variant else gpuherd
+                results.append((name, measure(gpuherd, tsp, args.rounds, args.jobs, works[-1], variant)))
+    finally:
+        for work in works:
+            shutil.rmtree(work, ignore_errors=True)
     print(f"Load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
     print("| one submission (ms) | gpuherd submit -- true | tsp true | ratio |")
     print("|---|---|---|---|")
@@ -254,6 +282,8 @@ def main():
               f"{r['g_submit'] / r['t_submit']:.2f}x |")
         print(f"| {name}jobs/s (to the last end) | {r['g_done']:.0f} | {r['t_done']:.0f} | "
               f"{r['g_done'] / r['t_done']:.2f}x |")
+        print(f"| {name}submissions/s, queued only (nothing started) | {r['g_queued']:.0f} | "
+              f"{r['t_queued']:.0f} | {r['g_queued'] / r['t_queued']:.2f}x |")
     if any(r["tree"] is not None for _, r in results):
         print()
         print("| CPU per job of the daemon's process tree (daemon, launcher, shims, jobs) | ms |")

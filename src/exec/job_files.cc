@@ -132,29 +132,49 @@ Status ReserveExitRecord(const std::string& dir) {
                              /*sync=*/false);
 }
 
+namespace {
+
+// Writes `text` over the reserved blanks in place (no new blocks) and renames
+// the reservation to `dest`. False when there is no reservation this process
+// made or any step fails; `dest` is then untouched.
+bool WriteIntoReservation(const std::string& reserve, const std::string& text, const std::string& dest) {
+  int fd = ::open(reserve.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  // Only the file this process reserved: a job's user who swapped in a hard
+  // link to another file gets nothing written there.
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == ::geteuid() &&
+            static_cast<size_t>(st.st_size) >= text.size() && WriteAllAt(fd, text);
+  // The blanks left after the record still parse as JSON: a failed truncate
+  // only leaves the file longer.
+  if (ok) (void)::ftruncate(fd, static_cast<off_t>(text.size()));
+  ::close(fd);
+  return ok && ::rename(reserve.c_str(), dest.c_str()) == 0;
+}
+
+}  // namespace
+
 Status WriteExitRecord(const std::string& dir, const ExitRecord& record) {
-  Status written = WriteFileAtomically(ExitFilePath(dir), ExitRecordToJson(record), 0644, /*sync=*/false);
   const std::string reserve = ReservePath(dir);
+  const std::string dest = ExitFilePath(dir);
+  std::string text = ExitRecordToJson(record);
+  // The usual record fits the reservation and is written into it: no new
+  // inode and no unlink per job. On ext4 without a journal every inode freed
+  // in the last minutes is skipped, one by one, by each later allocation in
+  // its group, so an unlink per job made every job's files dearer to create.
+  if (text.size() <= kExitReserveBytes && WriteIntoReservation(reserve, text, dest)) return Status::Ok();
+  Status written = WriteFileAtomically(dest, text, 0644, /*sync=*/false);
   if (written.ok()) {
     ::unlink(reserve.c_str());
     return written;
   }
-  int fd = ::open(reserve.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return written;  // nothing reserved: the first error stands
+  // A record too long for the reservation, on a full disk: cut its message.
   ExitRecord cut = record;
-  std::string json_text = ExitRecordToJson(cut);
-  while (json_text.size() > kExitReserveBytes && !cut.message.empty()) {
+  while (text.size() > kExitReserveBytes && !cut.message.empty()) {
     cut.message.resize(cut.message.size() / 2);
-    json_text = ExitRecordToJson(cut);
+    text = ExitRecordToJson(cut);
   }
-  struct stat st {};
-  // Only the file this process reserved: a job's user who swapped in a hard
-  // link to another file gets nothing written there.
-  const bool fits = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
-                    st.st_uid == ::geteuid() && static_cast<size_t>(st.st_size) >= json_text.size();
-  const bool ok = fits && WriteAllAt(fd, json_text);
-  ::close(fd);
-  if (!ok || ::rename(reserve.c_str(), ExitFilePath(dir).c_str()) != 0) {
+  if (!WriteIntoReservation(reserve, text, dest)) {
     return IoError(written.message() + "; writing it into the reserved space failed too");
   }
   return Status::Ok();

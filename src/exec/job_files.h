@@ -44,11 +44,11 @@ Result<std::optional<ShimIdentity>> ReadShimFile(const std::string& dir);
 std::string ExitRecordToJson(const ExitRecord& record);
 // A disk that fills up while a job runs must not turn its exit into "the
 // supervisor was lost": the shim reserves the exit record's space when it
-// starts (<dir>/exit.reserved, kExitReserveBytes of blanks), and
-// WriteExitRecord, when the usual write-and-rename fails, writes the record
-// over the reserved blanks in place (no new blocks) and renames that file to
-// <dir>/exit (a message too long for it is cut). After a normal write the
-// reservation is removed. Failing to reserve is not an error of the launch.
+// starts (<dir>/exit.reserved, kExitReserveBytes of blanks). WriteExitRecord
+// writes the record over the blanks in place (no new blocks) and renames that
+// file to <dir>/exit; a record too long for it is written and renamed as any
+// file is, and on a full disk cut to fit the reservation. Failing to reserve
+// is not an error of the launch.
 constexpr size_t kExitReserveBytes = 8192;
 Status ReserveExitRecord(const std::string& dir);
 Status WriteExitRecord(const std::string& dir, const ExitRecord& record);

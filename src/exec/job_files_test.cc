@@ -84,12 +84,44 @@ TEST_F(JobFilesTest, WithoutAReservationAFailedWriteIsAnError) {
   EXPECT_FALSE(ReadExitRecord(dir_)->has_value());
 }
 
-TEST_F(JobFilesTest, ANormalWriteDropsTheReservation) {
+// No inode is made or freed per record: the reservation becomes the record.
+TEST_F(JobFilesTest, AShortRecordIsWrittenIntoTheReservation) {
+  ASSERT_TRUE(ReserveExitRecord(dir_).ok());
+  struct stat reserved {};
+  ASSERT_EQ(stat((dir_ + "/exit.reserved").c_str(), &reserved), 0);
+  ExitRecord r;
+  r.job_id = 7;
+  r.message = "done";
+  ASSERT_TRUE(WriteExitRecord(dir_, r).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/exit.reserved"));
+  struct stat written {};
+  ASSERT_EQ(stat(ExitFilePath(dir_).c_str(), &written), 0);
+  EXPECT_EQ(written.st_ino, reserved.st_ino);
+  EXPECT_EQ(static_cast<size_t>(written.st_size), ExitRecordToJson(r).size());  // the blanks are cut off
+  EXPECT_EQ((*ReadExitRecord(dir_))->message, "done");
+}
+
+TEST_F(JobFilesTest, ARecordTooLongForTheReservationIsWrittenWholeAndTheReservationDropped) {
   ASSERT_TRUE(ReserveExitRecord(dir_).ok());
   ExitRecord r;
   r.job_id = 7;
+  r.message = std::string(3 * kExitReserveBytes, 'm');
   ASSERT_TRUE(WriteExitRecord(dir_, r).ok());
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/exit.reserved"));
+  EXPECT_EQ((*ReadExitRecord(dir_))->message.size(), 3 * kExitReserveBytes);
+}
+
+// The job's user swapped a hard link to another file in for the reservation:
+// nothing is written into that file, and the record is written as any file.
+TEST_F(JobFilesTest, AHardLinkedReservationIsNotWrittenInto) {
+  std::ofstream(dir_ + "/other") << "keep";
+  ASSERT_EQ(link((dir_ + "/other").c_str(), (dir_ + "/exit.reserved").c_str()), 0);
+  ExitRecord r;
+  r.job_id = 7;
+  ASSERT_TRUE(WriteExitRecord(dir_, r).ok());
+  std::ifstream other(dir_ + "/other");
+  std::string content((std::istreambuf_iterator<char>(other)), {});
+  EXPECT_EQ(content, "keep");
   EXPECT_EQ((*ReadExitRecord(dir_))->job_id, 7);
 }
 
