@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "core/html.h"
+
 namespace gpuherd::alerts {
 namespace {
 
@@ -22,26 +24,6 @@ const std::map<std::string, std::string>& IncidentKinds() {
 
 constexpr size_t kMaxText = 4096;
 constexpr size_t kMaxItems = 100000;
-
-std::string Html(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
-          out += "&#xfffd;";
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
 
 template <typename T, typename Key>
 void MergeSorted(std::vector<T>& into, const std::vector<T>& more, Key key) {
@@ -292,29 +274,29 @@ std::string RenderPassportHtml(const Passport& p) {
       "<tr><th>Hours in service</th><td>{5:.1f}</td></tr><tr><th>State</th><td>{6}</td></tr>"
       "<tr><th>Requalifications</th><td>{7} passed, {8} failed</td></tr>"
       "<tr><th>Machines</th><td>{9}</td></tr></table>\n",
-      Html(p.key), Html(p.model), Html(p.serial.empty() ? "none" : p.serial), Html(p.uuid),
-      p.first_seen ? FormatTimeUtc(p.first_seen) : "-", p.hours_in_service, Html(p.state),
-      p.requalifications_passed, p.requalifications_failed, Html(fmt::format("{}", fmt::join(p.hosts, ", "))));
+      HtmlEscape(p.key), HtmlEscape(p.model), HtmlEscape(p.serial.empty() ? "none" : p.serial), HtmlEscape(p.uuid),
+      p.first_seen ? FormatTimeUtc(p.first_seen) : "-", p.hours_in_service, HtmlEscape(p.state),
+      p.requalifications_passed, p.requalifications_failed, HtmlEscape(fmt::format("{}", fmt::join(p.hosts, ", "))));
   out += fmt::format("<h2>Incidents ({})</h2>\n<table><tr><th>Time (UTC)</th><th>Kind</th><th>Severity</th>"
                      "<th>What</th><th>Machine</th></tr>\n", p.incidents.size());
   for (const auto& i : p.incidents) {
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", FormatTimeUtc(i.time),
-                       Html(i.kind), Html(i.severity), Html(i.message), Html(i.host));
+                       HtmlEscape(i.kind), HtmlEscape(i.severity), HtmlEscape(i.message), HtmlEscape(i.host));
   }
   out += fmt::format("</table>\n<h2>Burn-ins ({})</h2>\n<table><tr><th>Finished (UTC)</th><th>Level</th>"
                      "<th>Outcome</th><th>Verdict</th><th>Score</th><th>Rates</th><th>Machine</th></tr>\n",
                      p.burnins.size());
   for (const auto& b : p.burnins) {
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       FormatTimeUtc(b.finished), b.level, Html(b.outcome), Html(b.verdict), b.score,
-                       Html(b.rates.dump()), Html(b.host));
+                       FormatTimeUtc(b.finished), b.level, HtmlEscape(b.outcome), HtmlEscape(b.verdict), b.score,
+                       HtmlEscape(b.rates.dump()), HtmlEscape(b.host));
   }
   out += fmt::format("</table>\n<h2>State history ({})</h2>\n<table><tr><th>Time (UTC)</th><th>From</th>"
                      "<th>To</th><th>Why</th><th>Machine</th></tr>\n", p.states.size());
   for (const auto& s : p.states) {
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td></tr>\n", FormatTimeUtc(s.time),
-                       Html(s.from), Html(s.to), Html(s.reason), s.shadow ? " (shadow: not carried out)" : "",
-                       Html(s.host));
+                       HtmlEscape(s.from), HtmlEscape(s.to), HtmlEscape(s.reason), s.shadow ? " (shadow: not carried out)" : "",
+                       HtmlEscape(s.host));
   }
   out += "</table>\n</body></html>\n";
   return out;

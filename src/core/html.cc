@@ -12,7 +12,14 @@ std::string HtmlEscape(std::string_view text) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&#39;"; break;
-      default: out += c;
+      default:
+        // A control character has no place in an HTML page (and one from a
+        // hostile file could garble it): shown as the replacement character.
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+          out += "&#xfffd;";
+        } else {
+          out += c;
+        }
     }
   }
   return out;

@@ -7,7 +7,8 @@
 namespace gpuherd {
 
 // & < > " ' as entities, so the text is safe in element content and in
-// attribute values quoted with either quote.
+// attribute values quoted with either quote; control characters other than
+// newline and tab become U+FFFD.
 std::string HtmlEscape(std::string_view text);
 
 }  // namespace gpuherd
