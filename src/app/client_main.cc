@@ -12,8 +12,8 @@
 #include <CLI/CLI.hpp>
 
 #include "app/command_line.h"
+#include "app/front_end.h"
 #include "cli/command.h"
-#include "core/version.h"
 
 namespace {
 
@@ -48,20 +48,9 @@ int main(int argc, char** argv) {
   }
   // The same registration and parsing as gpuherd-cli's (src/app/main.cc)
   // for these commands: same flags, help, messages and exit codes.
-  using namespace gpuherd::cli;
+  gpuherd::cli::CommandContext ctx;
   CLI::App app{"gpuherd: keeps every GPU of a lab healthy and busy", "gpuherd"};
-  app.set_version_flag("--version", gpuherd::kVersion);
-  app.require_subcommand(1);
-  app.fallthrough();
-  CommandContext ctx;
-  app.add_option("--home", ctx.home, "State directory (default: $GPUHERD_HOME, /var/lib/gpuherd for root, "
-                                     "else ~/.local/share/gpuherd)");
+  gpuherd::app::SetUpCommandLine(app, &ctx);
   fast->add(app, &ctx);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  return ctx.exit_code;
+  return gpuherd::app::ParseAndRun(app, ctx, argc, argv);
 }

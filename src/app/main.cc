@@ -7,13 +7,13 @@
 #include <CLI/CLI.hpp>
 
 #include "app/command_line.h"
+#include "app/front_end.h"
 #include "cli/command.h"
 #include "cli/table.h"
 #ifndef GPUHERD_CLIENT
 #include "app/daemon_command.h"
 #endif
 #include "core/log.h"
-#include "core/version.h"
 #include "exec/launcher.h"
 
 namespace {
@@ -44,13 +44,9 @@ int main(int argc, char** argv) {
   using namespace gpuherd::cli;
   // Commands log warnings only; the daemon sets up its own logging.
   gpuherd::SetUpLogging("warn");
-  CLI::App app{"gpuherd: keeps every GPU of a lab healthy and busy", "gpuherd"};
-  app.set_version_flag("--version", gpuherd::kVersion);
-  app.require_subcommand(1);
-  app.fallthrough();  // global flags (--home) may follow the subcommand
   CommandContext ctx;
-  app.add_option("--home", ctx.home, "State directory (default: $GPUHERD_HOME, /var/lib/gpuherd for root, "
-                                     "else ~/.local/share/gpuherd)");
+  CLI::App app{"gpuherd: keeps every GPU of a lab healthy and busy", "gpuherd"};
+  gpuherd::app::SetUpCommandLine(app, &ctx);
 #ifdef GPUHERD_CLIENT
   // Listed for --help; a command line naming them never gets here.
   app.add_subcommand("daemon", "Run the gpuherd daemon (in gpuherd-daemon)");
@@ -115,12 +111,5 @@ int main(int argc, char** argv) {
   for (const Registration& r : registrations) {
     if (only == nullptr || only == &r) r.add(app, &ctx);
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    // Usage errors exit 2, as most tools do; --help and --version exit 0.
-    return code == 0 ? 0 : 2;
-  }
-  return ctx.exit_code;
+  return gpuherd::app::ParseAndRun(app, ctx, argc, argv);
 }
