@@ -1,11 +1,14 @@
 #include "gpu/xid.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+
+#include "core/yaml.h"
 
 // Generated from xid_catalogue.yaml by embed_file.cmake (NUL-terminated).
 extern "C" const unsigned char gpuherd_xid_catalogue_yaml[];
@@ -44,37 +47,59 @@ std::string_view ToName(const std::pair<E, std::string_view> (&table)[N], E e) {
   return "?";
 }
 
+// One entry of the catalogue; every error names its line.
+Status ReadEntry(const YamlReader& reader, const YAML::Node& n, XidInfo* info) {
+  if (!n.IsMap()) return reader.Error(n, "an entry must be a mapping");
+  GPUHERD_RETURN_IF_ERROR(reader.CheckKeys(
+      n, {"an entry", {"xid", "mnemonic", "in_use", "cause", "resolution", "fatal", "description"}}));
+  auto take = [](auto result, auto* out) -> Status {
+    if (!result.ok()) return result.status();
+    *out = *std::move(result);
+    return Status::Ok();
+  };
+  int64_t xid = 0;
+  GPUHERD_RETURN_IF_ERROR(take(reader.Int(n["xid"], "xid", 1, 65535), &xid));
+  info->xid = static_cast<int>(xid);
+  const std::string what = fmt::format("XID {}: ", xid);
+  std::string cause, resolution;
+  GPUHERD_RETURN_IF_ERROR(take(reader.Scalar(n["mnemonic"], what + "mnemonic"), &info->mnemonic));
+  GPUHERD_RETURN_IF_ERROR(take(reader.Bool(n["in_use"], what + "in_use"), &info->in_use));
+  GPUHERD_RETURN_IF_ERROR(take(reader.Bool(n["fatal"], what + "fatal"), &info->fatal));
+  GPUHERD_RETURN_IF_ERROR(take(reader.Scalar(n["description"], what + "description"), &info->description));
+  GPUHERD_RETURN_IF_ERROR(take(reader.Scalar(n["cause"], what + "cause"), &cause));
+  GPUHERD_RETURN_IF_ERROR(take(reader.Scalar(n["resolution"], what + "resolution"), &resolution));
+  if (info->description.empty()) return reader.Error(n["description"], what + "no description");
+  if (!FromName(kCauses, cause, &info->cause)) {
+    return reader.Error(n["cause"], fmt::format("{}unknown cause '{}'", what, cause));
+  }
+  if (!FromName(kResolutions, resolution, &info->resolution)) {
+    return reader.Error(n["resolution"], fmt::format("{}unknown resolution '{}'", what, resolution));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::vector<XidInfo>> ParseXidCatalogue(std::string_view yaml) {
+  constexpr const char* kSource = "XID catalogue";
+  auto root = LoadYaml(yaml, kSource);
+  if (!root.ok()) return root.status();
+  const YamlReader reader(kSource);
   std::vector<XidInfo> out;
   try {
-    YAML::Node root = YAML::Load(std::string(yaml));
-    YAML::Node list = root["xids"];
-    if (!list || !list.IsSequence()) return InvalidArgument("XID catalogue: no `xids` list");
+    if (!root->IsMap() || !(*root)["xids"] || !(*root)["xids"].IsSequence()) {
+      return InvalidArgument("XID catalogue: no `xids` list");
+    }
+    GPUHERD_RETURN_IF_ERROR(reader.CheckKeys(*root, {"", {"xids"}, "top-level key"}));
     std::set<int> seen;
-    for (const YAML::Node& n : list) {
+    for (const YAML::Node n : (*root)["xids"]) {
       XidInfo info;
-      info.xid = n["xid"].as<int>();
-      std::string where = "XID catalogue entry " + std::to_string(info.xid);
-      if (info.xid < 1 || info.xid > 65535) return InvalidArgument(where + ": number out of range");
-      if (!seen.insert(info.xid).second) return InvalidArgument(where + ": listed twice");
-      info.mnemonic = n["mnemonic"].as<std::string>();
-      info.in_use = n["in_use"].as<bool>();
-      info.fatal = n["fatal"].as<bool>();
-      info.description = n["description"].as<std::string>();
-      if (!FromName(kCauses, n["cause"].as<std::string>(), &info.cause)) {
-        return InvalidArgument(where + ": unknown cause '" + n["cause"].as<std::string>() + "'");
-      }
-      if (!FromName(kResolutions, n["resolution"].as<std::string>(), &info.resolution)) {
-        return InvalidArgument(where + ": unknown resolution '" +
-                               n["resolution"].as<std::string>() + "'");
-      }
-      if (info.description.empty()) return InvalidArgument(where + ": no description");
+      GPUHERD_RETURN_IF_ERROR(ReadEntry(reader, n, &info));
+      if (!seen.insert(info.xid).second) return reader.Error(n, fmt::format("XID {} is listed twice", info.xid));
       out.push_back(std::move(info));
     }
   } catch (const YAML::Exception& e) {
-    return InvalidArgument(std::string("XID catalogue: ") + e.what());
+    return reader.Error(e.mark.line + 1, e.msg);
   }
   std::sort(out.begin(), out.end(), [](const XidInfo& a, const XidInfo& b) { return a.xid < b.xid; });
   return out;

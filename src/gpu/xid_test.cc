@@ -103,5 +103,26 @@ TEST(XidCatalogueParseTest, RefusesBrokenCatalogues) {
   EXPECT_EQ(ok->at(0).cause, XidCause::kNvlink);
 }
 
+TEST(XidCatalogueParseTest, ErrorsNameTheLineAndRefuseUnknownKeys) {
+  const char* typo =
+      "xids:\n"
+      "  - {xid: 7, mnemonic: A, in_use: true, cause: driver, resolution: none, fatal: false, description: d}\n"
+      "  - {xid: 8, mnemonic: B, in_use: true, cause: driver, resolution: none, fatal: false, descripton: d}\n";
+  auto parsed = ParseXidCatalogue(typo);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("XID catalogue:3"), std::string::npos) << parsed.status().message();
+  EXPECT_NE(parsed.status().message().find("description"), std::string::npos) << parsed.status().message();
+
+  auto not_bool = ParseXidCatalogue(
+      "xids:\n"
+      "  - {xid: 9, mnemonic: A, in_use: maybe, cause: driver, resolution: none, fatal: false, description: d}\n");
+  ASSERT_FALSE(not_bool.ok());
+  EXPECT_NE(not_bool.status().message().find("XID catalogue:2"), std::string::npos) << not_bool.status().message();
+  EXPECT_NE(not_bool.status().message().find("in_use"), std::string::npos) << not_bool.status().message();
+  EXPECT_FALSE(ParseXidCatalogue("xids: [{xid: 70000, mnemonic: A, in_use: true, cause: driver, "
+                                 "resolution: none, fatal: false, description: d}]")
+                   .ok());
+}
+
 }  // namespace
 }  // namespace gpuherd::gpu
