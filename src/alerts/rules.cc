@@ -66,11 +66,6 @@ Status RuleError(const std::string& where, const std::string& message) {
   return InvalidArgument(where + ": " + message);
 }
 
-// Empty for a missing key (yaml-cpp's invalid node) and for a non-scalar.
-std::string Scalar(const YAML::Node& node) {
-  return node.IsDefined() && node.IsScalar() ? node.Scalar() : std::string();
-}
-
 Result<Rule> ParseRule(const YAML::Node& node, const YamlReader& reader) {
   const std::string& origin = reader.source();
   std::string where = Where(origin, node);
@@ -78,8 +73,16 @@ Result<Rule> ParseRule(const YAML::Node& node, const YamlReader& reader) {
   GPUHERD_RETURN_IF_ERROR(reader.CheckKeys(node, {"a rule", kRuleKeys}));
   Rule rule;
   rule.origin = where;
+  // A key's single value; empty when the key is absent. A list or mapping
+  // where a value belongs is an error that names its line.
+  auto text = [&](const char* key) -> Result<std::string> {
+    if (!node[key]) return std::string();
+    return reader.Scalar(node[key], rule.name.empty() ? std::string(key) : fmt::format("rule '{}': {}", rule.name, key));
+  };
 
-  rule.name = Scalar(node["name"]);
+  auto name = text("name");
+  if (!name.ok()) return name.status();
+  rule.name = *name;
   static const std::regex kName("[a-z][a-z0-9_]*");
   if (!std::regex_match(rule.name, kName)) {
     return RuleError(where, fmt::format("rule name '{}' must be lower-case letters, digits and _ (e.g. gpu_temp_high)",
@@ -87,7 +90,9 @@ Result<Rule> ParseRule(const YAML::Node& node, const YamlReader& reader) {
   }
 
   if (!node["expr"]) return RuleError(where, fmt::format("rule '{}' has no expr (e.g. expr: temp_c > 85)", rule.name));
-  Result<Condition> condition = ParseCondition(Scalar(node["expr"]));
+  auto expr = text("expr");
+  if (!expr.ok()) return expr.status();
+  Result<Condition> condition = ParseCondition(*expr);
   if (!condition.ok()) {
     return RuleError(Where(origin, node["expr"]), fmt::format("rule '{}': {}", rule.name, condition.status().message()));
   }
@@ -110,20 +115,24 @@ Result<Rule> ParseRule(const YAML::Node& node, const YamlReader& reader) {
     }
   }
   if (node["severity"]) {
-    std::optional<store::Severity> severity = store::ParseSeverity(Scalar(node["severity"]));
+    auto severity_text = text("severity");
+    if (!severity_text.ok()) return severity_text.status();
+    std::optional<store::Severity> severity = store::ParseSeverity(*severity_text);
     if (!severity) {
       return RuleError(Where(origin, node["severity"]),
                        fmt::format("rule '{}': severity must be info, warning or critical, not '{}'", rule.name,
-                                   Scalar(node["severity"])));
+                                   *severity_text));
     }
     rule.severity = *severity;
   }
   if (node["action"]) {
-    std::optional<Action> action = ParseAction(Scalar(node["action"]));
+    auto action_text = text("action");
+    if (!action_text.ok()) return action_text.status();
+    std::optional<Action> action = ParseAction(*action_text);
     if (!action) {
       return RuleError(Where(origin, node["action"]),
                        fmt::format("rule '{}': action must be none, notify, drain or checkpoint_and_move, not '{}'",
-                                   rule.name, Scalar(node["action"])));
+                                   rule.name, *action_text));
     }
     rule.action = *action;
   }
@@ -136,7 +145,9 @@ Result<Rule> ParseRule(const YAML::Node& node, const YamlReader& reader) {
                        fmt::format("rule '{}': while_job applies to GPU series only", rule.name));
     }
   }
-  rule.summary = Scalar(node["summary"]);
+  auto summary = text("summary");
+  if (!summary.ok()) return summary.status();
+  rule.summary = *summary;
   if (rule.summary.empty()) rule.summary = ConditionText(rule.condition);
   return rule;
 }

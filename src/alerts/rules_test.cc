@@ -108,6 +108,9 @@ TEST(ParseRulesTest, ErrorsNameFileAndLine) {
       {"alerts: []\n", "f.yaml:1: expected a top-level 'rules:' list"},
       {"rules: []\nextra: 1\n", "f.yaml:2: unknown top-level key 'extra'"},
       {"rules:\n  - name: [a\n", "f.yaml:"},
+      {"rules:\n  - name: a\n    expr: temp_c > 1\n    summary: {hot: 1}\n",
+       "f.yaml:4: rule 'a': summary must be a single value"},
+      {"rules:\n  - name: [a, b]\n    expr: temp_c > 1\n", "f.yaml:2: name must be a single value"},
   };
   for (const Case& c : cases) {
     auto rules = ParseRules(c.yaml, "f.yaml");
