@@ -15,7 +15,8 @@
 
 3. Queued only: the same submissions with nothing started (gpuherd's GPUs
    drained; task-spooler with 1 slot held by a `sleep`), which shows what
-   the submission path alone allows when no job competes for the CPU.
+   the submission path alone allows when no job competes for the CPU; at
+   most 900 (task-spooler's server holds at most 1,000 waiting jobs).
 
 4. CPU per job of gpuherd's daemon and everything it starts (its launcher, the
    shims, the jobs): `perf stat` counts the daemon's process tree with
@@ -198,9 +199,17 @@ def throughput(q, jobs, argv, unfinished):
     return jobs / (submitted - start), jobs / (ended - start)
 
 
+# A job waiting in task-spooler's queue keeps its client process connected to
+# the server, which takes at most 1,000 connections (its MAXCONN; TS_MAXCONN
+# can only lower it): a 1,001st waiting job's client blocks until one ends.
+# So the queued-only row submits at most this many to each queue.
+QUEUED_MAX = 900
+
+
 def queued_only(q, jobs):
     """Submissions/s of each queue with nothing started: gpuherd's GPUs are
-    drained, task-spooler's one slot runs a `sleep`."""
+    drained, task-spooler's one slot runs a `sleep`. At most QUEUED_MAX."""
+    jobs = min(jobs, QUEUED_MAX)
     for gpu in range(CLIENTS):
         subprocess.run([q.gpuherd, "drain", str(gpu), "--reason", "client_bench: queued only"], env=q.env,
                        check=True, capture_output=True)
@@ -221,12 +230,12 @@ def measure(gpuherd, tsp, rounds, jobs, work, variant=None):
         log(f"{gpuherd}: throughput, {jobs} submissions, {CLIENTS} clients at a time")
         g_submit, g_done = throughput(q, jobs, [gpuherd, "submit", "--gpus", "1", "--", "true"], q.gpuherd_unfinished)
         t_submit, t_done = throughput(q, jobs, [tsp, "true"], q.tsp_unfinished)
-        log(f"{gpuherd}: queued only, {jobs} submissions, {CLIENTS} clients at a time")
+        log(f"{gpuherd}: queued only, {min(jobs, QUEUED_MAX)} submissions, {CLIENTS} clients at a time")
         g_queued, t_queued = queued_only(q, jobs)
     finally:
         q.stop()
         tree_ms = q.daemon_tree_cpu_ms()
-    submitted = 20 + rounds + 2 * jobs  # warm-up, latency rounds, throughput, queued only
+    submitted = 20 + rounds + jobs + min(jobs, QUEUED_MAX)  # warm-up, latency rounds, throughput, queued only
     return {
         "tree": tree_ms / submitted if tree_ms is not None else None,
         "g_med": statistics.median(times["gpuherd"]) * 1e3, "t_med": statistics.median(times["tsp"]) * 1e3,
@@ -282,7 +291,8 @@ def main():
               f"{r['g_submit'] / r['t_submit']:.2f}x |")
         print(f"| {name}jobs/s (to the last end) | {r['g_done']:.0f} | {r['t_done']:.0f} | "
               f"{r['g_done'] / r['t_done']:.2f}x |")
-        print(f"| {name}submissions/s, queued only (nothing started) | {r['g_queued']:.0f} | "
+        print(f"| {name}submissions/s, queued only (nothing started; {min(args.jobs, QUEUED_MAX)} jobs) | "
+              f"{r['g_queued']:.0f} | "
               f"{r['t_queued']:.0f} | {r['g_queued'] / r['t_queued']:.2f}x |")
     if any(r["tree"] is not None for _, r in results):
         print()
