@@ -193,7 +193,7 @@ class TableReader : public nlohmann::json_sax<json> {
     }
     if (section_ != Section::kRows) return true;
     if (depth_ == 2) return Fail(std::string(what) + " where a row belongs");
-    JobView& job = table.jobs.back();
+    JobRow& job = table.jobs.back();
     if (depth_ == 4) {
       if (!number || *number < std::numeric_limits<int>::min() || *number > std::numeric_limits<int>::max()) {
         return Fail(std::string(what) + " in a row's GPU list");
@@ -254,7 +254,6 @@ Result<JobTable> ParseJobTable(std::string_view body) {
   if (!reader.saw_columns || !reader.saw_rows || !reader.saw_now) {
     return InvalidArgument("cannot read the job listing: it has no columns, rows or now");
   }
-  for (JobView& j : reader.table.jobs) j.now = reader.table.now;
   return std::move(reader.table);
 }
 
@@ -264,20 +263,25 @@ Result<JobTable> JobTableFromFullListing(const json& reply, TimeMs clock_now) {
     return InvalidArgument("cannot read the job listing: it is neither the compact nor the full listing");
   }
   JobTable table;
-  table.jobs.reserve(jobs->size());
+  TimeMs first_now = 0;
   try {
     for (const json& job : *jobs) {
       if (!job.is_object()) return InvalidArgument("cannot read the job listing: a job is not an object");
-      table.jobs.push_back(job.get<JobView>());
+      JobView v = job.get<JobView>();
+      if (table.jobs.empty()) first_now = v.now;
+      table.jobs.push_back(JobRow{.id = v.id, .name = std::move(v.name), .user = std::move(v.user),
+                                  .state = std::move(v.state), .reason = std::move(v.reason),
+                                  .priority = v.priority, .gpu_twentieths = v.gpu_twentieths,
+                                  .assigned_gpus = std::move(v.assigned_gpus), .submitted = v.submitted,
+                                  .started = v.started, .ended = v.ended});
     }
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("cannot read the job listing: ") + e.what());
   }
   const auto now = reply.find("now");
   table.now = now != reply.end() && now->is_number_integer() ? now->get<TimeMs>()
-              : !table.jobs.empty() && table.jobs.front().now > 0 ? table.jobs.front().now
-                                                                   : clock_now;
-  for (JobView& j : table.jobs) j.now = table.now;
+              : first_now > 0                                  ? first_now
+                                                               : clock_now;
   return table;
 }
 
@@ -315,23 +319,38 @@ void from_json(const json& j, JobView& v) {
   v.now = j.value("now", TimeMs{0});
 }
 
-std::string GpusRequested(const JobView& job) {
+namespace {
+
+// The cells of a job's row, the same for a full view and a table row.
+template <typename Job>
+std::string RequestedCell(const Job& job) {
   if (job.gpu_twentieths == 0) return "-";
   // 20 → "1", 10 → "0.5", 5 → "0.25", 1 → "0.05".
   if (job.gpu_twentieths % 20 == 0) return std::to_string(job.gpu_twentieths / 20);
   return fmt::format("{:g}", job.gpu_twentieths / 20.0);
 }
 
-std::string GpusAssigned(const JobView& job) {
+template <typename Job>
+std::string AssignedCell(const Job& job) {
   std::string out;
   for (int g : job.assigned_gpus) out += (out.empty() ? "" : ",") + std::to_string(g);
   return out.empty() ? "-" : out;
 }
 
-std::string JobTime(const JobView& job, TimeMs now) {
+template <typename Job>
+std::string TimeCell(const Job& job, TimeMs now) {
   if (job.state == "pending" || job.state == "held") return FormatDuration(now - job.submitted);
   if (job.state == "running" || job.state == "stopping") return FormatDuration(now - job.started);
   return job.ended > 0 && job.started > 0 ? FormatDuration(job.ended - job.started) : "-";
 }
+
+}  // namespace
+
+std::string GpusRequested(const JobView& job) { return RequestedCell(job); }
+std::string GpusRequested(const JobRow& job) { return RequestedCell(job); }
+std::string GpusAssigned(const JobView& job) { return AssignedCell(job); }
+std::string GpusAssigned(const JobRow& job) { return AssignedCell(job); }
+std::string JobTime(const JobView& job, TimeMs now) { return TimeCell(job, now); }
+std::string JobTime(const JobRow& job, TimeMs now) { return TimeCell(job, now); }
 
 }  // namespace gpuherd::api

@@ -87,12 +87,11 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     }
     response->body.clear();
     response->body.shrink_to_fit();  // freed before the table is built, not after
-    const std::vector<api::JobView>* jobs = &listing->jobs;
     const TimeMs now = listing->now;
     Table table({"ID", "NAME", "USER", "STATE", "GPUS", "ON", "PRIO", "TIME", "REASON"});
-    table.Reserve(jobs->size());
+    table.Reserve(listing->jobs.size());
     const bool color = ctx->color();  // asks the terminal: once, not per row
-    for (const api::JobView& j : *jobs) {
+    for (const api::JobRow& j : listing->jobs) {
       table.AddRow({std::to_string(j.id), j.name, j.user, StateCell(j.state, color), api::GpusRequested(j),
                     api::GpusAssigned(j), std::to_string(j.priority), api::JobTime(j, now), j.reason});
     }

@@ -93,7 +93,8 @@ TEST_F(RoutesTest, CompactListingHasTheFullListingsJobs) {
     ASSERT_TRUE(table.ok()) << table.status().ToString();
     ASSERT_EQ(table->jobs.size(), views->size()) << query;
     for (size_t i = 0; i < views->size(); ++i) {
-      const api::JobView &a = (*views)[i], &b = table->jobs[i];
+      const api::JobView& a = (*views)[i];
+      const api::JobRow& b = table->jobs[i];
       EXPECT_EQ(a.id, b.id);
       EXPECT_EQ(a.name, b.name);
       EXPECT_EQ(a.user, b.user);
