@@ -1,12 +1,12 @@
 // gpuherd, the binary people and jobs run: a statically linked front end that
 // runs the commands a script calls once per job (submit, wait, logs, cancel,
-// hold, release, requeue) itself, and hands every other command line to
-// gpuherd-cli (or `daemon` and `predict` to gpuherd-daemon) installed beside
-// it. Loading a dynamically linked C++ program costs more than these commands
-// do: resolving its thousands of symbols against libstdc++, yaml-cpp,
-// SQLite, spdlog and fmt was 4.7 of the 5.7 million instructions of a
-// `gpuherd submit`. Linked statically, with fmt header-only and without
-// spdlog or SQLite, it has nothing to resolve.
+// hold, release, requeue) and `ps`, which scripts poll, itself, and hands
+// every other command line to gpuherd-cli (or `daemon` and `predict` to
+// gpuherd-daemon) installed beside it. Loading a dynamically linked C++
+// program costs more than these commands do: resolving its thousands of
+// symbols against libstdc++, yaml-cpp, SQLite, spdlog and fmt was 4.7 of the
+// 5.7 million instructions of a `gpuherd submit`. Linked statically, with fmt
+// header-only and without spdlog or SQLite, it has nothing to resolve.
 #include <cstring>
 
 #include <CLI/CLI.hpp>
@@ -29,7 +29,7 @@ constexpr FastCommand kFastCommands[] = {
     {"submit", gpuherd::cli::AddSubmitCommand}, {"wait", gpuherd::cli::AddWaitCommand},
     {"logs", gpuherd::cli::AddLogsCommand},     {"cancel", gpuherd::cli::AddJobActionCommands},
     {"hold", gpuherd::cli::AddJobActionCommands}, {"release", gpuherd::cli::AddJobActionCommands},
-    {"requeue", gpuherd::cli::AddJobActionCommands},
+    {"requeue", gpuherd::cli::AddJobActionCommands}, {"ps", gpuherd::cli::AddPsCommand},
 };
 
 }  // namespace
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     if (command != nullptr && (std::strcmp(command, "daemon") == 0 || std::strcmp(command, "predict") == 0)) {
       return ExecSibling("gpuherd-daemon", argv, "the daemon and the predict commands");
     }
-    return ExecSibling("gpuherd-cli", argv, "every command but submit, wait, logs and the job actions");
+    return ExecSibling("gpuherd-cli", argv, "every command but submit, wait, logs, ps and the job actions");
   }
   // The same registration and parsing as gpuherd-cli's (src/app/main.cc)
   // for these commands: same flags, help, messages and exit codes.

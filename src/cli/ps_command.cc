@@ -88,14 +88,16 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     response->body.clear();
     response->body.shrink_to_fit();  // freed before the table is built, not after
     const TimeMs now = listing->now;
-    Table table({"ID", "NAME", "USER", "STATE", "GPUS", "ON", "PRIO", "TIME", "REASON"});
-    table.Reserve(listing->jobs.size());
     const bool color = ctx->color();  // asks the terminal: once, not per row
-    for (const api::JobRow& j : listing->jobs) {
-      table.AddRow({std::to_string(j.id), j.name, j.user, StateCell(j.state, color), api::GpusRequested(j),
-                    api::GpusAssigned(j), std::to_string(j.priority), api::JobTime(j, now), j.reason});
-    }
-    std::fputs(table.Render({0, 6}).c_str(), stdout);
+    std::vector<std::string> cells;
+    auto row_at = [&](size_t i) -> const std::vector<std::string>& {
+      const api::JobRow& j = listing->jobs[i];
+      cells = {std::to_string(j.id), j.name, j.user, StateCell(j.state, color), api::GpusRequested(j),
+               api::GpusAssigned(j), std::to_string(j.priority), api::JobTime(j, now), j.reason};
+      return cells;
+    };
+    WriteRows(stdout, {"ID", "NAME", "USER", "STATE", "GPUS", "ON", "PRIO", "TIME", "REASON"}, listing->jobs.size(),
+              row_at, {0, 6});
   });
 }
 

@@ -114,11 +114,15 @@ std::string Colored(const std::string& text, const char* ansi_code, bool enabled
   return std::string("\x1b[") + ansi_code + "m" + text + "\x1b[0m";
 }
 
-std::string Table::Render(const std::vector<size_t>& right_aligned) const {
+namespace {
+
+// RenderRows and WriteRows: each finished line (with its newline) goes to
+// `emit`, so that neither holds more than a line besides the rows.
+void EmitRows(const std::vector<std::string>& headers, size_t rows, const RowAt& row_at,
+              const std::vector<size_t>& right_aligned, const std::function<void(const std::string&)>& emit) {
   // Two passes over the cells, widths then lines, with no copy of them: a
   // cell is escaped (into `scratch`) only when it may need it, which few do.
-  // A copy of 20,000 rows' cells was a third of `ps`'s memory.
-  const size_t columns = headers_.size();
+  const size_t columns = headers.size();
   std::string scratch;
   auto text_of = [&scratch](const std::vector<std::string>& row, size_t c, bool escape) -> const std::string& {
     static const std::string kEmpty;
@@ -131,36 +135,53 @@ std::string Table::Render(const std::vector<size_t>& right_aligned) const {
   auto measure = [&](const std::vector<std::string>& row, bool escape) {
     for (size_t c = 0; c < columns; ++c) widths[c] = std::max(widths[c], DisplayWidth(text_of(row, c, escape)));
   };
-  measure(headers_, false);
-  for (const auto& row : rows_) measure(row, true);
+  measure(headers, false);
+  for (size_t i = 0; i < rows; ++i) measure(row_at(i), true);
   std::vector<bool> right(columns, false);
   for (size_t c : right_aligned) {
     if (c < columns) right[c] = true;
   }
-  size_t line_width = 1;
-  for (size_t w : widths) line_width += w + 2;
-  std::string out;
-  out.reserve(line_width * (rows_.size() + 1));
+  std::string line;
   auto append = [&](const std::vector<std::string>& row, bool escape) {
-    const size_t start = out.size();
+    line.clear();
     for (size_t c = 0; c < columns; ++c) {
       const std::string& text = text_of(row, c, escape);
       const size_t pad = widths[c] - std::min(widths[c], DisplayWidth(text));
       if (right[c]) {
-        out.append(pad, ' ');
-        out += text;
+        line.append(pad, ' ');
+        line += text;
       } else {
-        out += text;
-        if (c + 1 < columns) out.append(pad, ' ');
+        line += text;
+        if (c + 1 < columns) line.append(pad, ' ');
       }
-      if (c + 1 < columns) out += "  ";
+      if (c + 1 < columns) line += "  ";
     }
-    while (out.size() > start && out.back() == ' ') out.pop_back();
-    out += '\n';
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    line += '\n';
+    emit(line);
   };
-  append(headers_, false);
-  for (const auto& row : rows_) append(row, true);
+  append(headers, false);
+  for (size_t i = 0; i < rows; ++i) append(row_at(i), true);
+}
+
+}  // namespace
+
+std::string RenderRows(const std::vector<std::string>& headers, size_t rows, const RowAt& row_at,
+                       const std::vector<size_t>& right_aligned) {
+  std::string out;
+  EmitRows(headers, rows, row_at, right_aligned, [&out](const std::string& line) { out += line; });
   return out;
+}
+
+void WriteRows(std::FILE* out, const std::vector<std::string>& headers, size_t rows, const RowAt& row_at,
+               const std::vector<size_t>& right_aligned) {
+  EmitRows(headers, rows, row_at, right_aligned,
+           [out](const std::string& line) { std::fwrite(line.data(), 1, line.size(), out); });
+}
+
+std::string Table::Render(const std::vector<size_t>& right_aligned) const {
+  return RenderRows(headers_, rows_.size(), [this](size_t i) -> const std::vector<std::string>& { return rows_[i]; },
+                    right_aligned);
 }
 
 }  // namespace gpuherd::cli

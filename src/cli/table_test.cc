@@ -1,5 +1,7 @@
 #include "cli/table.h"
 
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
 namespace gpuherd::cli {
@@ -13,6 +15,36 @@ TEST(TableTest, AlignsColumnsIgnoringColourCodes) {
             "IDX  MODEL     TEMP\n"
             "  0  \x1b[31mH100\x1b[0m      67°C\n"
             " 10  RTX 3090  35°C\n");
+}
+
+TEST(TableTest, RowsMadeOnDemandRenderAsStoredRows) {
+  // Cells that need escaping are measured escaped, as Table measures them.
+  const std::vector<std::vector<std::string>> rows = {
+      {"7", "a\x1b]0;x\x07" "b", "-"}, {"12", "plain", Colored("run", kGreen, true)}, {"3"}};
+  Table t({"ID", "NAME", "STATE"});
+  for (const auto& r : rows) t.AddRow(r);
+  int calls = 0;
+  std::vector<std::string> cells;
+  const std::string made = RenderRows({"ID", "NAME", "STATE"}, rows.size(), [&](size_t i) -> const std::vector<std::string>& {
+    ++calls;
+    cells = rows[i];
+    return cells;
+  }, {0});
+  EXPECT_EQ(made, t.Render({0}));
+  EXPECT_EQ(calls, 6);  // each row twice: measured, then written
+  EXPECT_NE(made.find("a\\e]0;x\\x07b"), std::string::npos) << made;
+  // Written line by line, the same text.
+  std::FILE* file = std::tmpfile();
+  ASSERT_NE(file, nullptr);
+  WriteRows(file, {"ID", "NAME", "STATE"}, rows.size(), [&](size_t i) -> const std::vector<std::string>& {
+    cells = rows[i];
+    return cells;
+  }, {0});
+  std::rewind(file);
+  std::string written(made.size() + 16, '\0');
+  written.resize(std::fread(written.data(), 1, written.size(), file));
+  std::fclose(file);
+  EXPECT_EQ(written, made);
 }
 
 TEST(TableTest, WidthCountsCodePoints) {
