@@ -115,6 +115,9 @@ class Queues:
         subprocess.run([self.tsp, "-S", str(CLIENTS)], env=self.env, check=True)
 
     def stop(self):
+        # The queued-only row's `sleep` still runs: its runner outlives the
+        # server (-K), so it is killed first (-k; an error when none runs).
+        subprocess.run([self.tsp, "-k"], env=self.env, capture_output=True, timeout=30)
         subprocess.run([self.tsp, "-K"], env=self.env, capture_output=True)
         if self.daemon and self.daemon.poll() is None:
             subprocess.run([self.gpuherd, "stop"], env=self.env, capture_output=True, timeout=30)
