@@ -211,8 +211,7 @@ QUEUED_MAX = 900
 
 def queued_only(q, jobs):
     """Submissions/s of each queue with nothing started: gpuherd's GPUs are
-    drained, task-spooler's one slot runs a `sleep`. At most QUEUED_MAX."""
-    jobs = min(jobs, QUEUED_MAX)
+    drained, task-spooler's one slot runs a `sleep`. `jobs`: at most QUEUED_MAX."""
     for gpu in range(CLIENTS):
         subprocess.run([q.gpuherd, "drain", str(gpu), "--reason", "client_bench: queued only"], env=q.env,
                        check=True, capture_output=True)
@@ -233,18 +232,19 @@ def measure(gpuherd, tsp, rounds, jobs, work, variant=None):
         log(f"{gpuherd}: throughput, {jobs} submissions, {CLIENTS} clients at a time")
         g_submit, g_done = throughput(q, jobs, [gpuherd, "submit", "--gpus", "1", "--", "true"], q.gpuherd_unfinished)
         t_submit, t_done = throughput(q, jobs, [tsp, "true"], q.tsp_unfinished)
-        log(f"{gpuherd}: queued only, {min(jobs, QUEUED_MAX)} submissions, {CLIENTS} clients at a time")
-        g_queued, t_queued = queued_only(q, jobs)
+        queued = min(jobs, QUEUED_MAX)
+        log(f"{gpuherd}: queued only, {queued} submissions, {CLIENTS} clients at a time")
+        g_queued, t_queued = queued_only(q, queued)
     finally:
         q.stop()
         tree_ms = q.daemon_tree_cpu_ms()
-    submitted = 20 + rounds + jobs + min(jobs, QUEUED_MAX)  # warm-up, latency rounds, throughput, queued only
+    submitted = 20 + rounds + jobs + queued  # warm-up, latency rounds, throughput, queued only
     return {
         "tree": tree_ms / submitted if tree_ms is not None else None,
         "g_med": statistics.median(times["gpuherd"]) * 1e3, "t_med": statistics.median(times["tsp"]) * 1e3,
         "g_p90": percentile(times["gpuherd"], 0.9) * 1e3, "t_p90": percentile(times["tsp"], 0.9) * 1e3,
         "g_submit": g_submit, "t_submit": t_submit, "g_done": g_done, "t_done": t_done,
-        "g_queued": g_queued, "t_queued": t_queued,
+        "g_queued": g_queued, "t_queued": t_queued, "queued": queued,
     }
 
 
@@ -294,7 +294,7 @@ def main():
               f"{r['g_submit'] / r['t_submit']:.2f}x |")
         print(f"| {name}jobs/s (to the last end) | {r['g_done']:.0f} | {r['t_done']:.0f} | "
               f"{r['g_done'] / r['t_done']:.2f}x |")
-        print(f"| {name}submissions/s, queued only (nothing started; {min(args.jobs, QUEUED_MAX)} jobs) | "
+        print(f"| {name}submissions/s, queued only (nothing started; {r['queued']} jobs) | "
               f"{r['g_queued']:.0f} | "
               f"{r['t_queued']:.0f} | {r['g_queued'] / r['t_queued']:.2f}x |")
     if any(r["tree"] is not None for _, r in results):
