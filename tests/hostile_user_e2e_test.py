@@ -54,6 +54,47 @@ print(json.dumps({"status": int(first.split()[1]) if first else 0, "headers": hd
 """
 
 
+class Sentinel:
+    """What a hostile job aims at: a root-only tree (files, a folder, modes,
+    owners) and a root process. check() asserts that none of it changed."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="gpuherd-sentinel-")  # root's, 0700
+        self.secret = os.path.join(self.dir, "secret")
+        with open(self.secret, "w") as f:
+            f.write("root-only sentinel " + uuid.uuid4().hex + "\n")
+        os.chmod(self.secret, 0o600)
+        self.sub = os.path.join(self.dir, "sub")
+        os.mkdir(self.sub, 0o700)
+        with open(os.path.join(self.sub, "exit.reserved"), "w") as f:
+            f.write("not the daemon's\n")
+        self.proc = subprocess.Popen(["sleep", "3600"], start_new_session=True)
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            self.proc_start = int(f.read().rsplit(")", 1)[1].split()[19])
+        self.before = self.snapshot()
+
+    def snapshot(self):
+        seen = {}
+        for top, dirs, files in os.walk(self.dir):
+            for name in [top] + [os.path.join(top, f) for f in files]:
+                st = os.lstat(name)
+                data = None
+                if stat.S_ISREG(st.st_mode):
+                    with open(name, "rb") as f:
+                        data = f.read()
+                seen[name] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, data)
+        return seen
+
+    def check(self, test):
+        test.assertEqual(self.snapshot(), self.before, "the root-only sentinel tree changed")
+        test.assertIsNone(self.proc.poll(), "the root sentinel process was killed")
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 @unittest.skipUnless(CAN_RUN, WHY_NOT)
 class HostileUserTest(unittest.TestCase):
     def setUp(self):
@@ -281,6 +322,116 @@ class HostileUserTest(unittest.TestCase):
         self.assert_alive()
 
     # --- nothing run twice --------------------------------------------------------
+
+    # --- the job's folders: root never acts through them (issue 29) -----------
+
+    def wait_attempt_ended(self, jid, attempt, timeout=40):
+        """The job's `attempt` is over (a later one started, or the job ended)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            j = self.job(jid)
+            if j["attempt"] > attempt or j["state"] in ("completed", "failed", "cancelled"):
+                return j
+            time.sleep(0.2)
+        self.fail(f"attempt {attempt} of job {jid} never ended: {self.job(jid)}")
+
+    def test_29_1_2_links_at_every_name_of_the_next_attempt_lead_nowhere(self):
+        sentinel = Sentinel()
+        jid = None
+        try:
+            s = sentinel.secret
+            # Attempt 1 makes the folder of attempt 2 itself and plants a link
+            # to a root-only file at every name root used to open there (the
+            # temporary names with every gpuherd pid), a FIFO, and a link for
+            # the fence's files; then it asks to be requeued.
+            plant = (
+                'd="$(dirname "$GPUHERD_METRICS_FILE")/2"; mkdir -p "$d"; '
+                f'for n in stdout stderr shim exit exit.reserved fence.ledger fence.status; do ln -sf {s} "$d/$n"; done; '
+                'for p in $(pgrep -f gpuherd); do for n in shim exit exit.reserved; do '
+                f'ln -sf {s} "$d/$n.tmp.$p"; done; done; mkfifo "$d/fifo"; ')
+            jid = self.submit("--max-restarts", "3", "--", "sh", "-c",
+                              f'if [ "$GPUHERD_ATTEMPT" = 1 ]; then {plant} touch "$d/../planted"; sleep 60; '
+                              'else echo second; fi')
+            self.wait_state(jid, ["running"])
+            planted = os.path.join(self.home.dir, "jobs", str(jid), "planted")
+            deadline = time.time() + 20
+            while time.time() < deadline and not os.path.exists(planted):
+                time.sleep(0.1)
+            self.assertTrue(os.path.exists(planted), "the job never planted its links")
+            self.nobody("requeue", str(jid))
+            j = self.wait_attempt_ended(jid, 1)
+            deadline = time.time() + 30
+            while time.time() < deadline and j["state"] not in ("completed", "failed", "cancelled"):
+                time.sleep(0.2)
+                j = self.job(jid)
+            sentinel.check(self)
+            # The user's links got in the way of the user's own job, and it says so.
+            self.assertEqual(j["state"], "failed", j)
+            shown = self.nobody("show", str(jid)).stdout
+            self.assertIn("a symbolic link is in the way", shown)
+            self.assert_alive()
+        finally:
+            if jid is not None:
+                run("cancel", str(jid), home=self.home.dir, check=False)
+            sentinel.close()
+
+    def test_29_3_a_swapped_attempt_folder_redirects_nothing(self):
+        sentinel = Sentinel()
+        try:
+            # The job moves its attempt folder away and links a root folder in
+            # its place; the exit record is root's own and is still found.
+            jid = self.submit("--", "sh", "-c",
+                              'd="$(dirname "$GPUHERD_METRICS_FILE")/$GPUHERD_ATTEMPT"; cd /; '
+                              f'mv "$d" "$d.moved" && ln -s {sentinel.sub} "$d" && sleep 1 && exit 7')
+            j = self.wait_state(jid, ["failed", "completed"])
+            self.assertEqual(j["exit_code"], 7, j)
+            sentinel.check(self)
+            self.assertEqual(sorted(os.listdir(sentinel.sub)), ["exit.reserved"])
+            self.assert_alive()
+        finally:
+            sentinel.close()
+
+    def test_29_4_a_forged_supervisor_record_is_not_trusted_after_a_restart(self):
+        sentinel = Sentinel()
+        try:
+            forged = json.dumps({"pid": sentinel.proc.pid, "start_time": sentinel.proc_start})
+            # The running job replaces its attempt folder with one naming a
+            # root process as its supervisor, where the old layout kept it.
+            jid = self.submit("--", "sh", "-c",
+                              'd="$(dirname "$GPUHERD_METRICS_FILE")/$GPUHERD_ATTEMPT"; cd /; '
+                              f'mv "$d" "$d.moved"; mkdir "$d"; echo \'{forged}\' > "$d/shim"; '
+                              'touch "$d/../forged"; sleep 600')
+            self.wait_state(jid, ["running"])
+            deadline = time.time() + 20
+            while time.time() < deadline and not os.path.exists(os.path.join(self.home.dir, "jobs", str(jid),
+                                                                             "forged")):
+                time.sleep(0.1)
+            self.restart()
+            j = self.wait_state(jid, ["running"])
+            self.nobody("cancel", str(jid))
+            j = self.wait_state(jid, ["cancelled"])
+            sentinel.check(self)
+            self.assert_alive()
+        finally:
+            sentinel.close()
+
+    def test_29_5_a_job_submitted_over_the_api_without_cwd_runs_in_its_attempt_folder(self):
+        reply = self.request("POST", "/v1/jobs", json.dumps({"command": ["sh", "-c", "pwd; id -u"]}).encode())
+        self.assertIn(reply["status"], (200, 201), reply)
+        jid = json.loads(reply["body"])["id"]
+        j = self.wait_state(jid, ["completed", "failed"])
+        self.assertEqual(j["state"], "completed", j)
+        out = self.nobody("logs", str(jid)).stdout.split()
+        self.assertEqual(out, [os.path.join(self.home.dir, "jobs", str(jid), "1"), str(NOBODY)])
+        # The attempt's folder and logs are the user's own, made as the user.
+        folder = os.stat(os.path.join(self.home.dir, "jobs", str(jid), "1"))
+        log = os.stat(os.path.join(self.home.dir, "jobs", str(jid), "1", "stdout"))
+        self.assertEqual((folder.st_uid, log.st_uid), (NOBODY, NOBODY))
+        # What root trusts is not in the user's tree at all.
+        self.assertFalse(os.path.exists(os.path.join(self.home.dir, "jobs", str(jid), "1", "exit")))
+        self.assertTrue(os.path.exists(os.path.join(self.home.dir, "run", "jobs", str(jid), "1", "exit")))
+        st = os.stat(os.path.join(self.home.dir, "run"))
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o700))
 
     def test_15_a_repeated_idempotency_key_acts_once(self):
         body = json.dumps({"command": ["true"], "name": "once"}).encode()

@@ -26,6 +26,10 @@ Status OpenError(int err, const std::string& dir, const std::string& relative) {
     case EXDEV:
       return PermissionDenied(path + " is or passes through a symbolic link; files a job writes "
                               "are read without following links");
+    case EMFILE:
+    case ENFILE:
+      // Out of descriptors for now: the caller tries again later.
+      return Unavailable("cannot open " + path + ": " + std::strerror(err));
     default:
       return IoError("cannot open " + path + ": " + std::strerror(err));
   }
@@ -102,6 +106,7 @@ Result<UniqueFd> OpenBeneath(const std::string& dir, const std::string& relative
   if (base.get() < 0) {
     const int err = errno;
     if (err == ENOENT) return NotFound(dir + " does not exist");
+    if (err == EMFILE || err == ENFILE) return Unavailable("cannot open directory " + dir + ": " + std::strerror(err));
     return IoError("cannot open directory " + dir + ": " + std::strerror(err));
   }
   int fd = -1;

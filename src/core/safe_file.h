@@ -45,7 +45,8 @@ struct BeneathOptions {
 // Opens `relative` ("7/metrics.jsonl": not absolute, no "." or ".."
 // components) beneath the directory `dir`, read-only, as described above.
 // NotFound when it does not exist; PermissionDenied when a component is a
-// symbolic link, or the file is not a regular file with one link.
+// symbolic link, or the file is not a regular file with one link;
+// Unavailable when the process is out of descriptors (try again later).
 Result<UniqueFd> OpenBeneath(const std::string& dir, const std::string& relative,
                              const BeneathOptions& options = {});
 

@@ -21,7 +21,7 @@ StateDir ResolveStateDir(const std::string& flag_value) {
 
 Status EnsureStateDir(const StateDir& dir) {
   std::error_code ec;
-  for (const std::string& path : {dir.root, dir.log_dir(), dir.checkpoint_dir(), dir.jobs_dir()}) {
+  for (const std::string& path : {dir.root, dir.log_dir(), dir.checkpoint_dir(), dir.jobs_dir(), dir.records_dir()}) {
     std::filesystem::create_directories(path, ec);
     if (ec) {
       return IoError("cannot create state directory " + path + ": " + ec.message() +
@@ -35,35 +35,59 @@ Status EnsureStateDir(const StateDir& dir) {
   ::chmod(dir.checkpoint_dir().c_str(), 0711);
   ::chmod(dir.jobs_dir().c_str(), 0711);
   ::chmod(dir.log_dir().c_str(), 0700);
+  ::chmod(dir.private_dir().c_str(), 0700);
+  ::chmod(dir.records_dir().c_str(), 0700);
   return Status::Ok();
 }
 
 Status WriteFileAtomically(const std::string& path, const std::string& content, int mode, bool sync) {
-  // The pid keeps two writers of one path (an old and a new process) apart.
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return IoError("cannot write " + tmp + ": " + std::strerror(errno));
+  // Every step is relative to the folder's descriptor, opened once: the
+  // temporary file is new (O_EXCL) and no link is followed into it, and the
+  // rename lands in that same folder even if its path changes meanwhile.
+  const size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.empty()) return InvalidArgument("cannot write " + path + ": it names a folder, not a file");
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return IoError("cannot write " + path + ": cannot open " + folder + ": " + std::strerror(errno));
+  // The pid keeps two writers of one path (an old and a new process) apart;
+  // what is in the way under that name is a predecessor's leftover.
+  const std::string tmp_name = name + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = folder + "/" + tmp_name;
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::openat(dir, tmp_name.c_str(), kFlags, mode);
+  if (fd < 0 && errno == EEXIST && ::unlinkat(dir, tmp_name.c_str(), 0) == 0) {
+    fd = ::openat(dir, tmp_name.c_str(), kFlags, mode);
+  }
+  auto fail = [&](const std::string& what, int err) {
+    if (fd >= 0) ::close(fd);
+    ::unlinkat(dir, tmp_name.c_str(), 0);
+    ::close(dir);
+    return IoError(what + ": " + std::strerror(err));
+  };
+  if (fd < 0) {
+    const int err = errno;
+    ::close(dir);
+    return IoError("cannot write " + tmp + ": " + std::strerror(err));
+  }
   ::fchmod(fd, mode);  // umask must not widen or narrow what the caller asked for
   size_t off = 0;
   while (off < content.size()) {
     ssize_t n = ::write(fd, content.data() + off, content.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return IoError("cannot write " + tmp + ": " + std::strerror(err));
+      return fail("cannot write " + tmp, errno);
     }
     off += static_cast<size_t>(n);
   }
-  if ((sync && ::fsync(fd) != 0) || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return IoError("cannot sync " + tmp + ": " + std::strerror(errno));
+  if (sync && ::fsync(fd) != 0) return fail("cannot sync " + tmp, errno);
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) return fail("cannot write " + tmp, errno);
+  if (::renameat(dir, tmp_name.c_str(), dir, name.c_str()) != 0) {
+    return fail("cannot rename " + tmp + " to " + path, errno);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
-  }
+  ::close(dir);
   return Status::Ok();
 }
 

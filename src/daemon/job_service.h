@@ -289,6 +289,7 @@ class JobService : public TurnParticipant {
   // Fair share's GPU-hours of `user` plus its running attempts so far.
   double RecentGpuHours(const std::string& user, TimeMs now) const;
   std::string AttemptDir(sched::JobId id, int attempt) const { return launcher_->AttemptDir(id, attempt); }
+  std::string RecordDir(sched::JobId id, int attempt) const { return launcher_->RecordDir(id, attempt); }
   // The memory watchdog's round: its warnings become events, its stops stops.
   void WatchMemory(TimeMs now);
   // Tells the attempt log why the current attempt of `e` ended (OnExit).

@@ -2,10 +2,12 @@
 // api/ (a listing, one job, a piece of its output), and the counts the GPU
 // views and monitoring read. Nothing here changes the queue.
 #include <algorithm>
-#include <fstream>
+
+#include <fmt/format.h>
 
 #include <spdlog/spdlog.h>
 
+#include "core/safe_file.h"
 #include "daemon/job_service.h"
 #include "daemon/queue/job_processes.h"
 #include "fence/fence_report.h"
@@ -207,18 +209,17 @@ Result<api::LogChunk> JobService::Logs(sched::JobId id, const std::string& strea
   out.next_offset = offset;
   out.final = sched::IsFinal(sched::ParseJobState(job->state).value_or(JobState::kFailed));
   if (attempt == 0) return out;
-  std::ifstream in(AttemptDir(id, attempt) + "/" + stream, std::ios::binary);
-  if (!in) return out;
-  in.seekg(0, std::ios::end);
-  int64_t size = in.tellg();
+  // The log is the job's user's file (exec/job_trees.h): read as hostile,
+  // from jobs/ (only root writes there) down, no link followed.
+  auto chunk = ReadBeneath(launcher_->JobsDir(), fmt::format("{}/{}/{}", id, attempt, stream),
+                           static_cast<uint64_t>(offset), static_cast<size_t>(kLogChunkBytes));
+  if (chunk.status().code() == Code::kNotFound) return out;
+  if (!chunk.ok()) return chunk.status().Annotate(fmt::format("the {} of job {} is not served", stream, id));
+  const auto size = static_cast<int64_t>(chunk->size);
   if (offset > size) offset = size;
-  int64_t n = std::min(kLogChunkBytes, size - offset);
-  std::string data(static_cast<size_t>(n), '\0');
-  in.seekg(offset);
-  in.read(data.data(), n);
-  out.data = std::move(data);
-  out.next_offset = offset + n;
-  out.truncated = offset + n < size;
+  out.data = std::move(chunk->data);
+  out.next_offset = offset + static_cast<int64_t>(out.data.size());
+  out.truncated = out.next_offset < size;
   return out;
 }
 

@@ -20,6 +20,7 @@
 
 #include "core/safe_file.h"
 #include "core/owned_dirs.h"
+#include "exec/as_user.h"
 #include "pipeline/early_stop.h"
 #include "pipeline/spec.h"
 #include "sched/job_spec.h"
@@ -132,20 +133,27 @@ std::vector<std::string> RunFolders(const pipeline::Plan& plan) {
   return folders;
 }
 
-// Runs on the folder worker. Makes each folder for the run's owner: the
-// jobs run as that user when the daemon is root, and must write their
-// workspaces. The owner controls the run folder's entries, so nothing on
-// the way is followed (owned_dirs.h).
+// Runs on the folder worker. The run's folder is made in pipelines/ (only
+// root writes there) and handed to the run's owner; everything inside it is
+// the owner's and is made by a process that is the owner (exec/job_trees.h,
+// rule 3), the jobs of the run run as that user and write there.
 Status MakeRunFolders(const std::string& pipelines, const std::vector<std::string>& folders, const DirOwner& owner,
                       const std::atomic<bool>& closing) {
   std::error_code ec;
   fs::create_directories(pipelines, ec);
   fs::permissions(pipelines, fs::perms(0711), ec);
-  for (const std::string& folder : folders) {
-    if (closing) return Unavailable("the daemon stopped before the run's folders were made");
-    GPUHERD_RETURN_IF_ERROR(MakeDirsBeneath(pipelines, folder, owner));
+  if (folders.empty()) return Status::Ok();
+  const std::string& run = folders.front();
+  GPUHERD_RETURN_IF_ERROR(MakeDirsBeneath(pipelines, run, owner));
+  if (closing) return Unavailable("the daemon stopped before the run's folders were made");
+  std::vector<std::string> inside;
+  for (size_t i = 1; i < folders.size(); ++i) {
+    if (folders[i].size() <= run.size() + 1 || folders[i].compare(0, run.size() + 1, run + "/") != 0) {
+      return Internal("the folder " + folders[i] + " is not inside the run's folder " + run);
+    }
+    inside.push_back(folders[i].substr(run.size() + 1));
   }
-  return Status::Ok();
+  return exec::MakeDirsAsUser(run, inside, exec::UserFor(owner.uid, owner.gid));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "core/safe_file.h"
 #include "core/owned_dirs.h"
+#include "core/private_dirs.h"
 #include "core/state_dir.h"
 #include "sched/job_spec.h"
 
@@ -74,8 +75,10 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Create(DaemonState* state, e
   if (::chmod(dir.c_str(), 01777) != 0 && ::geteuid() == 0) {
     return IoError("cannot make " + dir + " writable for the jobs' users");
   }
-  // Every user may write in `dir`: a link planted as ids/ is not followed.
+  // Every user may write in `dir`: a link planted as ids/ is not followed,
+  // and root writes its id files only into an ids/ no one else can change.
   GPUHERD_RETURN_IF_ERROR(MakeDirsBeneath(dir, dir + "/ids", std::nullopt));
+  if (auto ids = OpenPrivateDir(dir + "/ids"); !ids.ok()) return ids.status();
   return std::unique_ptr<SlurmBackend>(new SlurmBackend(state, runner, std::move(options), std::move(post)));
 }
 

@@ -143,7 +143,11 @@ class ContainmentTest : public testing::TestWithParam<Mode> {
     spec.job_id = id;
     spec.attempt = 1;
     spec.argv = std::move(argv);
-    spec.dir = home_ + "/jobs/" + std::to_string(id) + "/1";
+    spec.record_dir = home_ + "/run/jobs/" + std::to_string(id) + "/1";
+    spec.output_dir = home_ + "/jobs/" + std::to_string(id) + "/1";
+    fs::create_directories(home_ + "/jobs/" + std::to_string(id));
+    fs::create_directories(home_ + "/run/jobs");
+    chmod((home_ + "/run").c_str(), 0700);
     spec.env = {{"PATH", "/usr/bin:/bin"}};
     size_t eq = marker_.find('=');
     spec.env[marker_.substr(0, eq)] = marker_.substr(eq + 1);
@@ -165,7 +169,7 @@ class ContainmentTest : public testing::TestWithParam<Mode> {
         }
       }
       return escaped > 0;
-    })) << "the job's setsid sleep never started; stderr: " << ReadFile(spec.dir + "/stderr");
+    })) << "the job's setsid sleep never started; stderr: " << ReadFile(spec.output_dir + "/stderr");
     return escaped;
   }
 
@@ -234,7 +238,7 @@ TEST_P(CgroupLimitTest, MemoryLimitOomKillsAndTheEndSaysSo) {
   EXPECT_TRUE(record->out_of_memory);
   EXPECT_NE(record->message.find("out of memory"), std::string::npos) << record->message;
   EXPECT_NE(record->message.find("--mem 64 MiB"), std::string::npos) << record->message;
-  EXPECT_EQ(ReadFile(spec.dir + "/stdout"), "");
+  EXPECT_EQ(ReadFile(spec.output_dir + "/stdout"), "");
 }
 
 TEST_P(CgroupLimitTest, CpuAndMemoryLimitsAreSetOnTheJobsGroup) {
@@ -244,8 +248,8 @@ TEST_P(CgroupLimitTest, CpuAndMemoryLimitsAreSetOnTheJobsGroup) {
   ASSERT_TRUE(executor_->Launch(spec).ok());
   host::Cgroup group = executor_->cgroups().Child("job-5-1");
   // Once the job has printed its groups it is in them (and sleeps on).
-  ASSERT_TRUE(WaitUntil([&] { return ReadFile(spec.dir + "/stdout").find("freezer:") != std::string::npos; }))
-      << ReadFile(spec.dir + "/stderr");
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(spec.output_dir + "/stdout").find("freezer:") != std::string::npos; }))
+      << ReadFile(spec.output_dir + "/stderr");
   EXPECT_FALSE(host::CgroupPids(group).empty());
   EXPECT_EQ(ReadFile(group.v1.at("cpu") + "/cpu.cfs_quota_us"), "100000\n");
   EXPECT_EQ(ReadFile(group.v1.at("cpu") + "/cpu.cfs_period_us"), "100000\n");
@@ -253,7 +257,7 @@ TEST_P(CgroupLimitTest, CpuAndMemoryLimitsAreSetOnTheJobsGroup) {
   ASSERT_TRUE(executor_->Signal(5, 1, SIGTERM).ok());
   ASSERT_TRUE(records_.WaitFor(5).has_value());
   // The job saw itself in its group in every hierarchy.
-  std::string seen = ReadFile(spec.dir + "/stdout");
+  std::string seen = ReadFile(spec.output_dir + "/stdout");
   for (const char* c : {"memory", "cpu", "pids", "freezer"}) {
     EXPECT_NE(seen.find(std::string(c) + ":/" + parent_ + "/job-5-1"), std::string::npos) << c << " in\n" << seen;
   }
@@ -264,6 +268,7 @@ TEST_P(CgroupLimitTest, AJobRunAsAnotherUserJoinsBeforeItDropsRoot) {
   LaunchSpec spec = Spec(6, kEscapes);
   spec.uid = 65534;
   spec.gid = 65534;
+  ASSERT_EQ(chown((home_ + "/jobs/6").c_str(), 65534, 65534), 0);  // as the daemon hands it over
   int escaped = LaunchEscaping(spec);
   ASSERT_GT(escaped, 0);
   EXPECT_NE(ReadFile("/proc/" + std::to_string(escaped) + "/status").find("Uid:\t65534"), std::string::npos);

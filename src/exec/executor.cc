@@ -21,8 +21,10 @@ std::string AttemptName(int64_t job_id, int attempt) {
 Status Validate(const LaunchSpec& spec) {
   std::string what = AttemptName(spec.job_id, spec.attempt);
   if (spec.argv.empty() || spec.argv[0].empty()) return InvalidArgument(what + " has no command to run");
-  if (spec.dir.empty() || spec.dir[0] != '/') {
-    return InvalidArgument(what + ": the attempt directory must be an absolute path, not '" + spec.dir + "'");
+  for (const std::string* dir : {&spec.record_dir, &spec.output_dir}) {
+    if (dir->empty() || (*dir)[0] != '/') {
+      return InvalidArgument(what + ": the attempt's folders must be absolute paths, not '" + *dir + "'");
+    }
   }
   if (spec.time_limit < 0) return InvalidArgument(what + ": the time limit must not be negative");
   if (spec.grace < 0) return InvalidArgument(what + ": the grace period must not be negative");
@@ -95,9 +97,9 @@ Result<int> Executor::Launch(const LaunchSpec& requested) {
       // got its go byte after its `shim` file was written, or exits without
       // running anything; so the file tells whether to adopt or to launch again.
       launcher_->Close();
-      auto recorded = ReadShimFile(spec.dir);
+      auto recorded = ReadShimFile(spec.record_dir);
       if (recorded.ok() && recorded->has_value()) {
-        GPUHERD_RETURN_IF_ERROR(Adopt(spec.job_id, spec.attempt, spec.dir));
+        GPUHERD_RETURN_IF_ERROR(Adopt(spec.job_id, spec.attempt, spec.record_dir));
         return (*recorded)->pid;
       }
       GPUHERD_RETURN_IF_ERROR(ReplaceDeadLauncher());
@@ -105,7 +107,7 @@ Result<int> Executor::Launch(const LaunchSpec& requested) {
     }
   }
   if (!launched.ok()) return launched.status().Annotate("cannot launch " + AttemptName(spec.job_id, spec.attempt));
-  GPUHERD_RETURN_IF_ERROR(watcher_->Watch(spec.job_id, spec.attempt, launched->shim, launched->pidfd, spec.dir));
+  GPUHERD_RETURN_IF_ERROR(watcher_->Watch(spec.job_id, spec.attempt, launched->shim, launched->pidfd, spec.record_dir));
   return launched->shim.pid;
 }
 
@@ -137,11 +139,11 @@ Status Executor::Signal(int64_t job_id, int attempt, int signal) {
   return watcher_->Signal(job_id, attempt, signal);
 }
 
-Status Executor::Adopt(int64_t job_id, int attempt, const std::string& dir) {
+Status Executor::Adopt(int64_t job_id, int attempt, const std::string& record_dir) {
   if (watcher_->IsWatching(job_id, attempt)) return Status::Ok();
-  auto shim = ReadShimFile(dir);
+  auto shim = ReadShimFile(record_dir);
   if (!shim.ok()) return shim.status().Annotate("cannot adopt " + AttemptName(job_id, attempt));
-  if (!shim->has_value()) return watcher_->Watch(job_id, attempt, ShimIdentity{}, -1, dir);
+  if (!shim->has_value()) return watcher_->Watch(job_id, attempt, ShimIdentity{}, -1, record_dir);
   const ShimIdentity& id = **shim;
   // Open the pidfd first and check the start time after: if it still matches,
   // the pidfd is known to refer to our shim and not to a recycled pid.
@@ -150,7 +152,7 @@ Status Executor::Adopt(int64_t job_id, int attempt, const std::string& dir) {
     close(pidfd);
     pidfd = -1;
   }
-  return watcher_->Watch(job_id, attempt, id, pidfd, dir);
+  return watcher_->Watch(job_id, attempt, id, pidfd, record_dir);
 }
 
 std::string CgroupParentFor(const std::string& home) {

@@ -69,7 +69,7 @@ class Executor : public JobExecutor {
   // is watched again; a finished one delivers its record through the
   // callback; a missing one is delivered as kShimLost. Ok (and nothing new)
   // when the attempt is already watched.
-  Status Adopt(int64_t job_id, int attempt, const std::string& dir) override;
+  Status Adopt(int64_t job_id, int attempt, const std::string& record_dir) override;
   // Stops the watcher and the launcher; running shims and jobs are NOT touched
   // (nor their groups: the parent group goes only when no shim of this
   // executor runs or is being started, since a starting shim makes its group).

@@ -30,6 +30,9 @@ using std::chrono::seconds;
 
 const std::string kTestdata = EXEC_TESTDATA_DIR;
 
+std::string StdoutPath(const std::string& dir) { return dir + "/stdout"; }
+std::string StderrPath(const std::string& dir) { return dir + "/stderr"; }
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -123,6 +126,10 @@ class ExecutorTest : public testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     home_ = tmpl;
     chmod(home_.c_str(), 0755);  // a job running as nobody enters its attempt directory
+    // The private tree of the records (job_trees.h) and the jobs' tree.
+    std::filesystem::create_directories(home_ + "/run/jobs");
+    chmod((home_ + "/run").c_str(), 0700);
+    std::filesystem::create_directories(home_ + "/jobs");
     // Must not reach any job: a job's environment is exactly what it is given.
     setenv("GPUHERD_LEAK_CHECK", "leaked", 1);
     executor_ = StartExecutor(&records_);
@@ -138,8 +145,13 @@ class ExecutorTest : public testing::Test {
     return executor.ok() ? std::move(executor).value() : nullptr;
   }
 
+  // The attempt's output folder, in the job's tree.
   std::string AttemptDir(int64_t job_id, int attempt = 1) {
     return home_ + "/jobs/" + std::to_string(job_id) + "/" + std::to_string(attempt);
+  }
+  // The attempt's record folder, in the daemon's private tree.
+  std::string RecordDir(int64_t job_id, int attempt = 1) {
+    return home_ + "/run/jobs/" + std::to_string(job_id) + "/" + std::to_string(attempt);
   }
 
   LaunchSpec Spec(int64_t job_id, std::vector<std::string> argv) {
@@ -148,7 +160,10 @@ class ExecutorTest : public testing::Test {
     spec.attempt = 1;
     spec.argv = std::move(argv);
     spec.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}};
-    spec.dir = AttemptDir(job_id);
+    spec.record_dir = RecordDir(job_id);
+    spec.output_dir = AttemptDir(job_id);
+    // The job's folder is made (and handed to its user) before the launch.
+    std::filesystem::create_directories(home_ + "/jobs/" + std::to_string(job_id));
     return spec;
   }
 
@@ -302,7 +317,7 @@ TEST_F(ExecutorTest, OnlyCheckpointAndStopSignalsAreAccepted) {
 TEST_F(ExecutorTest, BadSpecsAreRefusedBeforeAnythingRuns) {
   EXPECT_EQ(executor_->Launch(Spec(15, {})).status().code(), Code::kInvalidArgument);
   LaunchSpec relative = Spec(15, {"true"});
-  relative.dir = "jobs/15/1";
+  relative.record_dir = "run/jobs/15/1";
   EXPECT_EQ(executor_->Launch(relative).status().code(), Code::kInvalidArgument);
   LaunchSpec negative = Spec(15, {"true"});
   negative.time_limit = -1;
@@ -349,8 +364,8 @@ TEST_F(ExecutorTest, RunningJobIsReadoptedAfterTheExecutorGoesAway) {
   Records second;
   auto executor = StartExecutor(&second);
   ASSERT_TRUE(executor);
-  ASSERT_TRUE(executor->Adopt(20, 1, AttemptDir(20)).ok());
-  EXPECT_TRUE(executor->Adopt(20, 1, AttemptDir(20)).ok());  // again: nothing new
+  ASSERT_TRUE(executor->Adopt(20, 1, RecordDir(20)).ok());
+  EXPECT_TRUE(executor->Adopt(20, 1, RecordDir(20)).ok());  // again: nothing new
   // The re-adopted shim still forwards signals to its job.
   ASSERT_TRUE(executor->Signal(20, 1, SIGUSR1).ok());
   EXPECT_TRUE(WaitUntil([&] { return ReadFile(AttemptDir(20) + "/events") == "usr1\n"; }));
@@ -373,7 +388,7 @@ TEST_F(ExecutorTest, FinishedJobsRecordIsDeliveredOnAdopt) {
   Records second;
   auto executor = StartExecutor(&second);
   ASSERT_TRUE(executor);
-  ASSERT_TRUE(executor->Adopt(21, 1, AttemptDir(21)).ok());
+  ASSERT_TRUE(executor->Adopt(21, 1, RecordDir(21)).ok());
   auto r = second.WaitFor(21);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->how, ExitRecord::How::kExited);
@@ -381,8 +396,8 @@ TEST_F(ExecutorTest, FinishedJobsRecordIsDeliveredOnAdopt) {
 }
 
 TEST_F(ExecutorTest, AttemptThatNeverStartedIsLostOnAdopt) {
-  ASSERT_TRUE(MakeDirs(AttemptDir(22)).ok());
-  ASSERT_TRUE(executor_->Adopt(22, 1, AttemptDir(22)).ok());
+  std::filesystem::create_directories(RecordDir(22));
+  ASSERT_TRUE(executor_->Adopt(22, 1, RecordDir(22)).ok());
   auto r = records_.WaitFor(22);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->how, ExitRecord::How::kShimLost);
@@ -405,12 +420,53 @@ TEST_F(ExecutorTest, KilledShimIsReportedLostAndItsJobDoesNotRunOn) {
   EXPECT_TRUE(WaitUntil([&] { return Gone(job_pid); }, seconds(2)));
 }
 
+// The job's user owns its folder and plants, where the next attempt's files
+// go, a link to a root-only file and a FIFO. The job's process, already the
+// user, refuses both: the root file keeps its bytes, mode and owner, and
+// the launch fails saying what was in the way.
+TEST_F(ExecutorTest, WhatAUserPlantsInTheOutputFolderLeadsNowhere) {
+  if (geteuid() != 0) GTEST_SKIP() << "a job of another user needs root";
+  const std::string victim = home_ + "/victim";
+  std::ofstream(victim) << "root only\n";
+  chmod(victim.c_str(), 0600);
+  const std::string job = home_ + "/jobs/25";
+  std::filesystem::create_directories(AttemptDir(25));
+  std::filesystem::create_symlink(victim, AttemptDir(25) + "/stdout");
+  ASSERT_EQ(mkfifo((AttemptDir(25) + "/stderr").c_str(), 0666), 0);
+  ASSERT_EQ(chmod((AttemptDir(25) + "/stderr").c_str(), 0666), 0);  // the user may open it
+  for (const std::string& d : {job, AttemptDir(25)}) ASSERT_EQ(chown(d.c_str(), 65534, 65534), 0);
+  LaunchSpec spec = Spec(25, {"sh", "-c", "echo ran"});
+  spec.uid = 65534;
+  spec.gid = 65534;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto r = records_.WaitFor(25);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->how, ExitRecord::How::kLaunchFailed);
+  EXPECT_NE(r->message.find("a symbolic link is in the way"), std::string::npos) << r->message;
+  EXPECT_EQ(ReadFile(victim), "root only\n");
+  struct stat st {};
+  ASSERT_EQ(stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // The FIFO is not waited on either: stdout is fixed, stderr is in the way.
+  std::filesystem::remove(AttemptDir(25) + "/stdout");
+  spec.attempt = 2;
+  spec.record_dir = RecordDir(25, 2);
+  spec.output_dir = AttemptDir(25);  // the same folder, as a user could arrange
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto second = records_.WaitFor(25, 2);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->how, ExitRecord::How::kLaunchFailed);
+  EXPECT_NE(second->message.find("not a regular file"), std::string::npos) << second->message;
+}
+
 TEST_F(ExecutorTest, RunsAsTheGivenUserWhenRoot) {
   if (geteuid() != 0) GTEST_SKIP() << "switching users needs root";
   LaunchSpec spec = Spec(24, {kTestdata + "/report.sh"});
   spec.uid = 65534;
   spec.gid = 65534;
   spec.cwd = "/";
+  ASSERT_EQ(chown((home_ + "/jobs/24").c_str(), 65534, 65534), 0);  // as the daemon hands it over
   ASSERT_TRUE(executor_->Launch(spec).ok());
   auto r = records_.WaitFor(24);
   ASSERT_TRUE(r);

@@ -42,9 +42,11 @@ int KillLeftovers(const ShimIdentity& shim, const std::string& proc_root) {
   return killed;
 }
 
-ExitRecord ResolveEndedShim(int64_t job_id, int attempt, const ShimIdentity& shim, const std::string& dir) {
+std::optional<ExitRecord> ResolveEndedShim(int64_t job_id, int attempt, const ShimIdentity& shim,
+                                           const std::string& dir) {
   auto record = ReadExitRecord(dir);
   if (record.ok() && record->has_value()) return std::move(**record);
+  if (!record.ok() && record.status().code() == Code::kUnavailable) return std::nullopt;
   ExitRecord lost;
   lost.job_id = job_id;
   lost.attempt = attempt;
@@ -162,7 +164,9 @@ void ExitWatcher::Loop() {
   constexpr int kMaxEvents = 64;
   epoll_event events[kMaxEvents];
   while (true) {
-    int n = epoll_wait(epoll_fd_, events, kMaxEvents, -1);
+    // Records that could not be read for want of descriptors are read again soon.
+    constexpr int kRetryMs = 200;
+    int n = epoll_wait(epoll_fd_, events, kMaxEvents, retry_.empty() ? -1 : kRetryMs);
     if (n < 0 && errno != EINTR) {
       spdlog::error("exit watcher: epoll_wait failed: {}", Errno(errno));
       return;
@@ -192,10 +196,17 @@ void ExitWatcher::Loop() {
       for (auto& entry : gone_) ended.push_back(std::move(entry));
       gone_.clear();
     }
+    for (auto& entry : retry_) ended.push_back(std::move(entry));
+    retry_.clear();
     // Nothing may leave the thread: an exception here would end the daemon.
     for (const Entry& entry : ended) {
       try {
-        on_exit_(ResolveEndedShim(entry.key.first, entry.key.second, entry.shim, entry.dir));
+        std::optional<ExitRecord> record = ResolveEndedShim(entry.key.first, entry.key.second, entry.shim, entry.dir);
+        if (!record) {
+          retry_.push_back(entry);
+          continue;
+        }
+        on_exit_(std::move(*record));
       } catch (const std::exception& e) {
         spdlog::error("exit of job {} attempt {} not handled: {}", entry.key.first, entry.key.second, e.what());
       } catch (...) {

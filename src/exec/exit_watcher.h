@@ -1,7 +1,7 @@
 // Watches shims and reports each one's end exactly once. One thread waits in
 // epoll on a pidfd per shim (pidfds work for processes that are not our
 // children, such as shims re-adopted after a daemon restart); when a shim
-// exits, its exit record is read from its attempt directory and handed to the
+// exits, its exit record is read from its record folder and handed to the
 // callback. A shim that died without a record (SIGKILL, OOM killer) is
 // reported as kShimLost, after the job processes it left behind are killed so
 // that a requeued job never runs twice at once.
@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -75,11 +76,15 @@ class ExitWatcher {
   std::map<Key, Entry> watched_;   // guarded by mu_
   std::map<int, Key> by_pidfd_;    // guarded by mu_
   std::vector<Entry> gone_;        // shims known dead, to resolve; guarded by mu_
+  std::vector<Entry> retry_;       // ended, record unreadable for now; watcher thread only
   bool stopping_ = false;          // guarded by mu_
 };
 
 // What a shim left behind, as the watcher reports it: its exit record, or
 // kShimLost (after killing the job's leftover processes) when it has none.
-ExitRecord ResolveEndedShim(int64_t job_id, int attempt, const ShimIdentity& shim, const std::string& dir);
+// nullopt when the record cannot be read for now (the process is out of
+// descriptors): that is no loss, the watcher tries again.
+std::optional<ExitRecord> ResolveEndedShim(int64_t job_id, int attempt, const ShimIdentity& shim,
+                                           const std::string& record_dir);
 
 }  // namespace gpuherd::exec

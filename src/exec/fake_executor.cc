@@ -13,10 +13,10 @@ Result<int> FakeExecutor::Launch(const LaunchSpec& spec) {
     fail_next_.reset();
     return s;
   }
-  // Like the real executor, the attempt's folder exists once it launched:
+  // Like the real executor, the attempt's record folder exists once it launched:
   // a restarted queue tells launched attempts from unlaunched ones by it.
   std::error_code ec;
-  if (!spec.dir.empty()) std::filesystem::create_directories(spec.dir, ec);
+  if (!spec.record_dir.empty()) std::filesystem::create_directories(spec.record_dir, ec);
   launches_.push_back(spec);
   running_.insert({spec.job_id, spec.attempt});
   return next_pid_++;

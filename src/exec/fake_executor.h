@@ -27,7 +27,7 @@ class FakeExecutor : public JobExecutor {
 
   Result<int> Launch(const LaunchSpec& spec) override;
   Status Signal(int64_t job_id, int attempt, int signal) override;
-  Status Adopt(int64_t job_id, int attempt, const std::string& dir) override;
+  Status Adopt(int64_t job_id, int attempt, const std::string& record_dir) override;
 
   // Ends a running attempt through the callback (on the calling thread).
   // False when that attempt is not running here.

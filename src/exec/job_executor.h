@@ -33,7 +33,9 @@ class JobExecutor {
   virtual Status Signal(int64_t job_id, int attempt, int signal) = 0;
   // For an attempt the store says is running: watched again when it runs,
   // its end delivered through the callback when it ended meanwhile.
-  virtual Status Adopt(int64_t job_id, int attempt, const std::string& dir) = 0;
+  // `record_dir` is the attempt's folder in the private tree (job_trees.h):
+  // nothing in a folder a user can write is trusted.
+  virtual Status Adopt(int64_t job_id, int attempt, const std::string& record_dir) = 0;
   // How jobs are contained (control groups, or the supervisor alone), for
   // `show`; empty where the executor has nothing to say.
   virtual std::string containment() const { return ""; }

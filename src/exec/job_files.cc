@@ -19,11 +19,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string ErrnoText(int err) { return std::strerror(err); }
-
 Status DataLoss(std::string message) { return Status(Code::kDataLoss, std::move(message)); }
 
-// The shim and exit files live in a folder the job's user can write to: read
+// The shim and exit files live in the private tree; they are still read
 // without following links, blocking or reading more than a record can be.
 constexpr size_t kMaxRecordBytes = 64 << 10;
 
@@ -46,8 +44,6 @@ std::optional<ExitRecord::How> ParseHow(const std::string& name) {
 
 std::string ShimFilePath(const std::string& dir) { return dir + "/shim"; }
 std::string ExitFilePath(const std::string& dir) { return dir + "/exit"; }
-std::string StdoutPath(const std::string& dir) { return dir + "/stdout"; }
-std::string StderrPath(const std::string& dir) { return dir + "/stderr"; }
 
 Result<uint64_t> ProcessStartTime(int pid) {
   auto stat = ReadProcStat(pid);
@@ -59,23 +55,6 @@ bool IsAlive(const ShimIdentity& id) {
   auto start = ProcessStartTime(id.pid);
   return start.ok() && *start == id.start_time;
 }
-
-Status MakeDirs(const std::string& dir) {
-  if (dir.empty()) return InvalidArgument("empty directory path");
-  // Attempt directories are made under one that exists: one system call.
-  if (mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return Status::Ok();
-  if (errno != ENOENT) return IoError("cannot create directory " + dir + ": " + ErrnoText(errno));
-  size_t slash = dir.find_last_of('/', dir.size() - 2);
-  if (slash == std::string::npos || slash == 0) {
-    return IoError("cannot create directory " + dir + ": " + ErrnoText(ENOENT));
-  }
-  GPUHERD_RETURN_IF_ERROR(MakeDirs(dir.substr(0, slash)));
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return IoError("cannot create directory " + dir + ": " + ErrnoText(errno));
-  }
-  return Status::Ok();
-}
-
 
 Status WriteShimFile(const std::string& dir, const ShimIdentity& shim) {
   json j = {{"pid", shim.pid}, {"start_time", shim.start_time}};

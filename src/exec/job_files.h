@@ -1,11 +1,13 @@
-// The files of one attempt directory (<home>/jobs/<id>/<attempt>/ for the
-// daemon), which outlive the daemon and are how it re-adopts its jobs:
-//   shim    the supervisor's identity: pid and start time (written by the launcher
-//           before Launch returns, so a daemon that recorded the launch finds it)
-//   exit    the exit record (written by the shim just before it exits)
-//   stdout  the job's standard output, appended
-//   stderr  the job's standard error, appended
-// Thread-safe: every function works on files only.
+// The files of an attempt's record folder (LaunchSpec::record_dir, in the
+// daemon's private tree: job_trees.h), which outlive the daemon and are how
+// it re-adopts its jobs:
+//   shim           the supervisor's identity: pid and start time (written by
+//                  the launcher before Launch returns, so a daemon that
+//                  recorded the launch finds it)
+//   exit.reserved  room for the exit record, made by the shim at its start
+//   exit           the exit record (written by the shim just before it exits)
+// The job's own files (stdout, stderr, the fence's) are in its output folder,
+// made by the job's user. Thread-safe: every function works on files only.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +21,6 @@ namespace gpuherd::exec {
 
 std::string ShimFilePath(const std::string& dir);
 std::string ExitFilePath(const std::string& dir);
-std::string StdoutPath(const std::string& dir);
-std::string StderrPath(const std::string& dir);
 
 // A process is known by its pid and its start time (clock ticks after boot,
 // /proc/<pid>/stat field 22), so that a recycled pid is never taken for it.
@@ -33,9 +33,6 @@ struct ShimIdentity {
 Result<uint64_t> ProcessStartTime(int pid);
 // True when `id.pid` is alive and is still the process that was recorded.
 bool IsAlive(const ShimIdentity& id);
-
-// Creates `dir` and its missing parents (mode 0755).
-Status MakeDirs(const std::string& dir);
 
 Status WriteShimFile(const std::string& dir, const ShimIdentity& shim);
 // nullopt when the file does not exist; DataLoss when it cannot be parsed.

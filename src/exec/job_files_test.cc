@@ -180,13 +180,23 @@ TEST_F(JobFilesTest, StartTimeOfMissingProcessIsNotFound) {
   EXPECT_FALSE(IsAlive({5000000, 1}));
 }
 
-TEST_F(JobFilesTest, MakeDirsCreatesParents) {
-  std::string deep = dir_ + "/jobs/17/2";
-  ASSERT_TRUE(MakeDirs(deep).ok());
-  EXPECT_TRUE(std::filesystem::is_directory(deep));
-  EXPECT_TRUE(MakeDirs(deep).ok());  // again: nothing to do
-  std::ofstream(dir_ + "/file") << "x";
-  EXPECT_EQ(MakeDirs(dir_ + "/file/sub").code(), Code::kIoError);
+// A link planted at the temporary file's name (its pid is visible in ps)
+// leads nowhere: the temporary file is made O_EXCL | O_NOFOLLOW.
+TEST_F(JobFilesTest, ALinkPlantedAtTheTemporaryNameIsNotWrittenThrough) {
+  const std::string victim = dir_ + "/victim";
+  std::ofstream(victim) << "precious\n";
+  chmod(victim.c_str(), 0600);
+  std::filesystem::create_symlink(victim, ShimFilePath(dir_) + ".tmp." + std::to_string(getpid()));
+  ASSERT_TRUE(WriteShimFile(dir_, {1234, 99}).ok());
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "precious\n");
+  struct stat st {};
+  ASSERT_EQ(stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto shim = ReadShimFile(dir_);
+  ASSERT_TRUE(shim.ok() && shim->has_value());
+  EXPECT_EQ((*shim)->pid, 1234);
 }
 
 }  // namespace

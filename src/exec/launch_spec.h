@@ -19,13 +19,18 @@ struct LaunchSpec {
   // argv[0] is looked up in the PATH of `env` (or a default PATH when `env`
   // has none) unless it contains a '/'.
   std::vector<std::string> argv;
-  std::string cwd;  // empty: the attempt directory
+  std::string cwd;  // empty: output_dir
   // The job's whole environment: nothing of the daemon's own environment leaks
   // into a job. The caller adds the job protocol's variables.
   std::map<std::string, std::string> env;
-  // The attempt directory (created by Launch, parents included): holds the
-  // `shim`, `exit`, `stdout` and `stderr` files (see job_files.h).
-  std::string dir;
+  // The two folders of an attempt (exec/job_trees.h says who owns which):
+  // record_dir, in the daemon's private tree (<base>/<job id>/<attempt>),
+  // made by the launcher, holds what the daemon trusts: `shim`, `exit`,
+  // `exit.reserved` (job_files.h). output_dir, in the job's user's tree,
+  // is made by the job's own process after it became the job's user, and
+  // holds `stdout`, `stderr` and the fence's files; its parent must exist.
+  std::string record_dir;
+  std::string output_dir;
   // Run as this user and group; only possible when the launcher runs as root.
   std::optional<uint32_t> uid, gid;
   std::vector<int> cpus;      // CPU affinity; empty: inherit the launcher's

@@ -21,8 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/owned_dirs.h"
+#include "core/private_dirs.h"
+#include "exec/as_user.h"
 #include "exec/fd_io.h"
+#include "exec/job_trees.h"
 #include "exec/shim.h"
 #include "exec/shim_fork_server.h"
 #include "exec/shim_input.h"
@@ -51,6 +53,19 @@ struct ReplyHeader {
 std::string Errno(int err) { return std::strerror(err); }
 
 // ---- The launcher process ----
+
+// Makes `record_dir` (<private base>/<id>/<attempt>) as described in
+// job_trees.h. A folder left by a launch that was retried is taken again.
+Status MakeRecordDir(const std::string& record_dir) {
+  std::string base, relative;
+  if (!SplitAttemptRecordDir(record_dir, &base, &relative)) {
+    return InvalidArgument("the attempt's record folder must be <base>/<job id>/<attempt>, got " + record_dir);
+  }
+  auto base_fd = OpenPrivateDir(base);
+  if (!base_fd.ok()) return base_fd.status();
+  auto made = MakePrivateDirs(base_fd->get(), base, relative);
+  return made.ok() ? Status::Ok() : made.status();
+}
 
 
 class Launcher {
@@ -104,15 +119,10 @@ class Launcher {
       return Reply(0, 0, "malformed launch request: " + (parsed.ok() ? "not JSON" : parsed.status().message()), -1);
     }
     const LaunchSpec& spec = *parsed;
-    // The job's folder (made by the daemon, in a folder only root writes)
-    // belongs to the job's user, who may plant a link where the attempt's
-    // folder goes: that one is made without following anything.
-    const size_t slash = spec.dir.find_last_of('/');
-    Status made = slash == std::string::npos || slash == 0
-                      ? InvalidArgument("the attempt folder must be an absolute path below the job's, got " + spec.dir)
-                      : MakeDirs(spec.dir.substr(0, slash));
-    if (made.ok()) made = MakeDirsBeneath(spec.dir.substr(0, slash), spec.dir, std::nullopt);
-    if (!made.ok()) return Reply(0, 0, made.message(), -1);
+    // The record folder is the daemon's private tree (job_trees.h): its base
+    // is checked for other users' write access at every level, and each
+    // folder below it is made from the descriptor held, never followed.
+    if (Status made = MakeRecordDir(spec.record_dir); !made.ok()) return Reply(0, 0, made.message(), -1);
     std::string input = EncodeShimInput(spec, ResolveUser(spec));
     // The shim waits for the go byte until its `shim` file exists, so a daemon
     // that recorded the launch always finds the shim at re-adoption, and a
@@ -131,7 +141,7 @@ class Launcher {
     if (!WriteAll(control[1], &length, sizeof(length)) ||
         !WriteAll(control[1], input.data(), input.size())) {
       error = "cannot hand the launch to the supervisor: " + Errno(errno);
-    } else if (Status written = WriteShimFile(spec.dir, {shim->pid, shim->start_time}); !written.ok()) {
+    } else if (Status written = WriteShimFile(spec.record_dir, {shim->pid, shim->start_time}); !written.ok()) {
       error = written.message();
     }
     if (!error.empty()) {
@@ -196,41 +206,7 @@ class Launcher {
 
 }  // namespace
 
-UserSwitch ResolveUser(const LaunchSpec& spec) {
-  UserSwitch user;
-  if (!spec.uid && !spec.gid) return user;
-  std::string who = "uid " + (spec.uid ? std::to_string(*spec.uid) : std::string("-")) + " gid " +
-                    (spec.gid ? std::to_string(*spec.gid) : std::string("-"));
-  if (geteuid() != 0) {
-    if ((spec.uid && *spec.uid != geteuid()) || (spec.gid && *spec.gid != getegid())) {
-      user.error = "cannot run as " + who + ": only a launcher running as root can switch users";
-    }
-    return user;
-  }
-  struct passwd* pw = spec.uid ? getpwuid(*spec.uid) : nullptr;
-  if (spec.gid) {
-    user.gid = *spec.gid;
-  } else if (pw != nullptr) {
-    user.gid = pw->pw_gid;
-  } else {
-    user.error = "cannot run as " + who + ": no group given and the uid has no passwd entry";
-    return user;
-  }
-  user.groups = {user.gid};
-  if (pw != nullptr) {
-    int count = 0;
-    getgrouplist(pw->pw_name, user.gid, nullptr, &count);
-    user.groups.resize(static_cast<size_t>(std::max(count, 1)));
-    if (getgrouplist(pw->pw_name, user.gid, user.groups.data(), &count) < 0) {
-      user.error = "cannot list the groups of " + std::string(pw->pw_name);
-      return user;
-    }
-    user.groups.resize(static_cast<size_t>(count));
-  }
-  user.needed = true;
-  user.uid = spec.uid;
-  return user;
-}
+UserSwitch ResolveUser(const LaunchSpec& spec) { return UserFor(spec.uid, spec.gid); }
 
 int MaybeRunLauncher(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], kLauncherArgument) != 0) return -1;

@@ -61,7 +61,7 @@ class LauncherClient {
   LauncherClient(const LauncherClient&) = delete;
   LauncherClient& operator=(const LauncherClient&) = delete;
 
-  // Creates spec.dir, forks the shim, records it in the `shim` file, and
+  // Creates spec.record_dir, forks the shim, records it in the `shim` file, and
   // returns once the shim may start the job. Unavailable when the launcher
   // is gone; the caller may Spawn a new one.
   Result<LaunchedShim> Launch(const LaunchSpec& spec);

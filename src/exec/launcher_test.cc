@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,6 +25,9 @@ class LauncherTest : public testing::Test {
     char tmpl[] = "/tmp/gpuherd-launcher-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    chmod(dir_.c_str(), 0755);
+    std::filesystem::create_directories(dir_ + "/run/jobs");
+    chmod((dir_ + "/run").c_str(), 0700);
   }
   // A shim started by a test may still be writing its exit record: retry
   // rather than throw from TearDown when a file vanishes under remove_all.
@@ -37,13 +41,18 @@ class LauncherTest : public testing::Test {
     ADD_FAILURE() << "could not remove " << dir_ << ": " << error.message();
   }
 
-  LaunchSpec TrueSpec(const std::string& attempt_dir) {
+  // The record folder of job `id`'s first attempt, in the private tree.
+  std::string RecordDir(int id) const { return dir_ + "/run/jobs/" + std::to_string(id) + "/1"; }
+
+  LaunchSpec TrueSpec(int id) {
     LaunchSpec spec;
-    spec.job_id = 1;
+    spec.job_id = id;
     spec.attempt = 1;
     spec.argv = {"true"};
     spec.env = {{"PATH", "/usr/bin:/bin"}};
-    spec.dir = attempt_dir;
+    spec.record_dir = RecordDir(id);
+    spec.output_dir = dir_ + "/jobs/" + std::to_string(id) + "/1";
+    std::filesystem::create_directories(dir_ + "/jobs/" + std::to_string(id));
     return spec;
   }
 
@@ -95,8 +104,8 @@ TEST_F(LauncherTest, MaybeRunLauncherIgnoresOrdinaryArguments) {
 TEST_F(LauncherTest, LaunchWritesShimFileAndHandsOverPidfd) {
   auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  std::string attempt_dir = dir_ + "/jobs/1/1";
-  auto launched = (*client)->Launch(TrueSpec(attempt_dir));
+  std::string attempt_dir = RecordDir(1);
+  auto launched = (*client)->Launch(TrueSpec(1));
   ASSERT_TRUE(launched.ok()) << launched.status().ToString();
   EXPECT_GE(launched->pidfd, 0);
   // The shim file exists when Launch returns, not later.
@@ -112,33 +121,58 @@ TEST_F(LauncherTest, LaunchWritesShimFileAndHandsOverPidfd) {
   close(launched->pidfd);
 }
 
-TEST_F(LauncherTest, UncreatableDirectoryIsAnErrorAndNothingRuns) {
+TEST_F(LauncherTest, UncreatableRecordFolderIsAnErrorAndNothingRuns) {
   auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  std::string file = dir_ + "/plain-file";
+  std::string file = dir_ + "/run/jobs/3";
   ASSERT_TRUE(WriteFileAtomically(file, "x", 0644).ok());
-  auto launched = (*client)->Launch(TrueSpec(file + "/attempt"));
+  auto launched = (*client)->Launch(TrueSpec(3));
   ASSERT_FALSE(launched.ok());
   EXPECT_NE(launched.status().message().find(file), std::string::npos) << launched.status().message();
   // The launcher is still usable after a refused launch.
-  auto next = (*client)->Launch(TrueSpec(dir_ + "/ok"));
+  auto next = (*client)->Launch(TrueSpec(4));
   ASSERT_TRUE(next.ok()) << next.status().ToString();
-  EXPECT_TRUE(WaitForFile(ExitFilePath(dir_ + "/ok")));
+  EXPECT_TRUE(WaitForFile(ExitFilePath(RecordDir(4))));
   close(next->pidfd);
 }
 
-// The job's user owns the job's folder and plants a link where the attempt's
-// folder goes: the launcher (root) neither follows it nor writes through it.
-TEST_F(LauncherTest, PlantedLinkForTheAttemptFolderIsRefused) {
+// A record folder must be <private base>/<job id>/<attempt>.
+TEST_F(LauncherTest, ARecordFolderOutsideThePrivateTreeShapeIsRefused) {
+  auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  LaunchSpec spec = TrueSpec(5);
+  spec.record_dir = dir_ + "/run/jobs/5/../6";
+  auto launched = (*client)->Launch(spec);
+  ASSERT_FALSE(launched.ok());
+  EXPECT_NE(launched.status().message().find("<base>/<job id>/<attempt>"), std::string::npos)
+      << launched.status().message();
+}
+
+// A link planted where a record folder goes (by anyone who could write
+// there) is neither followed nor written through.
+TEST_F(LauncherTest, PlantedLinkForTheRecordFolderIsRefused) {
   auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   std::filesystem::create_directories(dir_ + "/victim");
-  std::filesystem::create_directories(dir_ + "/jobs/2");
-  std::filesystem::create_directory_symlink(dir_ + "/victim", dir_ + "/jobs/2/1");
-  auto launched = (*client)->Launch(TrueSpec(dir_ + "/jobs/2/1"));
+  std::filesystem::create_directories(dir_ + "/run/jobs/2");
+  std::filesystem::create_directory_symlink(dir_ + "/victim", RecordDir(2));
+  auto launched = (*client)->Launch(TrueSpec(2));
   ASSERT_FALSE(launched.ok());
   EXPECT_NE(launched.status().message().find("symbolic link"), std::string::npos) << launched.status().message();
   EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/victim"));
+}
+
+// The records' base must be private at every level: a base any user may
+// write (a job's folder, a shared one) is refused before anything is made.
+TEST_F(LauncherTest, ARecordBaseOthersMayWriteIsRefused) {
+  auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  chmod((dir_ + "/run/jobs").c_str(), 0777);
+  auto launched = (*client)->Launch(TrueSpec(6));
+  ASSERT_FALSE(launched.ok());
+  EXPECT_NE(launched.status().message().find("may be written by other users"), std::string::npos)
+      << launched.status().message();
+  EXPECT_FALSE(std::filesystem::exists(RecordDir(6)));
 }
 
 TEST_F(LauncherTest, DeadLauncherIsNoticedBeforeLaunching) {
@@ -148,7 +182,7 @@ TEST_F(LauncherTest, DeadLauncherIsNoticedBeforeLaunching) {
   ASSERT_EQ(kill((*client)->pid(), SIGKILL), 0);
   for (int i = 0; i < 200 && (*client)->alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_FALSE((*client)->alive());
-  auto launched = (*client)->Launch(TrueSpec(dir_ + "/a"));
+  auto launched = (*client)->Launch(TrueSpec(7));
   EXPECT_EQ(launched.status().code(), Code::kUnavailable);
 }
 
@@ -167,21 +201,21 @@ pid_t ParentOf(pid_t pid) {
 TEST_F(LauncherTest, ShimsAreForkedByAServerThatIsReplacedWhenItDies) {
   auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  auto first = (*client)->Launch(TrueSpec(dir_ + "/1"));
+  auto first = (*client)->Launch(TrueSpec(1));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   pid_t server = ParentOf(first->shim.pid);
   EXPECT_NE(server, (*client)->pid());
   EXPECT_EQ(ParentOf(server), (*client)->pid());
-  ASSERT_TRUE(WaitForFile(ExitFilePath(dir_ + "/1")));
+  ASSERT_TRUE(WaitForFile(ExitFilePath(RecordDir(1))));
   ASSERT_EQ(kill(server, SIGKILL), 0);
   for (int i = 0; i < 200 && kill(server, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto second = (*client)->Launch(TrueSpec(dir_ + "/2"));
+  auto second = (*client)->Launch(TrueSpec(2));
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   pid_t replacement = ParentOf(second->shim.pid);
   EXPECT_NE(replacement, server);
   EXPECT_EQ(ParentOf(replacement), (*client)->pid());
-  ASSERT_TRUE(WaitForFile(ExitFilePath(dir_ + "/2")));
-  auto record = ReadExitRecord(dir_ + "/2");
+  ASSERT_TRUE(WaitForFile(ExitFilePath(RecordDir(2))));
+  auto record = ReadExitRecord(RecordDir(2));
   ASSERT_TRUE(record.ok() && record->has_value());
   EXPECT_EQ((*record)->code, 0);
   close(first->pidfd);
@@ -193,10 +227,10 @@ TEST_F(LauncherTest, WithoutTheForkServerEachShimIsExecdByTheLauncher) {
   auto client = LauncherClient::Spawn("/proc/self/exe", Shim());
   unsetenv("GPUHERD_SHIM_FORK_SERVER");
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  auto launched = (*client)->Launch(TrueSpec(dir_ + "/1"));
+  auto launched = (*client)->Launch(TrueSpec(1));
   ASSERT_TRUE(launched.ok()) << launched.status().ToString();
   EXPECT_EQ(ParentOf(launched->shim.pid), (*client)->pid());
-  ASSERT_TRUE(WaitForFile(ExitFilePath(dir_ + "/1")));
+  ASSERT_TRUE(WaitForFile(ExitFilePath(RecordDir(1))));
   close(launched->pidfd);
 }
 

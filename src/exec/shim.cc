@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,10 +51,17 @@ std::string Errno(int err) { return std::strerror(err); }
 // spares copying the shim's page tables for every job; so it may only make
 // system calls, and it reports a failure by writing `failed` and `error` here
 // before it exits. The shim is suspended until the child has exec'd or exited.
+//
+// The job's output folder, its logs and its fence files are made here, after
+// the child became the job's user (job_trees.h, rule 3): the kernel checks
+// the user's own permissions, and nothing the user planted can lead root.
 struct JobStart {
-  enum Stage { kNone, kCgroup, kStdio, kAffinity, kGroups, kGid, kUid, kDirectory, kExec };
+  enum Stage { kNone, kCgroup, kStdio, kAffinity, kGroups, kGid, kUid, kOutputDir, kLogs, kFence, kDirectory, kExec };
 
-  int null_fd = -1, out_fd = -1, err_fd = -1;
+  int null_fd = -1;
+  const char* output_dir = nullptr;
+  const std::vector<JobFile>* files = nullptr;  // made in output_dir
+  const char* failed_file = nullptr;            // which of them could not be
   bool set_affinity = false;
   cpu_set_t cpus;
   bool switch_user = false;
@@ -68,6 +76,22 @@ struct JobStart {
   Stage failed = kNone;
   int error = 0;
 };
+
+// Opens (creating it) a regular file for writing below `dir`, as the job's
+// child does: no link followed, and a FIFO or device in its place is
+// refused (errno EINVAL) rather than waited on. -1 with errno set.
+int OpenRegular(int dir, const char* name, int flags, mode_t mode) {
+  const int fd = openat(dir, name, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | flags, mode);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
 
 int RunJobChild(void* arg) {
   auto* start = static_cast<JobStart*>(arg);
@@ -89,9 +113,6 @@ int RunJobChild(void* arg) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (dup2(start->null_fd, 0) < 0 || dup2(start->out_fd, 1) < 0 || dup2(start->err_fd, 2) < 0) {
-    fail(JobStart::kStdio, errno);
-  }
   if (start->set_affinity && sched_setaffinity(0, sizeof(start->cpus), &start->cpus) != 0) {
     fail(JobStart::kAffinity, errno);
   }
@@ -103,6 +124,26 @@ int RunJobChild(void* arg) {
     if (syscall(SYS_setresgid, start->gid, start->gid, start->gid) != 0) fail(JobStart::kGid, errno);
     if (start->uid && syscall(SYS_setresuid, *start->uid, *start->uid, *start->uid) != 0) fail(JobStart::kUid, errno);
   }
+  // From here on as the job's user. The attempt's folder may exist already
+  // (the user's own); nothing in it is followed.
+  if (mkdir(start->output_dir, 0755) != 0 && errno != EEXIST) fail(JobStart::kOutputDir, errno);
+  const int dir = open(start->output_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) fail(JobStart::kOutputDir, errno);
+  const int out = OpenRegular(dir, "stdout", O_APPEND, 0644);
+  if (out < 0) fail(JobStart::kLogs, errno);
+  const int err = OpenRegular(dir, "stderr", O_APPEND, 0644);
+  if (err < 0) fail(JobStart::kLogs, errno);
+  for (const JobFile& file : *start->files) {
+    start->failed_file = file.name.c_str();
+    const int fd = OpenRegular(dir, file.name.c_str(), O_TRUNC, file.mode);
+    if (fd < 0) fail(JobStart::kFence, errno);
+    if (!file.text.empty() && write(fd, file.text.data(), file.text.size()) != static_cast<ssize_t>(file.text.size())) {
+      fail(JobStart::kFence, errno == 0 ? EIO : errno);
+    }
+    close(fd);
+  }
+  close(dir);
+  if (dup2(start->null_fd, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) fail(JobStart::kStdio, errno);
   // After dropping privileges, so that a directory the user may not enter fails here.
   if (chdir(start->cwd) != 0) fail(JobStart::kDirectory, errno);
   // As execvp does: go on past missing files, remember a permission problem.
@@ -141,6 +182,11 @@ std::vector<std::string> ExecCandidates(const LaunchSpec& spec) {
 
 std::string StageFailure(const LaunchSpec& spec, const JobStart& start) {
   std::string error = Errno(start.error);
+  // What the user's own folder held instead of a file, said plainly.
+  if (start.failed == JobStart::kLogs || start.failed == JobStart::kFence || start.failed == JobStart::kOutputDir) {
+    if (start.error == ELOOP) error = "a symbolic link is in the way (links are not followed)";
+    if (start.error == EINVAL || start.error == ENXIO) error = "something that is not a regular file is in the way";
+  }
   switch (start.failed) {
     case JobStart::kCgroup: return "cannot join the job's control group: " + error;
     case JobStart::kStdio: return "cannot set up the standard descriptors: " + error;
@@ -152,6 +198,12 @@ std::string StageFailure(const LaunchSpec& spec, const JobStart& start) {
     case JobStart::kGroups: return "cannot set the supplementary groups for gid " + std::to_string(start.gid) + ": " + error;
     case JobStart::kGid: return "cannot switch to gid " + std::to_string(start.gid) + ": " + error;
     case JobStart::kUid: return "cannot switch to uid " + std::to_string(*start.uid) + ": " + error;
+    case JobStart::kOutputDir:
+      return "cannot create the attempt's folder " + spec.output_dir + " as the job's user: " + error;
+    case JobStart::kLogs: return "cannot open the job's logs in " + spec.output_dir + " as the job's user: " + error;
+    case JobStart::kFence:
+      return "cannot create the memory fence's " + std::string(start.failed_file ? start.failed_file : "files") +
+             " in " + spec.output_dir + " as the job's user: " + error;
     case JobStart::kDirectory: return "cannot change to directory '" + std::string(start.cwd) + "': " + error;
     case JobStart::kExec: return "cannot run '" + spec.argv[0] + "': " + error;
     case JobStart::kNone: break;
@@ -178,17 +230,11 @@ class Shim {
     RedirectOwnStdio();
     record_.started = clock_->Now();
     if (signal_fd < 0) return Finish(LaunchFailed("cannot set up signal handling: " + Errno(errno)));
-    int out_fd = OpenLog(StdoutPath(spec_.dir));
-    int err_fd = OpenLog(StderrPath(spec_.dir));
-    if (out_fd < 0 || err_fd < 0) {
-      return Finish(LaunchFailed("cannot open the log files in " + spec_.dir + ": " + Errno(errno)));
-    }
     // Room for the exit record, should the disk fill up while the job runs.
-    (void)ReserveExitRecord(spec_.dir);
+    (void)ReserveExitRecord(spec_.record_dir);
     JobStart start;
     start.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    start.out_fd = out_fd;
-    start.err_fd = err_fd;
+    start.output_dir = spec_.output_dir.c_str();
     if (!user_.error.empty()) return Finish(LaunchFailed(user_.error));
     if (user_.needed) {
       start.switch_user = true;
@@ -209,11 +255,12 @@ class Shim {
       return Finish(LaunchFailed(error));
     }
     start.cgroup_fds = &containment_.join_fds();
-    start.cwd = spec_.cwd.empty() ? spec_.dir.c_str() : spec_.cwd.c_str();
+    start.cwd = spec_.cwd.empty() ? spec_.output_dir.c_str() : spec_.cwd.c_str();
     start.candidates = ExecCandidates(spec_);
     std::vector<std::string> env_strings;
     std::map<std::string, std::string> env = spec_.env;
-    AddMemoryFence(spec_, &env);
+    const std::vector<JobFile> files = AddMemoryFence(spec_, &env);
+    start.files = &files;
     for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
     for (auto& e : env_strings) start.envp.push_back(e.data());
     start.envp.push_back(nullptr);
@@ -226,8 +273,6 @@ class Shim {
     int clone_error = errno;
     containment_.CloseJoinFiles();
     close(start.null_fd);
-    close(out_fd);
-    close(err_fd);
     if (job_pid_ < 0) return Finish(LaunchFailed("cannot start the job: " + Errno(clone_error)));
     if (start.failed != JobStart::kNone) {
       int status;
@@ -260,17 +305,6 @@ class Shim {
     if (null_fd < 0) return;
     for (int fd = 0; fd <= 2; ++fd) dup2(null_fd, fd);
     if (null_fd > 2) close(null_fd);
-  }
-
-  int OpenLog(const std::string& path) {
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    // The job's user may read its own logs without the daemon.
-    if (fd >= 0 && geteuid() == 0 && (spec_.uid || spec_.gid)) {
-      if (fchown(fd, spec_.uid.value_or(-1), spec_.gid.value_or(-1)) != 0) {
-        // Not fatal: the daemon still serves the logs.
-      }
-    }
-    return fd;
   }
 
   // Waits for the job to end while handling signals and deadlines; returns its
@@ -399,7 +433,7 @@ class Shim {
   // rename without fsync is enough, and fsync would cost every job a disk flush.
   int Finish(ExitRecord record) {
     record.ended = clock_->Now();
-    return WriteExitRecord(spec_.dir, record).ok() ? 0 : 1;
+    return WriteExitRecord(spec_.record_dir, record).ok() ? 0 : 1;
   }
 
   const LaunchSpec& spec_;

@@ -6,7 +6,7 @@ using nlohmann::json;
 
 json LaunchSpecToJson(const LaunchSpec& s) {
   json j = {{"job_id", s.job_id}, {"attempt", s.attempt}, {"argv", s.argv}, {"cwd", s.cwd},
-            {"env", s.env},       {"dir", s.dir},         {"cpus", s.cpus}, {"time_limit", s.time_limit},
+            {"env", s.env},       {"record_dir", s.record_dir}, {"output_dir", s.output_dir},         {"cpus", s.cpus}, {"time_limit", s.time_limit},
             {"grace", s.grace}};
   if (s.uid) j["uid"] = *s.uid;
   if (s.gid) j["gid"] = *s.gid;
@@ -26,7 +26,8 @@ Result<LaunchSpec> LaunchSpecFromJson(const json& j) {
     s.argv = j.at("argv").get<std::vector<std::string>>();
     s.cwd = j.at("cwd").get<std::string>();
     s.env = j.at("env").get<std::map<std::string, std::string>>();
-    s.dir = j.at("dir").get<std::string>();
+    s.record_dir = j.at("record_dir").get<std::string>();
+    s.output_dir = j.at("output_dir").get<std::string>();
     s.cpus = j.at("cpus").get<std::vector<int>>();
     s.time_limit = j.at("time_limit").get<DurationMs>();
     s.grace = j.at("grace").get<DurationMs>();

@@ -25,7 +25,8 @@ LaunchSpec Spec() {
   spec.argv = {"python3", "train.py", "--lr", "0.1"};
   spec.cwd = "/work";
   spec.env = {{"PATH", "/usr/bin"}, {"GPUHERD_RESUME", "1"}};
-  spec.dir = "/var/lib/gpuherd/jobs/7/2";
+  spec.record_dir = "/var/lib/gpuherd/run/jobs/7/2";
+  spec.output_dir = "/var/lib/gpuherd/jobs/7/2";
   spec.cpus = {0, 2};
   spec.time_limit = 3600000;
   spec.grace = 5000;
@@ -47,6 +48,8 @@ TEST(ShimInputTest, RoundTripsSpecAndUser) {
   EXPECT_EQ(s.attempt, 2);
   EXPECT_EQ(s.argv, Spec().argv);
   EXPECT_EQ(s.env, Spec().env);
+  EXPECT_EQ(s.record_dir, Spec().record_dir);
+  EXPECT_EQ(s.output_dir, Spec().output_dir);
   EXPECT_EQ(s.cpus, (std::vector<int>{0, 2}));
   EXPECT_EQ(s.time_limit, 3600000);
   EXPECT_EQ(s.grace, 5000);
@@ -179,7 +182,8 @@ TEST(ShimBinaryTest, RunsTheJobOnlyAfterTheGoByte) {
   spec.attempt = 1;
   spec.argv = {"sh", "-c", "echo ran > " + dir + "/marker"};
   spec.env = {{"PATH", "/usr/bin:/bin"}};
-  spec.dir = dir;
+  spec.record_dir = dir;
+  spec.output_dir = dir + "/out";
   // End-of-file instead of the go byte: cancelled, nothing runs, no record.
   EXPECT_EQ(RunShim(EncodeShimInput(spec, {}), /*go=*/false), 1);
   EXPECT_FALSE(std::filesystem::exists(dir + "/marker"));

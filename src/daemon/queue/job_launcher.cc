@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/owned_dirs.h"
+#include "exec/job_trees.h"
 #include "host/cpulist.h"
 
 namespace gpuherd::daemon {
@@ -62,6 +63,10 @@ std::string JobLauncher::AttemptDir(sched::JobId id, int attempt) const {
   return fmt::format("{}/{}/{}", dir_.jobs_dir(), id, attempt);
 }
 
+std::string JobLauncher::RecordDir(sched::JobId id, int attempt) const {
+  return exec::AttemptRecordDir(dir_.records_dir(), id, attempt);
+}
+
 std::string JobLauncher::MetricsFile(sched::JobId id) const {
   return fmt::format("{}/{}/metrics.jsonl", dir_.jobs_dir(), id);
 }
@@ -73,7 +78,8 @@ exec::LaunchSpec JobLauncher::Prepare(const sched::Job& job, const AttemptFacts&
   l.argv = job.spec.argv;
   l.cwd = job.spec.cwd;
   l.env = job.spec.env;
-  l.dir = AttemptDir(job.id, job.attempt);
+  l.record_dir = RecordDir(job.id, job.attempt);
+  l.output_dir = AttemptDir(job.id, job.attempt);
   // Jobs run as their submitter when the daemon can switch users (root).
   if (::geteuid() == 0 && job.spec.uid != 0) {
     l.uid = job.spec.uid;
@@ -129,12 +135,18 @@ exec::LaunchSpec JobLauncher::Prepare(const sched::Job& job, const AttemptFacts&
 void JobLauncher::Launch(exec::LaunchSpec launch, std::function<void(const Result<int>&)> done) {
   // Forks happen off the loop, so the loop goes on answering.
   run_off_loop_([this, launch = std::move(launch), done = std::move(done)]() mutable {
-    // The job's own directories (checkpoints, metrics, the attempt's logs
-    // below) belong to the user it runs as.
-    const std::string job_dir = std::filesystem::path(launch.dir).parent_path().string();
-    for (const std::string& d : {job_dir, launch.env.at("GPUHERD_CHECKPOINT_DIR")}) {
-      Status made =
-          MakeHomeDirs(dir_, d, launch.uid ? std::optional<DirOwner>(DirOwner{*launch.uid, *launch.gid}) : std::nullopt);
+    // The job's own folders (metrics and the attempts' output below it, its
+    // checkpoints) belong to the user it runs as. Root makes only these, in
+    // jobs/ and checkpoints/, which only root writes, and hands them over
+    // (exec/job_trees.h, rule 3); the job's process makes what is inside.
+    // A pipeline node's checkpoint folder is the run's, made as its user.
+    const std::optional<DirOwner> owner =
+        launch.uid ? std::optional<DirOwner>(DirOwner{*launch.uid, *launch.gid}) : std::nullopt;
+    std::vector<std::string> folders = {fmt::format("{}/{}", dir_.jobs_dir(), launch.job_id)};
+    const std::string default_checkpoints = fmt::format("{}/{}", dir_.checkpoint_dir(), launch.job_id);
+    if (launch.env.at("GPUHERD_CHECKPOINT_DIR") == default_checkpoints) folders.push_back(default_checkpoints);
+    for (const std::string& d : folders) {
+      Status made = MakeHomeDirs(dir_, d, owner);
       if (!made.ok()) spdlog::warn("job {}: {}", launch.job_id, made.message());
     }
     Result<int> pid = executor_->Launch(launch);

@@ -57,7 +57,13 @@ class JobLauncher {
   // server. Null (the default): they time-share the SMs.
   void SetMps(const MpsControl* mps) { mps_ = mps; }
 
+  // An attempt's two folders (exec/job_trees.h): its output folder in the
+  // job's tree (<home>/jobs/<id>/<attempt>: logs, fence files, default cwd)
+  // and its record folder in the daemon's private tree.
   std::string AttemptDir(sched::JobId id, int attempt) const;
+  std::string RecordDir(sched::JobId id, int attempt) const;
+  // <home>/jobs: only root writes it; each job's folder below is its user's.
+  std::string JobsDir() const { return dir_.jobs_dir(); }
   // GPUHERD_METRICS_FILE of every attempt of the job.
   std::string MetricsFile(sched::JobId id) const;
 
