@@ -223,6 +223,10 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
 
   ~Connection() override {
     core_.Unregister(this);
+    // The descriptor goes before the slot, so that the count never falls
+    // below the descriptors held.
+    ErrorCode ignored;
+    socket_.close(ignored);
     core_.limiter().Release(peer_);
   }
 
