@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "core/log.h"
 #include "daemon/daemon.h"
+#include "daemon/fd_budget.h"
 
 namespace gpuherd::app {
 
@@ -43,6 +44,7 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     bool allow_gpu_reset = false;
     std::string self_heal_shadow;
     std::vector<std::string> self_heal;
+    int max_connections = 4096, max_connections_per_user = 64;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("daemon", "Run the gpuherd daemon in the foreground");
@@ -113,6 +115,16 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
       ->capture_default_str();
   cmd->add_flag("--allow-gpu-reset", flags->allow_gpu_reset,
                 "Reset a quarantined GPU before its requalification, only when no process uses it");
+  cmd->add_option("--max-connections", flags->max_connections,
+                  "HTTP connections open at once, over the socket and TCP together; the last 8 are kept for root "
+                  "and the daemon's user; lowered when the open-files limit leaves too little for jobs")
+      ->check(CLI::Range(16, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--max-connections-per-user", flags->max_connections_per_user,
+                  "HTTP connections open at once per user on the unix socket and per address over TCP "
+                  "(0: no limit); one more is answered 503 and closed")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   cmd->add_option("--self-heal-shadow", flags->self_heal_shadow,
                   "Self-healing rules that only record what they would do (comma-separated rule names, or all)");
   cmd->add_option("--self-heal", flags->self_heal,
@@ -154,6 +166,8 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
       return ctx->Fail(InvalidArgument("--memory-grace takes a duration like 30s; got '" + flags->memory_grace + "'"));
     }
     options.adopt_empty_state = flags->adopt_empty_state;
+    options.max_connections = flags->max_connections;
+    options.max_connections_per_user = flags->max_connections_per_user;
     options.admin_group = flags->admin_group;
     options.allow_hosts = flags->allow_hosts;
     options.queue.scheduler.max_running_gpus_per_user = flags->user_max_gpus;
@@ -179,6 +193,13 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     ::umask(077);
     if (Status s = EnsureStateDir(ctx->own_dir()); !s.ok()) return ctx->Fail(s);
     SetUpLogging(flags->log_level, ctx->own_dir().log_dir() + "/daemon.log");
+    // Connections are limited to what fits below the open-files limit
+    // (daemon/fd_budget.h); a higher limit leaves room for more of them.
+    if (auto fds = daemon::RaiseFdLimit(); !fds.ok()) {
+      spdlog::warn("{}", fds.status().ToString());
+    } else if (fds->soft != fds->before) {
+      spdlog::info("open-files limit raised from {} to {} (hard limit {})", fds->before, fds->soft, fds->hard);
+    }
 
     // Signals are taken by one thread with sigwait, so no handler runs on a
     // thread that holds a lock; every thread created after this inherits the mask.

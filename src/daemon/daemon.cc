@@ -44,6 +44,7 @@
 #include "daemon/self_heal_queue.h"
 #include "daemon/self_heal_service.h"
 #include "http/server.h"
+#include "daemon/fd_budget.h"
 #include "daemon/metrics_service.h"
 #include "exec/executor.h"
 #include "host/machine.h"
@@ -616,6 +617,21 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   GPUHERD_RETURN_IF_ERROR(impl->StartSelfHeal());
   impl->metrics = std::make_unique<MetricsService>(&impl->state, impl->jobs.get(), impl->alerts.get());
   impl->metrics->SetSelfHeal(impl->self_heal.get());
+  // The servers start below; /metrics is served only after that.
+  impl->metrics->SetConnections([raw] {
+    telemetry::ConnectionMetrics sum;
+    for (const http::Server* server : {raw->server.get(), raw->metrics_server.get()}) {
+      if (server == nullptr) continue;
+      http::ConnectionStats stats = server->connection_stats();
+      sum.open += stats.open;
+      sum.limit += stats.limit;
+      sum.refused_per_user += stats.refused_per_user;
+      sum.refused_per_address += stats.refused_per_address;
+      sum.refused_total += stats.refused_total;
+      sum.accept_errors += stats.accept_errors;
+    }
+    return sum;
+  });
   routes::RouteContext route_context;
   route_context.state = &impl->state;
   route_context.jobs = impl->jobs.get();
@@ -647,6 +663,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   // Handlers mostly wait for the loop's next commit; more of them let more
   // submissions share one commit.
   http.threads = 8;
+  ConnectionPlan connections = PlanConnections(options.max_connections, options.max_connections_per_user,
+                                               options.metrics_port >= 0, CurrentFdLimit(), ::geteuid());
+  if (!connections.lowered.empty()) spdlog::warn("{}", connections.lowered);
+  http.limits = connections.api;
+  spdlog::info("HTTP connections: at most {} ({} kept for admins), {} per user", http.limits.total,
+               http.limits.reserved, http.limits.per_user);
   auto server = http::Server::Start(http, [raw](const http::Request& r) { return raw->Serve(r); });
   if (!server.ok()) return server.status();
   impl->server = std::move(server).value();
@@ -655,6 +677,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
     http::ServerOptions metrics_http;
     metrics_http.tcp_host = options.metrics_host;
     metrics_http.tcp_port = options.metrics_port;
+    metrics_http.limits = connections.metrics;
     auto metrics_server = http::Server::Start(metrics_http, [raw](const http::Request& r) { return raw->ServeMetrics(r); });
     if (!metrics_server.ok()) return metrics_server.status().Annotate("cannot serve /metrics (--metrics-port)");
     impl->metrics_server = std::move(metrics_server).value();

@@ -56,6 +56,11 @@ struct DaemonOptions {
   // Self-healing GPUs (self_heal_service.h): --requalify-after, --requalify-level,
   // --allow-gpu-reset, --self-heal-shadow, --self-heal KEY=VALUE.
   SelfHealOptions self_heal;
+  // HTTP connections (README "Connection limits"): per uid on the unix socket
+  // and per address over TCP (0: no limit), and in all, lowered to what the
+  // open-files limit allows (fd_budget.h).
+  int max_connections_per_user = 64;
+  int max_connections = 4096;
 };
 
 class Daemon {

@@ -58,6 +58,7 @@ std::string MetricsService::Render() {
     in.alerts_firing = alerts_->Firing();
     in.ib_ports = alerts_->IbPorts();
   }
+  if (connections_) in.connections = connections_();
   return telemetry::RenderMetrics(in);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "daemon/daemon_state.h"
 #include "daemon/job_service.h"
 #include "daemon/self_heal_service.h"
+#include "telemetry/prometheus.h"
 
 namespace gpuherd::daemon {
 
@@ -23,6 +25,11 @@ class MetricsService {
 
   // Each GPU's self-healing state (gpuherd_gpu_state); null: left out.
   void SetSelfHeal(const SelfHealService* self_heal) { self_heal_ = self_heal; }
+  // The HTTP listeners' connection counts (gpuherd_http_*), asked for at
+  // each render from the loop thread; unset: left out.
+  void SetConnections(std::function<telemetry::ConnectionMetrics()> connections) {
+    connections_ = std::move(connections);
+  }
   // After each sampling round: counts the XIDs of the newest readings.
   void AfterRound();
   // The exposition (telemetry::kMetricsContentType).
@@ -39,6 +46,7 @@ class MetricsService {
   JobService* jobs_;
   AlertService* alerts_;
   const SelfHealService* self_heal_ = nullptr;
+  std::function<telemetry::ConnectionMetrics()> connections_;
   std::map<std::string, XidTally> xids_;  // by GPU UUID
 };
 

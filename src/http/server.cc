@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "http/connection_limiter.h"
 #include "http/request_parser.h"
 
 namespace gpuherd::http {
@@ -43,6 +44,13 @@ constexpr DurationMs kLingerMs = 1000;
 // How long Stop() waits for running handlers before it abandons them.
 constexpr std::chrono::seconds kStopGrace(10);
 constexpr std::chrono::milliseconds kAcceptRetryDelay(100);
+// Accept failures and refused connections come in floods: one log line per
+// interval, with the count, instead of one per connection.
+constexpr std::chrono::seconds kFloodLogInterval(10);
+// What a refused connection had already sent is read (and dropped) up to
+// this much before the close, so that TCP sends FIN rather than RST and the
+// client gets to read the 503.
+constexpr size_t kRefusalDrainBytes = 64 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 bool HasLineBreak(std::string_view text) {
@@ -70,6 +78,48 @@ void SetCommonFields(const Response& response, Fields* fields) {
   }
 }
 
+// Lets a repeated warning through at most once per interval and says how
+// many were held back since the last one. Thread-safe.
+class FloodLog {
+ public:
+  // True when the caller may log now; *count is then the occurrences since
+  // the last line, this one included.
+  bool Allow(uint64_t* count) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++count_;
+    auto now = std::chrono::steady_clock::now();
+    if (logged_ && now - last_ < kFloodLogInterval) return false;
+    logged_ = true;
+    last_ = now;
+    *count = count_;
+    count_ = 0;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  bool logged_ = false;
+  std::chrono::steady_clock::time_point last_;
+  uint64_t count_ = 0;
+};
+
+// Answers a connection over a limit and closes it, without waiting for the
+// peer: a reply that does not fit the socket's buffer is cut short.
+void Refuse(int fd, const std::string& message) {
+  char sink[4096];
+  for (size_t drained = 0; drained < kRefusalDrainBytes;) {
+    ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (n <= 0) break;
+    drained += static_cast<size_t>(n);
+  }
+  std::string body = ErrorResponse(503, message).body;
+  std::string reply = "HTTP/1.1 503 Service Unavailable\r\nServer: " + std::string(kServerName) +
+                      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\nConnection: close\r\n\r\n" + body;
+  [[maybe_unused]] ssize_t sent = ::send(fd, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+}
+
 class Session {
  public:
   virtual ~Session() = default;
@@ -83,9 +133,12 @@ class Session {
 class ServerCore {
  public:
   ServerCore(ServerOptions options, Handler handler)
-      : options_(std::move(options)), handler_(std::move(handler)) {}
+      : options_(std::move(options)), handler_(std::move(handler)), limiter_(options_.limits) {}
 
   const ServerOptions& options() const { return options_; }
+  ConnectionLimiter& limiter() { return limiter_; }
+  FloodLog& refusal_log() { return refusal_log_; }
+  FloodLog& accept_error_log() { return accept_error_log_; }
 
   Response Handle(const Request& request) const {
     try {
@@ -136,6 +189,9 @@ class ServerCore {
  private:
   const ServerOptions options_;
   const Handler handler_;
+  ConnectionLimiter limiter_;
+  FloodLog refusal_log_;
+  FloodLog accept_error_log_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -150,13 +206,29 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
  public:
   static constexpr bool kIsUnix = std::is_same_v<Protocol, UnixStream>;
 
-  Connection(ServerCore& core, typename Protocol::socket socket)
+  // `peer` holds a slot of the core's limiter, given back when the
+  // connection is destroyed; `cred` is the unix socket's peer.
+  Connection(ServerCore& core, typename Protocol::socket socket, Peer peer, std::optional<ucred> cred)
       : core_(core),
         socket_(std::move(socket)),
         deadline_(socket_.get_executor()),
-        poll_timer_(socket_.get_executor()) {}
+        poll_timer_(socket_.get_executor()),
+        peer_(std::move(peer)) {
+    if (cred) {
+      peer_uid_ = cred->uid;
+      peer_gid_ = cred->gid;
+      peer_pid_ = cred->pid;
+    }
+  }
 
-  ~Connection() override { core_.Unregister(this); }
+  ~Connection() override {
+    core_.Unregister(this);
+    // The descriptor goes before the slot, so that the count never falls
+    // below the descriptors held.
+    ErrorCode ignored;
+    socket_.close(ignored);
+    core_.limiter().Release(peer_);
+  }
 
   void Start() {
     net::dispatch(socket_.get_executor(), [self = this->shared_from_this()] { self->Begin(); });
@@ -173,15 +245,6 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     if (!core_.Register(this, this->shared_from_this())) {
       CloseSocket();
       return;
-    }
-    if constexpr (kIsUnix) {
-      ucred cred{};
-      socklen_t len = sizeof(cred);
-      if (getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-        peer_uid_ = cred.uid;
-        peer_gid_ = cred.gid;
-        peer_pid_ = cred.pid;
-      }
     }
     ReadRequest();
   }
@@ -218,7 +281,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     phase_ = Phase::kReading;
     parser_.emplace();
     SetLimits(Limits(), &*parser_);
-    ArmDeadline(core_.options().read_timeout);
+    ArmDeadline(core_.options().head_timeout);
     bhttp::async_read_header(socket_, buffer_, *parser_,
                             [self = this->shared_from_this()](ErrorCode ec, size_t) {
                               self->OnHeader(ec);
@@ -228,6 +291,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
   void OnHeader(ErrorCode ec) {
     if (closed_) return;
     if (ec) return OnReadError(ec);
+    ArmDeadline(core_.options().read_timeout);  // for the body, which may be large
     const auto& header = parser_->get();
     if (!parser_->is_done() && beast::iequals(header[bhttp::field::expect], "100-continue")) {
       net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
@@ -453,6 +517,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
   StreamProducer producer_;
   std::string chunk_;
   char scratch_[4096];
+  const Peer peer_;
   std::optional<uint32_t> peer_uid_;
   std::optional<uint32_t> peer_gid_;
   std::optional<int32_t> peer_pid_;
@@ -539,6 +604,7 @@ class Server::Impl {
 
   int tcp_port() const { return tcp_port_; }
   const std::string& unix_path() const { return core_.options().unix_path; }
+  ConnectionStats connection_stats() { return core_.limiter().Stats(); }
 
  private:
   Status ListenTcp() {
@@ -637,8 +703,13 @@ class Server::Impl {
     acceptor->async_accept(net::make_strand(io_), [this, acceptor](ErrorCode ec, auto socket) {
       if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
       if (ec) {
-        // Usually out of file descriptors: wait instead of spinning.
-        spdlog::warn("HTTP accept failed: {}", ec.message());
+        // Usually out of file descriptors (EMFILE, ENFILE): wait instead of
+        // spinning, and say so once per interval, not once per try.
+        core_.limiter().CountAcceptError();
+        if (uint64_t count = 0; core_.accept_error_log().Allow(&count)) {
+          spdlog::warn("HTTP accept failed: {} ({} time(s) since the last report; retrying every {} ms)",
+                       ec.message(), count, kAcceptRetryDelay.count());
+        }
         auto timer = std::make_shared<net::steady_timer>(acceptor->get_executor(),
                                                           kAcceptRetryDelay);
         timer->async_wait([this, acceptor, timer](ErrorCode) {
@@ -646,10 +717,42 @@ class Server::Impl {
         });
         return;
       }
-      std::make_shared<Connection<Protocol>>(core_, typename Protocol::socket(std::move(socket)))
-          ->Start();
+      Admit<Protocol>(typename Protocol::socket(std::move(socket)));
       Accept(acceptor);
     });
+  }
+
+  // Keeps the connection when its peer is within the limits; answers 503
+  // and closes it otherwise.
+  template <class Protocol>
+  void Admit(typename Protocol::socket socket) {
+    Peer peer;
+    std::optional<ucred> cred;
+    if constexpr (std::is_same_v<Protocol, UnixStream>) {
+      ucred c{};
+      socklen_t len = sizeof(c);
+      if (getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &c, &len) == 0) {
+        cred = c;
+        peer.uid = c.uid;
+      } else {
+        peer.address = "unix";  // no credentials: counted apart from every uid
+      }
+    } else {
+      ErrorCode ec;
+      auto remote = socket.remote_endpoint(ec);
+      if (ec) return;  // already gone; the socket closes here
+      peer.address = remote.address().to_string();
+    }
+    Refusal refusal = core_.limiter().Admit(peer);
+    if (refusal != Refusal::kNone) {
+      std::string message = core_.limiter().Explain(refusal, peer);
+      Refuse(socket.native_handle(), message);
+      if (uint64_t count = 0; core_.refusal_log().Allow(&count)) {
+        spdlog::warn("HTTP connection refused: {} ({} refused since the last report)", message, count);
+      }
+      return;  // the socket closes here
+    }
+    std::make_shared<Connection<Protocol>>(core_, std::move(socket), std::move(peer), cred)->Start();
   }
 
   // Removes the socket file only while it is still the one this server
@@ -693,8 +796,16 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
   if (options.tcp_port < 0 && options.unix_path.empty()) {
     return InvalidArgument("the HTTP server needs a TCP port or a unix socket path");
   }
-  if (options.read_timeout <= 0 || options.stream_poll_interval <= 0) {
-    return InvalidArgument("the HTTP read timeout and stream poll interval must be positive");
+  if (options.read_timeout <= 0 || options.head_timeout <= 0 || options.stream_poll_interval <= 0) {
+    return InvalidArgument("the HTTP read and head timeouts and the stream poll interval must be positive");
+  }
+  const ConnectionLimits& limits = options.limits;
+  if (limits.per_user < 0 || limits.per_address < 0 || limits.total < 0 || limits.reserved < 0 ||
+      (limits.total > 0 && limits.reserved >= limits.total)) {
+    return InvalidArgument("the HTTP connection limits must be 0 (none) or positive, with fewer reserved "
+                           "connections than the total; got per user " + std::to_string(limits.per_user) +
+                           ", per address " + std::to_string(limits.per_address) + ", total " +
+                           std::to_string(limits.total) + ", reserved " + std::to_string(limits.reserved));
   }
   auto impl = std::make_unique<Impl>(options, std::move(handler));
   try {
@@ -715,5 +826,7 @@ int Server::tcp_port() const { return impl_->tcp_port(); }
 const std::string& Server::unix_path() const { return impl_->unix_path(); }
 
 void Server::Stop() { impl_->Stop(); }
+
+ConnectionStats Server::connection_stats() const { return impl_->connection_stats(); }
 
 }  // namespace gpuherd::http

@@ -58,14 +58,43 @@ using Handler = std::function<Response(const Request&)>;
 // {"error": message} with the given status.
 Response ErrorResponse(int status, const std::string& message);
 
+// How many connections the server holds open at once, so that one user's
+// idle sockets cannot take every file descriptor of a daemon that serves all
+// users. A connection over a limit is answered 503 (when the reply fits the
+// socket's buffer without waiting) and closed at once. 0 disables a limit.
+struct ConnectionLimits {
+  int per_user = 64;     // per peer uid on the unix socket (SO_PEERCRED)
+  int per_address = 64;  // per peer IP address over TCP
+  int total = 1024;      // over both listeners
+  // Of `total`, the slots that only the uids in `reserved_for` may take, so
+  // that an admin still gets in when other users have filled the rest.
+  int reserved = 8;
+  std::vector<uint32_t> reserved_for = {0};
+};
+
+// Counters since the server started; read with Server::connection_stats().
+struct ConnectionStats {
+  int open = 0;                      // connections open now
+  int limit = 0;                     // ConnectionLimits::total
+  uint64_t refused_per_user = 0;     // over ConnectionLimits::per_user
+  uint64_t refused_per_address = 0;  // over ConnectionLimits::per_address
+  uint64_t refused_total = 0;        // over ConnectionLimits::total (or its reserve)
+  uint64_t accept_errors = 0;        // accept() failures, mostly EMFILE/ENFILE
+};
+
 struct ServerOptions {
   std::string tcp_host = "127.0.0.1";
   int tcp_port = 0;               // 0 = ephemeral, -1 = no TCP listener
   std::string unix_path;          // empty = no unix socket
   int threads = 2;                // also the number of handlers that can run at once
   size_t max_body_bytes = 1 << 20;
-  DurationMs read_timeout = 30000;  // per request read and per response write; also idle keep-alive
+  // A request head (line and headers) must arrive within this, counted from
+  // the accept or from the end of the previous response: a connection that
+  // sends nothing (idle keep-alive, slowloris) is closed after it.
+  DurationMs head_timeout = 5000;
+  DurationMs read_timeout = 30000;  // per request body read and per response write
   DurationMs stream_poll_interval = 100;
+  ConnectionLimits limits;
 };
 
 class Server {
@@ -82,6 +111,8 @@ class Server {
   // The bound TCP port (useful with tcp_port = 0); -1 without a TCP listener.
   int tcp_port() const;
   const std::string& unix_path() const;
+  // Thread-safe.
+  ConnectionStats connection_stats() const;
 
   // Closes the listeners and idle connections, lets requests whose handler is
   // running finish, ends streams, joins the threads and removes the socket

@@ -51,6 +51,28 @@ std::string RawExchange(int port, const std::string& bytes) {
   return reply;
 }
 
+using UnixSocket = net::local::stream_protocol::socket;
+
+// Reads until the server closes the connection (or the read fails).
+template <class Socket>
+std::string ReadToEnd(Socket& socket) {
+  std::string reply;
+  boost::system::error_code ec;
+  net::read(socket, net::dynamic_buffer(reply), ec);
+  return reply;
+}
+
+// Polls `done` for up to 5 s.
+template <class Predicate>
+bool Eventually(Predicate done) {
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
 class HttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -84,12 +106,29 @@ class HttpServerTest : public ::testing::Test {
                       timeout);
   }
 
+  // A connection that sends nothing; the server has admitted it once
+  // connection_stats().open counts it.
+  std::unique_ptr<UnixSocket> IdleUnix() {
+    auto socket = std::make_unique<UnixSocket>(io_);
+    socket->connect(net::local::stream_protocol::endpoint(socket_path_));
+    return socket;
+  }
+  std::unique_ptr<Tcp::socket> IdleTcp() {
+    auto socket = std::make_unique<Tcp::socket>(io_);
+    socket->connect(Tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->tcp_port()));
+    return socket;
+  }
+  bool OpenBecomes(int open) {
+    return Eventually([&] { return server_->connection_stats().open == open; });
+  }
+
   static Response Echo(const Request& request) {
     Response response;
     response.body = request.method + " " + request.path;
     return response;
   }
 
+  net::io_context io_;
   std::string dir_;
   std::string socket_path_;
   std::unique_ptr<Server> server_;
@@ -341,6 +380,183 @@ TEST_F(HttpServerTest, BadOptionsAreRejected) {
   auto refused = Server::Start(long_path, Echo);
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
   EXPECT_THAT(refused.status().message(), HasSubstr("longer than"));
+}
+
+TEST_F(HttpServerTest, BadConnectionLimitsAreRejected) {
+  ServerOptions reserve_too_big = Options();
+  reserve_too_big.limits.total = 8;
+  reserve_too_big.limits.reserved = 8;
+  EXPECT_EQ(Server::Start(reserve_too_big, Echo).status().code(), Code::kInvalidArgument);
+  ServerOptions negative = Options();
+  negative.limits.per_user = -1;
+  EXPECT_EQ(Server::Start(negative, Echo).status().code(), Code::kInvalidArgument);
+  ServerOptions no_head_timeout = Options();
+  no_head_timeout.head_timeout = 0;
+  EXPECT_EQ(Server::Start(no_head_timeout, Echo).status().code(), Code::kInvalidArgument);
+}
+
+TEST_F(HttpServerTest, PerUserLimitOnUnixSocketAnswers503AndFreesSlotsOnClose) {
+  ServerOptions options = Options();
+  options.limits.per_user = 3;
+  StartServer(options, Echo);
+  std::vector<std::unique_ptr<UnixSocket>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(IdleUnix());
+  ASSERT_TRUE(OpenBecomes(3));
+
+  auto over = IdleUnix();
+  std::string reply = ReadToEnd(*over);  // the server closes it at once
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 503 Service Unavailable\r\n"));
+  EXPECT_THAT(reply, HasSubstr("Connection: close"));
+  std::string body = reply.substr(reply.find("\r\n\r\n") + 4);
+  EXPECT_THAT(ErrorText(body), HasSubstr("uid " + std::to_string(getuid()) + " already holds 3, the limit per user"));
+  // The client reads the 503 as a status, with the message.
+  auto refused = UnixClient().Request("GET", "/x");
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_THAT(ErrorText(refused->body), HasSubstr("the limit per user"));
+  ConnectionStats stats = server_->connection_stats();
+  EXPECT_EQ(stats.refused_per_user, 2u);
+  EXPECT_EQ(stats.refused_total, 0u);
+  EXPECT_EQ(stats.open, 3);
+  // TCP is counted apart from the uid.
+  auto tcp = TcpClient().Request("GET", "/over-tcp");
+  ASSERT_TRUE(tcp.ok()) << tcp.status().ToString();
+  EXPECT_EQ(tcp->status, 200);
+
+  held.pop_back();  // closing one gives its slot back
+  ASSERT_TRUE(OpenBecomes(2));
+  auto served = UnixClient().Request("GET", "/again");
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  EXPECT_EQ(served->status, 200);
+  EXPECT_EQ(served->body, "GET /again");
+  EXPECT_EQ(server_->connection_stats().refused_per_user, 2u);
+}
+
+TEST_F(HttpServerTest, PerAddressLimitOverTcp) {
+  ServerOptions options = Options();
+  options.limits.per_address = 2;
+  StartServer(options, Echo);
+  auto first = IdleTcp();
+  auto second = IdleTcp();
+  ASSERT_TRUE(OpenBecomes(2));
+  auto over = IdleTcp();
+  std::string reply = ReadToEnd(*over);
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 503 "));
+  EXPECT_THAT(reply, HasSubstr("127.0.0.1 already holds 2, the limit per address"));
+  EXPECT_EQ(server_->connection_stats().refused_per_address, 1u);
+  // The unix socket is counted by uid, apart from the address.
+  auto over_unix = UnixClient().Request("GET", "/unix");
+  ASSERT_TRUE(over_unix.ok()) << over_unix.status().ToString();
+  EXPECT_EQ(over_unix->status, 200);
+
+  first.reset();
+  ASSERT_TRUE(OpenBecomes(1));
+  auto served = TcpClient().Request("GET", "/tcp");
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  EXPECT_EQ(served->status, 200);
+}
+
+TEST_F(HttpServerTest, TotalLimitLeavesTheReserveToReservedUids) {
+  ServerOptions options = Options();
+  options.limits.per_user = 0;
+  options.limits.per_address = 0;
+  options.limits.total = 4;
+  options.limits.reserved = 2;
+  options.limits.reserved_for = {getuid()};  // this test's user plays root
+  StartServer(options, Echo);
+  // TCP has no uid: it gets the unreserved slots only.
+  auto tcp1 = IdleTcp();
+  auto tcp2 = IdleTcp();
+  ASSERT_TRUE(OpenBecomes(2));
+  auto over = IdleTcp();
+  std::string reply = ReadToEnd(*over);
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 503 "));
+  EXPECT_THAT(reply, HasSubstr("limit of 4 open connections"));
+  EXPECT_EQ(server_->connection_stats().refused_total, 1u);
+  // The reserved uid still gets in over the socket, up to the total.
+  auto admin = UnixClient().Request("GET", "/admin");
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  EXPECT_EQ(admin->status, 200);
+  ASSERT_TRUE(OpenBecomes(2));
+  auto unix1 = IdleUnix();
+  auto unix2 = IdleUnix();
+  ASSERT_TRUE(OpenBecomes(4));
+  auto full = UnixClient().Request("GET", "/admin");
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->status, 503);
+  EXPECT_EQ(server_->connection_stats().refused_total, 2u);
+}
+
+TEST_F(HttpServerTest, TotalLimitRefusesUsersWithoutTheReserve) {
+  ServerOptions options = Options();
+  options.limits.per_user = 0;
+  options.limits.total = 3;
+  options.limits.reserved = 1;
+  options.limits.reserved_for = {getuid() + 1};  // someone else is the admin
+  StartServer(options, Echo);
+  auto a = IdleUnix();
+  auto b = IdleUnix();
+  ASSERT_TRUE(OpenBecomes(2));
+  auto refused = UnixClient().Request("GET", "/x");
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_THAT(ErrorText(refused->body), HasSubstr("the last 1 kept for admins"));
+  EXPECT_EQ(server_->connection_stats().refused_total, 1u);
+}
+
+TEST_F(HttpServerTest, SilentConnectionIsClosedAfterTheHeadTimeout) {
+  ServerOptions options = Options();
+  options.head_timeout = 200;
+  StartServer(options, Echo);
+  auto silent = IdleUnix();
+  ASSERT_TRUE(OpenBecomes(1));
+  auto start = Clock::now();
+  EXPECT_EQ(ReadToEnd(*silent), "");
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  EXPECT_TRUE(OpenBecomes(0));
+}
+
+TEST_F(HttpServerTest, TricklingHeadIsClosedAfterTheHeadTimeout) {
+  ServerOptions options = Options();
+  options.head_timeout = 300;
+  StartServer(options, Echo);
+  auto slow = IdleTcp();
+  std::atomic<bool> closed{false};
+  std::thread reader([&] {
+    ReadToEnd(*slow);
+    closed = true;
+  });
+  // A byte every 50 ms never completes the head: the deadline is not moved.
+  auto start = Clock::now();
+  const std::string head = "GET /slow HTTP/1.1\r\nHost: localhost\r\nX-Padding: ";
+  boost::system::error_code ec;
+  for (size_t i = 0; !closed && Clock::now() - start < std::chrono::seconds(3); ++i) {
+    char byte = i < head.size() ? head[i] : 'a';
+    net::write(*slow, net::buffer(&byte, 1), ec);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  reader.join();
+  EXPECT_TRUE(closed.load());
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1500));
+  EXPECT_TRUE(OpenBecomes(0));
+}
+
+TEST_F(HttpServerTest, BodyMayTakeLongerThanTheHeadTimeout) {
+  ServerOptions options = Options();
+  options.head_timeout = 100;
+  StartServer(options, [](const Request& request) {
+    Response response;
+    response.body = request.body;
+    return response;
+  });
+  auto socket = IdleTcp();
+  net::write(*socket, net::buffer(std::string("POST /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                              "Content-Length: 5\r\n\r\nhe")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  net::write(*socket, net::buffer(std::string("llo")));
+  std::string reply = ReadToEnd(*socket);
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(reply, HasSubstr("\r\n\r\nhello"));
 }
 
 TEST_F(HttpServerTest, ConcurrentClientsAreAllAnswered) {

@@ -383,6 +383,24 @@ void RenderGpuherd(const MetricsInput& in, const std::vector<GpuLabels>& labels,
     Family pass(out, "gpuherd_scheduler_pass_seconds", "gauge", "Duration of the last scheduling pass.");
     pass.Add("", in.scheduler_pass_seconds);
   }
+  if (in.connections) {
+    const ConnectionMetrics& c = *in.connections;
+    Family open(out, "gpuherd_http_connections", "gauge", "HTTP connections open to the daemon now.");
+    open.Add("", static_cast<double>(c.open));
+    Family limit(out, "gpuherd_http_connections_limit", "gauge",
+                 "The most HTTP connections the daemon holds at once (--max-connections).");
+    limit.Add("", static_cast<double>(c.limit));
+    // Every limit always has its series, so that rate() sees the first refusal.
+    Family refused(out, "gpuherd_http_connections_refused_total", "counter",
+                   "HTTP connections answered 503 and closed because a limit was reached: per_user (a uid on "
+                   "the unix socket), per_address (over TCP) or total.");
+    refused.Add(WithLabel("", "limit", "per_user"), static_cast<double>(c.refused_per_user));
+    refused.Add(WithLabel("", "limit", "per_address"), static_cast<double>(c.refused_per_address));
+    refused.Add(WithLabel("", "limit", "total"), static_cast<double>(c.refused_total));
+    Family errors(out, "gpuherd_http_accept_errors_total", "counter",
+                  "Failed accept() calls on the daemon's HTTP listeners (mostly out of file descriptors).");
+    errors.Add("", static_cast<double>(c.accept_errors));
+  }
   {
     Family ib(out, "gpuherd_infiniband_port_errors_total", "counter",
               "InfiniBand port error counters from /sys/class/infiniband.");

@@ -49,6 +49,17 @@ struct AlertsFiring {
   int count = 0;                              // alerts of the rule firing now
 };
 
+// The daemon's HTTP connections (http::ConnectionStats, summed over its
+// listeners).
+struct ConnectionMetrics {
+  int open = 0;
+  int limit = 0;                      // the most that may be open at once
+  uint64_t refused_per_user = 0;
+  uint64_t refused_per_address = 0;
+  uint64_t refused_total = 0;
+  uint64_t accept_errors = 0;
+};
+
 struct MetricsInput {
   std::string hostname;
   std::string version;                        // gpuherd's version
@@ -60,6 +71,7 @@ struct MetricsInput {
   std::vector<AlertsFiring> alerts_firing;
   std::optional<double> scheduler_pass_seconds;  // the duration of the last pass
   std::vector<IbPortMetrics> ib_ports;
+  std::optional<ConnectionMetrics> connections;  // nullopt: no HTTP server (left out)
 };
 
 // The exposition, "text/plain; version=0.0.4". Families without a series are

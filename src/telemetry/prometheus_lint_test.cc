@@ -98,6 +98,7 @@ std::string RenderSimulatedFleet() {
   in.gpu_seconds_by_user = {{"ana", 3600}, {"bo", 12.5}};
   in.alerts_firing = {{"gpu_ecc_dbe", "critical", 1}};
   in.scheduler_pass_seconds = 0.0004;
+  in.connections = ConnectionMetrics{.open = 70, .limit = 4096, .refused_per_user = 12, .refused_total = 1};
   in.ib_ports = {{"mlx5_0", "1", {{"port_rcv_errors", 0}, {"port_xmit_discards", 3}}}};
 
   return RenderMetrics(in);

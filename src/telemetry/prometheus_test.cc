@@ -106,7 +106,8 @@ TEST_F(RenderTest, AbsentReadingsAreLeftOutNotZero) {
   for (const char* absent : {"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
                              "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
                              "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gpuherd_gpu_throttle_reason",
-                             "gpuherd_gpu_health_score", "gpuherd_scheduler_pass_seconds"}) {
+                             "gpuherd_gpu_health_score", "gpuherd_scheduler_pass_seconds",
+                             "gpuherd_http_connections"}) {
     // Neither a series nor the family's HELP line.
     EXPECT_THAT(text, Not(HasSubstr(absent))) << absent;
   }
@@ -169,6 +170,12 @@ TEST_F(RenderTest, GpuherdFigures) {
   input_.alerts_firing = {{"gpu_temp_high", "critical", 2}};
   input_.scheduler_pass_seconds = 0.00125;
   input_.ib_ports = {{"mlx5_0", "1", {{"port_rcv_errors", 4}, {"symbol_error", 0}}}};
+  input_.connections = ConnectionMetrics{.open = 70,
+                                         .limit = 4096,
+                                         .refused_per_user = 2936,
+                                         .refused_per_address = 0,
+                                         .refused_total = 5,
+                                         .accept_errors = 1};
   std::string text = RenderMetrics(input_);
 
   EXPECT_EQ(ValueOf(text, "gpuherd_gpu_health_score{gpu=\"0\",uuid=\"GPU-0\"}"), "93");
@@ -193,6 +200,12 @@ TEST_F(RenderTest, GpuherdFigures) {
   EXPECT_EQ(ValueOf(text, "gpuherd_user_gpu_seconds_total{user=\"ana\"}"), "7200.5");
   EXPECT_EQ(ValueOf(text, "gpuherd_alerts_firing{rule=\"gpu_temp_high\",severity=\"critical\"}"), "2");
   EXPECT_EQ(ValueOf(text, "gpuherd_scheduler_pass_seconds"), "0.00125");
+  EXPECT_EQ(ValueOf(text, "gpuherd_http_connections"), "70");
+  EXPECT_EQ(ValueOf(text, "gpuherd_http_connections_limit"), "4096");
+  EXPECT_EQ(ValueOf(text, "gpuherd_http_connections_refused_total{limit=\"per_user\"}"), "2936");
+  EXPECT_EQ(ValueOf(text, "gpuherd_http_connections_refused_total{limit=\"per_address\"}"), "0");
+  EXPECT_EQ(ValueOf(text, "gpuherd_http_connections_refused_total{limit=\"total\"}"), "5");
+  EXPECT_EQ(ValueOf(text, "gpuherd_http_accept_errors_total"), "1");
   EXPECT_EQ(ValueOf(text,
                     "gpuherd_infiniband_port_errors_total{device=\"mlx5_0\",port=\"1\",counter=\"port_rcv_errors\"}"),
             "4");
