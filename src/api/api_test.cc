@@ -6,6 +6,7 @@
 #include "api/decode.h"
 #include "api/events.h"
 #include "api/gpus.h"
+#include "api/job_detail.h"
 #include "api/jobs.h"
 #include "api/pipelines.h"
 
@@ -274,6 +275,19 @@ TEST(ApiJobsTest, TheFullListingReadsAsTheSameTable) {
   for (const char* bad : {R"([])", R"({"jobs":{}})", R"({"jobs":[1]})", R"({"jobs":[{"id":"four"}]})"}) {
     EXPECT_FALSE(JobTableFromFullListing(nlohmann::json::parse(bad), 5).ok()) << bad;
   }
+}
+
+TEST(ApiJobsTest, MetricIntakeRoundTripsAndReadsForPeople) {
+  MetricIntakeView m{190000, 3371, 2, false};
+  nlohmann::json j = m;
+  EXPECT_EQ(j["lines_thinned"], 186629);
+  auto back = Decode<MetricIntakeView>(j, "the metrics intake");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->lines_read, 190000);
+  EXPECT_EQ(back->lines_kept, 3371);
+  EXPECT_EQ(MetricIntakeText(*back), "190,000 lines read, 3,371 kept (thinned); 2 skipped (too long or not a metric line)");
+  EXPECT_EQ(MetricIntakeText({5, 5, 0, true}),
+            "5 lines read, 5 kept; reading behind the file (a flood is read over several rounds)");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "api/job_detail.h"
 
+#include <algorithm>
+
 namespace gpuherd::api {
 
 using nlohmann::json;
@@ -81,6 +83,43 @@ void from_json(const json& j, AttemptView& a) {
   if (auto it = j.find("peak_gpu_mem_bytes"); it != j.end() && it->is_number_unsigned()) {
     a.peak_gpu_mem_bytes = it->get<uint64_t>();
   }
+}
+
+void to_json(json& j, const MetricIntakeView& m) {
+  j = json{{"lines_read", m.lines_read},
+           {"lines_kept", m.lines_kept},
+           {"lines_thinned", std::max<int64_t>(0, m.lines_read - m.lines_kept)},
+           {"lines_skipped", m.lines_skipped},
+           {"behind", m.behind}};
+}
+
+void from_json(const json& j, MetricIntakeView& m) {
+  m.lines_read = j.value("lines_read", int64_t{0});
+  m.lines_kept = j.value("lines_kept", int64_t{0});
+  m.lines_skipped = j.value("lines_skipped", int64_t{0});
+  m.behind = j.value("behind", false);
+}
+
+namespace {
+
+std::string Grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+}  // namespace
+
+std::string MetricIntakeText(const MetricIntakeView& m) {
+  std::string text = Grouped(m.lines_read) + (m.lines_read == 1 ? " line" : " lines") + " read, " +
+                     Grouped(m.lines_kept) + " kept";
+  if (m.lines_kept < m.lines_read) text += " (thinned)";
+  if (m.lines_skipped > 0) text += "; " + Grouped(m.lines_skipped) + " skipped (too long or not a metric line)";
+  if (m.behind) text += "; reading behind the file (a flood is read over several rounds)";
+  return text;
 }
 
 std::vector<std::string> AttemptGpuUuids(const store::AttemptRecord& r) {

@@ -67,6 +67,21 @@ AttemptView AttemptViewOf(const store::AttemptRecord& r, const std::vector<int>&
 // The record's GPU UUIDs (its gpus_json), empty when unreadable.
 std::vector<std::string> AttemptGpuUuids(const store::AttemptRecord& r);
 
+// How far the daemon read the job's metrics file (daemon/metrics_intake.h):
+// lines beyond a job's first ones are thinned, and a flood is read over many
+// rounds ("behind" until it is read to the end).
+struct MetricIntakeView {
+  int64_t lines_read = 0;
+  int64_t lines_kept = 0;
+  int64_t lines_skipped = 0;  // too long, or not a metric line
+  bool behind = false;
+};
+
+void to_json(nlohmann::json& j, const MetricIntakeView& m);
+void from_json(const nlohmann::json& j, MetricIntakeView& m);
+// "190,000 lines read, 3,120 kept (thinned); reading behind the file".
+std::string MetricIntakeText(const MetricIntakeView& m);
+
 // "completed", "GPU fault", "time limit": an end cause for people.
 std::string EndCauseText(const std::string& cause);
 

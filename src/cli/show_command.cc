@@ -122,6 +122,11 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
       std::printf("  containment %s\n", (*reply)["containment"].get<std::string>().c_str());
     }
     if (!j.logs.empty()) std::printf("  logs       %s\n", Printable(j.logs).c_str());
+    if (auto m = reply->find("metrics"); m != reply->end() && m->is_object()) {
+      auto intake = api::Decode<api::MetricIntakeView>(*m, "the metrics intake of job " + std::to_string(f->id));
+      if (!intake.ok()) return ctx->Fail(intake.status());
+      std::printf("  metrics    %s\n", api::MetricIntakeText(*intake).c_str());
+    }
     if (auto list = reply->find("attempts"); list != reply->end() && list->is_array()) {
       auto attempts = api::Decode<std::vector<api::AttemptView>>(*list, "the attempts of job " + std::to_string(f->id));
       if (!attempts.ok()) return ctx->Fail(attempts.status());

@@ -22,6 +22,7 @@
 #include "core/owned_dirs.h"
 #include "exec/as_user.h"
 #include "pipeline/early_stop.h"
+#include "pipeline/metric_line.h"
 #include "pipeline/spec.h"
 #include "sched/job_spec.h"
 
@@ -58,29 +59,6 @@ std::vector<std::string> LastLines(const std::string& text, size_t count) {
 
 // An active node's stored reason while its job stops by early stopping.
 constexpr std::string_view kStoppingEarly = "stopping early: ";
-
-// A metric line's value at `path` ("loss", or "eval.loss" for a nested
-// field), when it is a number.
-std::optional<double> MetricValue(const json& line, const std::string& path) {
-  const json* at = &line;
-  size_t begin = 0;
-  while (true) {
-    const size_t dot = path.find('.', begin);
-    const std::string part = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
-    if (!at->is_object()) return std::nullopt;
-    auto it = at->find(part);
-    if (it == at->end()) {
-      // A metric named with a dot at the top level ("eval.loss": 0.3).
-      if (begin == 0 && line.contains(path) && line[path].is_number()) return line[path].get<double>();
-      return std::nullopt;
-    }
-    at = &*it;
-    if (dot == std::string::npos) break;
-    begin = dot + 1;
-  }
-  if (!at->is_number()) return std::nullopt;
-  return at->get<double>();
-}
 
 std::optional<NodeState> ParseNodeState(const std::string& name) {
   for (NodeState s : {NodeState::kWaiting, NodeState::kActive, NodeState::kCompleted, NodeState::kFailed,
@@ -580,6 +558,11 @@ void PipelineService::WatchMetrics(const sched::Job& job, bool catch_up) {
       source.node_id = run->second.plan.nodes[node].id;
       source.attempt = std::max(1, run->second.nodes[node].attempts) - 1 + job.attempt;
       source.anomalies = run->second.plan.nodes[node].anomalies;
+      // Thinning keeps what early stopping and the report read.
+      const pipeline::Plan& plan = run->second.plan;
+      const std::string& step = plan.nodes[node].step;
+      if (auto o = plan.objectives.find(step); o != plan.objectives.end()) source.objective = o->second;
+      if (auto e = plan.early_stops.find(step); e != plan.early_stops.end()) source.early_stop = e->second;
     }
   }
   intake_.Watch(source, catch_up);
@@ -592,10 +575,12 @@ void PipelineService::OnJobChanged(const sched::Job& job) {
   } else if (intake_.watching(job.id)) {
     // The attempt is over: what it wrote last is read now. The job is gone
     // or waiting, so anomalies found now are recorded but not acted on.
+    // What a flooding job left unread is read by the next rounds.
     std::vector<MetricsIntake::Found> found;
     intake_.Poll(now, job.id, &state_->batch.metrics, &found);
     for (const auto& f : found) ActOnAnomaly(f, /*may_act=*/false);
-    if (sched::IsFinal(job.state)) intake_.Forget(job.id);
+    intake_.EndAttempt(job.id, sched::IsFinal(job.state), &state_->batch.metrics);
+    intake_.TakeChangedCounts(now, &state_->batch.metric_intake);
   }
 
   if (job.state != sched::JobState::kRunning && job.state != sched::JobState::kStopping) {
@@ -723,12 +708,19 @@ void PipelineService::ActOnAnomaly(const MetricsIntake::Found& found, bool may_a
 }
 
 void PipelineService::OnRound() {
+  intake_slices_left_ = kIntakeSlicesPerRound;
+  ReadMetrics();
+}
+
+void PipelineService::ReadMetrics() {
+  --intake_slices_left_;
   const TimeMs now = state_->clock->Now();
   std::vector<MetricsIntake::Found> found;
   const size_t before = state_->batch.metrics.size();
   intake_.Poll(now, 0, &state_->batch.metrics, &found);
   for (auto& f : intake_.Tick(now)) found.push_back(std::move(f));
-  for (const auto& f : found) ActOnAnomaly(f, /*may_act=*/true);
+  for (const auto& f : found) ActOnAnomaly(f, /*may_act=*/!f.after_end);
+  intake_.TakeChangedCounts(now, &state_->batch.metric_intake);
   std::set<std::pair<int64_t, int>> news;  // (run, node) with new objective values
   for (size_t i = before; i < state_->batch.metrics.size(); ++i) {
     const store::MetricRecord& row = state_->batch.metrics[i];
@@ -737,6 +729,17 @@ void PipelineService::OnRound() {
     if (int node = TakeObjectiveLine(run->second, row); node >= 0) news.insert({row.run_id, node});
   }
   for (const auto& [id, node] : news) CheckEarlyStop(runs_.at(id), node);
+  // A flood is read in further slices of a round's budget, each its own
+  // turn, so that requests queued meanwhile are answered between them; a
+  // job that floods without end costs at most kIntakeSlicesPerRound slices
+  // per round.
+  if (intake_.behind() && intake_slices_left_ > 0 && !intake_slice_posted_ && post_) {
+    intake_slice_posted_ = true;
+    post_([this] {
+      intake_slice_posted_ = false;
+      ReadMetrics();
+    });
+  }
 }
 
 int PipelineService::TakeObjectiveLine(Run& run, const store::MetricRecord& row) {
@@ -746,7 +749,7 @@ int PipelineService::TakeObjectiveLine(Run& run, const store::MetricRecord& row)
   auto objective = run.plan.objectives.find(step);
   if (objective == run.plan.objectives.end() || !run.plan.early_stops.count(step)) return -1;
   const json line = json::parse(row.line_json, nullptr, false);
-  const std::optional<double> value = MetricValue(line, objective->second.metric);
+  const std::optional<double> value = pipeline::MetricValue(line, objective->second.metric);
   if (!value) return -1;
   run.objective_lines[node->second].push_back({*row.step, *value, row.time});
   return node->second;
@@ -874,7 +877,7 @@ api::PipelineDetail PipelineService::Detail(const Run& run) {
       if (auto node = run.by_id.find(m.node_id); node != run.by_id.end()) {
         auto o = run.plan.objectives.find(run.plan.nodes[node->second].step);
         const std::optional<double> v = o == run.plan.objectives.end() ? std::nullopt
-                                                                       : MetricValue(line, o->second.metric);
+                                                                       : pipeline::MetricValue(line, o->second.metric);
         if (v && std::isfinite(*v)) {
           auto it = objective_best.find(m.node_id);
           if (it == objective_best.end() || pipeline::Better(*v, it->second.first, o->second.mode)) {

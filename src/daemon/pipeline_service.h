@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,10 +108,17 @@ class PipelineService {
   // attempt ends. Without it, anomalies are events only.
   void SetAlertSink(std::function<void(const alerts::AlertTransition&)> sink) { alert_sink_ = std::move(sink); }
 
+  // How far the intake read a job's metrics file; nullopt when it is not
+  // watching the job (not running, or its file read to the end).
+  std::optional<MetricsIntake::Counts> MetricIntake(int64_t job_id) const { return intake_.counts(job_id); }
+
   // JobService's state listener: a job started, was requeued or finished.
   void OnJobChanged(const sched::Job& job);
   // Each telemetry round: new metric lines, stall checks, anomaly actions.
   void OnRound();
+  // A round's reading of metric lines is at most this many slices of the
+  // intake's budget (MetricsIntake::Options), each in a turn of its own.
+  static constexpr int kIntakeSlicesPerRound = 10;
   // End of turn, before the queue's: submits the jobs of nodes that became
   // ready and records finished runs.
   void EndOfTurn();
@@ -166,6 +174,10 @@ class PipelineService {
   // Applies a job's final state to its node.
   void NodeJobFinished(Run& run, int node, const sched::Job& job);
   void ActOnAnomaly(const MetricsIntake::Found& found, bool may_act);
+  // One slice of the metrics intake: new lines, stall checks, anomaly
+  // actions, early stopping; posts the next slice while the intake is
+  // behind and the round has slices left.
+  void ReadMetrics();
   // Adds a stored metric line's objective value to its node's history when
   // the node's step has an early_stop policy; returns the node, or -1.
   int TakeObjectiveLine(Run& run, const store::MetricRecord& row);
@@ -189,6 +201,8 @@ class PipelineService {
   // A pipeline job's run and node index.
   std::map<sched::JobId, std::pair<int64_t, int>> job_nodes_;
   MetricsIntake intake_;
+  int intake_slices_left_ = 0;
+  bool intake_slice_posted_ = false;
   bool dirty_ = false;  // some run needs driving
   bool waiting_for_room_ = false;
   // The running attempts of pipeline jobs: since when, on how many GPUs.

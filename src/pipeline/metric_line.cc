@@ -102,4 +102,25 @@ Result<nlohmann::json> ParseMetricLine(std::string_view line) {
   return parsed;
 }
 
+std::optional<double> MetricValue(const nlohmann::json& line, const std::string& path) {
+  const nlohmann::json* at = &line;
+  size_t begin = 0;
+  while (true) {
+    const size_t dot = path.find('.', begin);
+    const std::string part = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+    if (!at->is_object()) return std::nullopt;
+    auto it = at->find(part);
+    if (it == at->end()) {
+      // A metric named with a dot at the top level ("eval.loss": 0.3).
+      if (begin == 0 && line.contains(path) && line[path].is_number()) return line[path].get<double>();
+      return std::nullopt;
+    }
+    at = &*it;
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  if (!at->is_number()) return std::nullopt;
+  return at->get<double>();
+}
+
 }  // namespace gpuherd::pipeline

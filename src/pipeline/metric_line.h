@@ -2,6 +2,8 @@
 // such as {"step": 120, "loss": 0.41}.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -20,5 +22,9 @@ inline constexpr int kMaxMetricDepth = 16;
 // what a diverging loss produces; those tokens (outside strings) become the
 // double values NaN, +inf and -inf. The line must be a JSON object.
 Result<nlohmann::json> ParseMetricLine(std::string_view line);
+
+// A metric line's value at `path` ("loss", or "eval.loss" for a nested
+// field), when it is a number.
+std::optional<double> MetricValue(const nlohmann::json& line, const std::string& path);
 
 }  // namespace gpuherd::pipeline

@@ -409,6 +409,21 @@ ALTER TABLE pipeline_nodes_v12 RENAME TO pipeline_nodes;
 )sql";
 }
 
+// How far the daemon read each job's metrics file, and how many of its
+// lines it stored (metric lines past a job's first are thinned).
+std::string SchemaVersion13() {
+  return R"sql(
+CREATE TABLE metric_intake (
+  job_id INTEGER PRIMARY KEY,
+  lines_read INTEGER NOT NULL CHECK (lines_read >= 0),
+  lines_kept INTEGER NOT NULL CHECK (lines_kept >= 0),
+  lines_skipped INTEGER NOT NULL CHECK (lines_skipped >= 0),
+  behind INTEGER NOT NULL CHECK (behind = 0 OR behind = 1),
+  updated INTEGER NOT NULL
+);
+)sql";
+}
+
 constexpr Migration kMigrations[] = {
     {1, "GPUs, rollups and events", &SchemaVersion1},
     {2, "jobs and drained GPUs", &SchemaVersion2},
@@ -422,6 +437,7 @@ constexpr Migration kMigrations[] = {
     {10, "the first outcome of requests sent with an idempotency key", &SchemaVersion10},
     {11, "one record per attempt of a job", &SchemaVersion11},
     {12, "constraints of the tables written for every job as comparisons, not IN lists", &SchemaVersion12},
+    {13, "how far the metrics file of each job was read, and how many lines were kept", &SchemaVersion13},
 };
 
 std::string HintFor(int primary_code) {

@@ -152,6 +152,24 @@ void Store::WritePipelines(const WriteBatch& batch, std::string* doing) {
       insert.exec();
     }
   }
+  if (!batch.metric_intake.empty()) {
+    SQLite::Statement q(*db_,
+                        "INSERT INTO metric_intake (job_id, lines_read, lines_kept, lines_skipped, behind, updated) "
+                        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO UPDATE SET lines_read = excluded.lines_read, "
+                        "lines_kept = excluded.lines_kept, lines_skipped = excluded.lines_skipped, "
+                        "behind = excluded.behind, updated = excluded.updated");
+    for (const MetricIntakeRecord& m : batch.metric_intake) {
+      *doing = "storing how far the metrics of job " + std::to_string(m.job_id) + " were read";
+      q.reset();
+      q.bind(1, m.job_id);
+      q.bind(2, m.lines_read);
+      q.bind(3, m.lines_kept);
+      q.bind(4, m.lines_skipped);
+      q.bind(5, m.behind ? 1 : 0);
+      q.bind(6, m.updated);
+      q.exec();
+    }
+  }
 }
 
 Result<std::vector<PipelineRunRecord>> Store::ListPipelineRuns(bool all, int limit) {
@@ -226,6 +244,26 @@ Result<std::vector<MetricRecord>> Store::ListJobMetrics(int64_t job_id) {
     return lines;
   } catch (const SQLite::Exception& e) {
     return StatusFromSqlite(e, "cannot read the metrics of job " + std::to_string(job_id) + " from " + path_);
+  }
+}
+
+Result<std::optional<MetricIntakeRecord>> Store::GetMetricIntake(int64_t job_id) {
+  try {
+    SQLite::Statement q(*db_, "SELECT lines_read, lines_kept, lines_skipped, behind, updated FROM metric_intake "
+                              "WHERE job_id = ?");
+    q.bind(1, job_id);
+    if (!q.executeStep()) return std::optional<MetricIntakeRecord>();
+    MetricIntakeRecord r;
+    r.job_id = job_id;
+    r.lines_read = q.getColumn(0).getInt64();
+    r.lines_kept = q.getColumn(1).getInt64();
+    r.lines_skipped = q.getColumn(2).getInt64();
+    r.behind = q.getColumn(3).getInt() != 0;
+    r.updated = q.getColumn(4).getInt64();
+    return std::optional<MetricIntakeRecord>(r);
+  } catch (const SQLite::Exception& e) {
+    return StatusFromSqlite(e, "cannot read how far the metrics of job " + std::to_string(job_id) + " were read from " +
+                                   path_);
   }
 }
 

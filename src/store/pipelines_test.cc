@@ -170,5 +170,29 @@ TEST_F(PipelinesStoreTest, PlainJobLinesAreTheirOwnSeries) {
   EXPECT_EQ((*six)[0].line_json, R"({"loss":2})");
 }
 
+TEST_F(PipelinesStoreTest, MetricIntakeCountsAreUpsertedByJob) {
+  auto store = Open();
+  auto none = store->GetMetricIntake(5);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  WriteBatch batch;
+  batch.metric_intake = {{5, 20000, 1500, 2, true, 1000}, {6, 3, 3, 0, false, 1000}};
+  ASSERT_TRUE(store->Commit(&batch).ok());
+  batch = WriteBatch();
+  batch.metric_intake = {{5, 190000, 3100, 2, false, 2000}};
+  ASSERT_TRUE(store->Commit(&batch).ok());
+  auto five = store->GetMetricIntake(5);
+  ASSERT_TRUE(five.ok());
+  ASSERT_TRUE(five->has_value());
+  EXPECT_EQ((*five)->lines_read, 190000);
+  EXPECT_EQ((*five)->lines_kept, 3100);
+  EXPECT_EQ((*five)->lines_skipped, 2);
+  EXPECT_FALSE((*five)->behind);
+  EXPECT_EQ((*five)->updated, 2000);
+  auto six = store->GetMetricIntake(6);
+  ASSERT_TRUE(six.ok() && six->has_value());
+  EXPECT_EQ((*six)->lines_read, 3);
+}
+
 }  // namespace
 }  // namespace gpuherd::store

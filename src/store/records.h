@@ -208,6 +208,18 @@ struct MetricRecord {
   std::string line_json;       // the whole line
 };
 
+// How far the daemon read a job's metrics file: lines parsed, lines stored
+// (the rest were thinned, daemon/metrics_intake.h), lines skipped (too long,
+// not a metric line), and whether the file had more than was read.
+struct MetricIntakeRecord {
+  int64_t job_id = 0;
+  int64_t lines_read = 0;
+  int64_t lines_kept = 0;
+  int64_t lines_skipped = 0;
+  bool behind = false;
+  TimeMs updated = 0;
+};
+
 // Everything that happened in one turn of the daemon's loop, committed in one
 // transaction (one fsync) before anyone is told.
 // A GPU's move between health states (in_service, suspect, quarantined,
@@ -287,6 +299,7 @@ struct WriteBatch {
   std::vector<PipelineRunRecord> pipeline_runs;    // upserted by id
   std::vector<PipelineNodeRecord> pipeline_nodes;  // upserted by (run_id, node_id)
   std::vector<MetricRecord> metrics;               // inserted, replacing a repeated step
+  std::vector<MetricIntakeRecord> metric_intake;   // upserted by job_id
   std::vector<IdempotencyRecord> idempotency;      // upserted by (uid, key)
   TimeMs idempotency_expire_before = 0;            // > 0: deletes keys created before it
   std::vector<HealthTransitionRecord> health_transitions;  // appended; ids assigned at commit
@@ -294,7 +307,7 @@ struct WriteBatch {
   bool empty() const {
     return gpus.empty() && rollups.empty() && events.empty() && jobs.empty() && drains.empty() &&
            burnin_runs.empty() && alerts.empty() && pipeline_runs.empty() && pipeline_nodes.empty() &&
-           metrics.empty() && idempotency.empty() && idempotency_expire_before == 0 &&
+           metrics.empty() && metric_intake.empty() && idempotency.empty() && idempotency_expire_before == 0 &&
            health_transitions.empty() && attempts.empty();
   }
 };

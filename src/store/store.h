@@ -122,6 +122,8 @@ class Store {
   Result<std::vector<MetricRecord>> ListRunMetrics(int64_t run_id, const std::string& node_id);
   // A plain job's metric lines, by step.
   Result<std::vector<MetricRecord>> ListJobMetrics(int64_t job_id);
+  // How far the daemon read the job's metrics file; nullopt before any line.
+  Result<std::optional<MetricIntakeRecord>> GetMetricIntake(int64_t job_id);
 
   // Job attempts (store/attempts.cc). One job's, by attempt.
   Result<std::vector<AttemptRecord>> ListAttempts(int64_t job_id);

@@ -102,6 +102,23 @@ Status AddJobDetail(RouteContext& ctx, int64_t id, bool may_see_internals, json*
     attempts.push_back(api::AttemptViewOf(r, Positions(*ctx.state, api::AttemptGpuUuids(r))));
   }
   (*job)["attempts"] = std::move(attempts);
+  // How far its metrics file was read: live while the intake reads it,
+  // else as last stored.
+  std::optional<api::MetricIntakeView> intake;
+  if (auto live = ctx.pipelines ? ctx.pipelines->MetricIntake(id) : std::nullopt) {
+    intake = api::MetricIntakeView{static_cast<int64_t>(live->lines_read), static_cast<int64_t>(live->lines_kept),
+                                   static_cast<int64_t>(live->skipped_long + live->skipped_invalid), live->behind};
+  } else {
+    auto stored_intake = ctx.state->store->GetMetricIntake(id);
+    if (!stored_intake.ok()) return stored_intake.status();
+    // Counts of this turn are not stored yet: the batch's latest goes first.
+    std::optional<store::MetricIntakeRecord> r = *stored_intake;
+    for (const store::MetricIntakeRecord& pending : ctx.state->batch.metric_intake) {
+      if (pending.job_id == id) r = pending;
+    }
+    if (r) intake = api::MetricIntakeView{r->lines_read, r->lines_kept, r->lines_skipped, r->behind};
+  }
+  if (intake && (intake->lines_read > 0 || intake->lines_skipped > 0 || intake->behind)) (*job)["metrics"] = *intake;
   return Status::Ok();
 }
 
