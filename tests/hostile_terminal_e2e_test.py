@@ -19,7 +19,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_e2e_test import GPUHERD, Home  # noqa: E402
-from hostile_user_e2e_test import AS_NOBODY, CAN_RUN, NOBODY, WHY_NOT, HostileUserTest  # noqa: E402
+import hostile_user_e2e_test as hostile  # noqa: E402  (the module: its tests are not run here)
+from hostile_user_e2e_test import AS_NOBODY, CAN_RUN, NOBODY, WHY_NOT  # noqa: E402
 
 HIDDEN_CWD = "/x\x1b[8m\x1b[30;40mHIDDEN"       # hides the rest of the line
 C1_NAME = "quiet\u009b8mjob"                     # CSI as one code point
@@ -55,11 +56,11 @@ class HostileTerminalTest(unittest.TestCase):
 
     # --- helpers, borrowed from the hostile user's test -----------------------
 
-    request = HostileUserTest.request
-    port = HostileUserTest.port
+    request = hostile.HostileUserTest.request  # one request as nobody
+    port = hostile.HostileUserTest.port
 
     @property
-    def served(self):  # HostileUserTest.request keeps every body; not needed here
+    def served(self):  # request() keeps every body it got; not needed here
         return []
 
     def root(self, *args, ok=True):
@@ -124,10 +125,11 @@ class HostileTerminalTest(unittest.TestCase):
         self.assertIn(RED, metrics[-1]["values"], metrics)  # the names reached the daemon as written
 
         # Root reads every view. The escaped text is there; the raw bytes not.
-        self.assert_clean("ps --all", self.root("ps", "--all"), "quiet\\u009b8mjob")
+        escaped_cwd = "/x\\e[8m\\e[30;40mHIDDEN"  # in the reason of the job that could not enter it
+        self.assert_clean("ps --all", self.root("ps", "--all"), "quiet\\u009b8mjob", escaped_cwd)
         self.assert_clean("show", self.root("show", str(hidden)), "/x\\e[8m\\e[30;40mHIDDEN", "quiet\\u009b8mjob",
                           "v\\u009b2J\\u0090")
-        self.assert_clean("events", self.root("events", "--limit", "1000"))
+        self.assert_clean("events", self.root("events", "--limit", "1000"), escaped_cwd)
         self.assert_clean("pipelines", self.root("pipelines", "--all"), "escapes")
         self.assert_clean("pipeline show", self.root("pipeline", "show", str(run_id)), "loss\\e[31m")
         md = self.root("report", str(run_id), "--format", "md")
