@@ -8,7 +8,7 @@ namespace gpuherd::burnin {
 namespace {
 
 // nvidia-smi's words go into the run's evidence: printable ASCII only.
-std::string Printable(const std::string& s) {
+std::string AsciiEvidence(const std::string& s) {
   std::string out;
   for (unsigned char c : s.substr(0, 200)) out += std::isprint(c) ? static_cast<char>(c) : ' ';
   return out;
@@ -48,7 +48,7 @@ Check ResetBeforeBurnIn(gpu::Driver& driver, const gpu::GpuInfo& info, TimeMs no
     c.outcome = CheckOutcome::kWarn;
     c.reason = "reset_failed";
     c.message = "nvidia-smi --gpu-reset failed: " +
-                (done.ok() ? fmt::format("exit {}: {}", done->exit_code, Printable(done->err)) : done.status().message());
+                (done.ok() ? fmt::format("exit {}: {}", done->exit_code, AsciiEvidence(done->err)) : done.status().message());
   }
   return c;
 }

@@ -21,14 +21,6 @@ std::string Hours(double h) { return fmt::format("{:.2f}", h); }
 
 std::string Time(TimeMs t) { return t > 0 ? FormatTimeUtc(t) : "-"; }
 
-std::string Csv(const std::string& text) {
-  std::string safe = Printable(text);
-  if (safe.find_first_of(",\"") == std::string::npos) return safe;
-  std::string quoted = "\"";
-  for (char c : safe) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
 std::string CsvNumber(std::optional<double> v, const char* format) {
   return v ? fmt::format(fmt::runtime(format), *v) : "";
 }
@@ -94,8 +86,8 @@ std::string AcctJobsCsv(const api::AcctReport& r) {
       "id,name,user,state,submitted,first_started,ended,attempts,wait_s,gpu_hours,used_gpu_hours,mean_gpu_util_pct,"
       "peak_gpu_mem_bytes,efficiency\n";
   for (const api::AcctJob& j : r.jobs) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.6f},{:.6f},{},{},{}\n", j.id, Csv(j.name), Csv(j.user),
-                       Csv(j.state), Time(j.submitted), j.first_started > 0 ? Time(j.first_started) : "",
+    out += fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.6f},{:.6f},{},{},{}\n", j.id, CsvField(j.name), CsvField(j.user),
+                       CsvField(j.state), Time(j.submitted), j.first_started > 0 ? Time(j.first_started) : "",
                        j.ended > 0 ? Time(j.ended) : "", j.usage.attempts, j.wait_ms / 1000.0, j.usage.gpu_hours,
                        j.usage.used_gpu_hours, CsvNumber(j.usage.mean_gpu_util, "{:.1f}"),
                        j.usage.peak_gpu_mem_bytes ? std::to_string(*j.usage.peak_gpu_mem_bytes) : "",
@@ -108,7 +100,7 @@ std::string AcctUsersCsv(const api::AcctReport& r) {
   std::string out =
       "user,jobs,attempts,mean_wait_s,gpu_hours,used_gpu_hours,mean_gpu_util_pct,peak_gpu_mem_bytes,efficiency\n";
   for (const api::AcctUser& u : r.users) {
-    out += fmt::format("{},{},{},{:.3f},{:.6f},{:.6f},{},{},{}\n", Csv(u.user), u.jobs, u.usage.attempts,
+    out += fmt::format("{},{},{},{:.3f},{:.6f},{:.6f},{},{},{}\n", CsvField(u.user), u.jobs, u.usage.attempts,
                        u.wait_ms_mean / 1000.0, u.usage.gpu_hours, u.usage.used_gpu_hours,
                        CsvNumber(u.usage.mean_gpu_util, "{:.1f}"),
                        u.usage.peak_gpu_mem_bytes ? std::to_string(*u.usage.peak_gpu_mem_bytes) : "",

@@ -58,11 +58,12 @@ void Print(const std::vector<api::Alert>& alerts, TimeMs now, bool color) {
   Table table({"STATE", "RULE", "GPU", "SINCE", "VALUE", "SEVERITY", "ACTION", "SUMMARY"});
   for (const api::Alert& a : alerts) {
     const char* tint = a.state == "resolved" ? kGreen : a.severity == "critical" ? kRed : kYellow;
-    std::string gpu = a.gpu ? std::to_string(*a.gpu) : a.subject;
+    std::string gpu = a.gpu ? std::to_string(*a.gpu) : Printable(a.subject);
     TimeMs since = a.Since();
     std::string ago = since > 0 && now >= since ? FormatDuration(now - since) + " ago" : "-";
-    table.AddRow({Colored(a.state, tint, color), a.rule, gpu, ago, fmt::format("{:g}", a.value), a.severity, a.action,
-                  a.summary});
+    // A summary may quote a job's name or its process's; a rule file is text too.
+    table.AddRow({Colored(Printable(a.state), tint, color), Printable(a.rule), gpu, ago, fmt::format("{:g}", a.value),
+                  Printable(a.severity), Printable(a.action), Printable(a.summary)});
   }
   std::fputs(table.Render({4}).c_str(), stdout);
 }

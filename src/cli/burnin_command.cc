@@ -52,7 +52,7 @@ struct BurnInFlags {
 };
 
 int Error(int code, const std::string& message) {
-  std::fprintf(stderr, "gpuherd: %s\n", message.c_str());
+  std::fprintf(stderr, "gpuherd: %s\n", PrintableLines(message).c_str());
   return code;
 }
 
@@ -206,7 +206,7 @@ int RunThroughDaemon(const CommandContext& ctx, const BurnInFlags& flags, Daemon
     if (stop.token().stop_requested() && !cancel_sent) {
       auto cancelled = client.Post(job + "/cancel", nlohmann::json::object());
       if (!cancelled.ok()) std::fprintf(stderr, "gpuherd: cannot cancel job %lld: %s\n", static_cast<long long>(id),
-                                        cancelled.status().message().c_str());
+                                        Printable(cancelled.status().message()).c_str());
       cancel_sent = true;
     }
     auto got = client.Get(job);
@@ -215,7 +215,7 @@ int RunThroughDaemon(const CommandContext& ctx, const BurnInFlags& flags, Daemon
     const std::string state = shown.value("state", std::string());
     const std::string reason = shown.value("reason", std::string());
     if (state == "pending" && (state != last_state || reason != last_reason)) {
-      std::fprintf(stderr, "job %lld pending: %s\n", static_cast<long long>(id), reason.c_str());
+      std::fprintf(stderr, "job %lld pending: %s\n", static_cast<long long>(id), Printable(reason).c_str());
     }
     last_state = state;
     last_reason = reason;
@@ -260,7 +260,7 @@ int RunThroughDaemon(const CommandContext& ctx, const BurnInFlags& flags, Daemon
     if (result.value("simulated", false)) {
       std::printf("%s (%s): the scores describe simulated cards, not hardware.\n",
                   Colored("SIMULATED FLEET", kYellow, ctx.color()).c_str(),
-                  result.value("sim_reason", std::string()).c_str());
+                  Printable(result.value("sim_reason", std::string())).c_str());
     }
     std::fputs(RenderBurnInTable(ranked, ctx.color()).c_str(), stdout);
     std::printf("Recorded by the daemon (job %lld); `gpuherd health GPU` shows a GPU's checks.\n",
@@ -358,7 +358,7 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
   }
 
   if (driver.simulated()) {
-    std::fprintf(stderr, "SIMULATED FLEET (%s): these are not real GPUs\n", opened->sim_reason.c_str());
+    std::fprintf(stderr, "SIMULATED FLEET (%s): these are not real GPUs\n", Printable(opened->sim_reason).c_str());
   }
   std::fprintf(stderr, "burn-in level %d of %zu GPU%s%s; Ctrl-C stops it\n", options->level, indices->size(),
                indices->size() == 1 ? "" : "s",
@@ -408,12 +408,12 @@ int RunCommand(const CommandContext& ctx, const BurnInFlags& flags) {
   } else {
     if (driver.simulated()) {
       std::printf("%s (%s): the scores describe simulated cards, not hardware.\n",
-                  Colored("SIMULATED FLEET", kYellow, ctx.color()).c_str(), opened->sim_reason.c_str());
+                  Colored("SIMULATED FLEET", kYellow, ctx.color()).c_str(), Printable(opened->sim_reason).c_str());
     }
     std::fputs(RenderBurnInTable(ranked, ctx.color()).c_str(), stdout);
     if (!history) {
       std::printf("Not recorded: a daemon runs, and its history is of its own GPUs.\n");
-    } else if (recorded.ok()) std::printf("Recorded in %s; `gpuherd health GPU` shows a GPU's checks.\n", history->where().c_str());
+    } else if (recorded.ok()) std::printf("Recorded in %s; `gpuherd health GPU` shows a GPU's checks.\n", Printable(history->where()).c_str());
   }
   std::fflush(stdout);
 

@@ -210,7 +210,8 @@ std::string RenderRunDetail(const BurnInRun& run, bool color) {
   if (Finished(run)) out += fmt::format(", score {}", run.health.score);
   if (run.simulated) out += " [simulated]";
   out += "\n";
-  if (!run.outcome_reason.empty()) out += "  " + run.outcome_reason + "\n";
+  // Reasons and details may quote a tool's output (nvidia-smi, the driver).
+  if (!run.outcome_reason.empty()) out += "  " + Printable(run.outcome_reason) + "\n";
 
   Table checks({"CHECK", "LEVEL", "OUTCOME", "DETAIL"});
   for (const burnin::Check& c : run.checks) {
@@ -226,7 +227,7 @@ std::string RenderRunDetail(const BurnInRun& run, bool color) {
   bool any = false;
   for (const burnin::HealthFactor& f : run.health.factors) {
     if (f.penalty <= 0) continue;
-    out += fmt::format("  -{:<4.0f} {}: {}\n", f.penalty, f.name, f.detail);
+    out += fmt::format("  -{:<4.0f} {}: {}\n", f.penalty, Printable(f.name), Printable(f.detail));
     any = true;
   }
   if (!any) out += "  none: nothing was taken off\n";

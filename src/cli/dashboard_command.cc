@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/daemon_client.h"
+#include "cli/table.h"
 #include "http/token.h"
 #include "host/host.h"
 
@@ -38,7 +39,7 @@ void AddDashboardCommand(CLI::App& app, CommandContext* ctx) {
       if (token.ok()) {
         url += "#token=" + *token;
       } else {
-        std::fprintf(stderr, "gpuherd: %s; the page is read-only\n", token.status().message().c_str());
+        std::fprintf(stderr, "gpuherd: %s; the page is read-only\n", PrintableLines(token.status().message()).c_str());
       }
     }
     std::printf("%s\n", url.c_str());

@@ -50,8 +50,8 @@ std::string Wrap(const std::string& text, size_t width, const std::string& inden
 }
 
 std::string Render(const doctor::Report& report, bool color) {
-  std::string out = "Node doctor: " + report.hostname +
-                    (report.root == "/" ? std::string() : " (tree " + report.root + ")") + "\n\n";
+  std::string out = "Node doctor: " + Printable(report.hostname) +
+                    (report.root == "/" ? std::string() : " (tree " + Printable(report.root) + ")") + "\n\n";
   Table table({"STATUS", "CATEGORY", "CHECK", "CURRENT", "RECOMMENDED"});
   int counts[4] = {0, 0, 0, 0};
   for (const doctor::Check& c : report.checks) {
@@ -65,10 +65,12 @@ std::string Render(const doctor::Report& report, bool color) {
     if (c.severity == doctor::Severity::kOk) continue;
     if (!header) out += "\nFindings (the commands are for you to review and run as root; gpuherd runs none):\n";
     header = true;
-    out += "\n" + Colored(doctor::SeverityName(c.severity), SeverityColor(c.severity), color) + "  " + c.title +
-           ": " + c.current + "\n";
-    if (!c.why.empty()) out += "  why: " + Wrap(c.why, 92, "       ") + "\n";
-    for (size_t i = 0; i < c.fix.size(); ++i) out += (i == 0 ? "  fix: " : "       ") + c.fix[i] + "\n";
+    // What the doctor read from the machine (a device's name, a mount) is
+    // printed as text, whatever it holds.
+    out += "\n" + Colored(doctor::SeverityName(c.severity), SeverityColor(c.severity), color) + "  " +
+           Printable(c.title) + ": " + Printable(c.current) + "\n";
+    if (!c.why.empty()) out += "  why: " + Wrap(Printable(c.why), 92, "       ") + "\n";
+    for (size_t i = 0; i < c.fix.size(); ++i) out += (i == 0 ? "  fix: " : "       ") + Printable(c.fix[i]) + "\n";
   }
   out += "\n" + std::to_string(counts[0]) + " ok, " + std::to_string(counts[1]) + " info, " +
          std::to_string(counts[2]) + " warning, " + std::to_string(counts[3]) + " critical\n";
@@ -118,7 +120,7 @@ void Run(CommandContext* ctx, const DoctorFlags& flags) {
     json["simulated_gpus"] = !input.gpus.empty() && input.gpus.front().simulated;
     std::printf("%s\n", json.dump(2).c_str());
   } else {
-    if (!note.empty()) std::printf("note: GPUs of a simulated fleet (%s)\n", note.c_str());
+    if (!note.empty()) std::printf("note: GPUs of a simulated fleet (%s)\n", Printable(note).c_str());
     std::fputs(Render(report, ctx->color()).c_str(), stdout);
   }
   if (!flags.fix_script.empty()) {

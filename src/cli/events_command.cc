@@ -51,12 +51,13 @@ void Print(const std::vector<api::Event>& events, bool json, bool follow, bool c
   }
   Table table({"ID", "TIME (UTC)", "SEVERITY", "KIND", "GPU", "MESSAGE"});
   for (const api::Event& e : events) {
-    const std::string& severity = e.severity;
+    const std::string severity = Printable(e.severity);
     std::string cell = severity == "critical" ? Colored(severity, kRed, color)
                        : severity == "warning" ? Colored(severity, kYellow, color)
                                                : severity;
-    table.AddRow({std::to_string(e.id), FormatTimeUtc(e.time).substr(0, 19), cell, e.kind, e.gpu_uuid.substr(0, 12),
-                  e.message});
+    // A message may quote what a user wrote (a cwd, a job's name): escaped.
+    table.AddRow({std::to_string(e.id), FormatTimeUtc(e.time).substr(0, 19), cell, Printable(e.kind),
+                  Printable(e.gpu_uuid.substr(0, 12)), Printable(e.message)});
   }
   std::string text = table.Render({0});
   if (!header) text = text.substr(text.find('\n') + 1);

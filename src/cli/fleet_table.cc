@@ -23,7 +23,7 @@ std::string Gib(uint64_t bytes) { return fmt::format("{:.1f}", static_cast<doubl
 std::string JobCell(const api::GpuJob& job) {
   std::string used = job.used_bytes ? Gib(*job.used_bytes) : "?";
   std::string memory = job.share_bytes > 0 ? used + "/" + Gib(job.share_bytes) + "G" : (job.used_bytes ? used + "G" : "");
-  std::string cell = fmt::format("#{} {}", job.id, job.user);
+  std::string cell = fmt::format("#{} {}", job.id, Printable(job.user));
   if (!memory.empty()) cell += " " + memory;
   return cell;
 }
@@ -38,14 +38,6 @@ std::optional<double> MemPct(const api::Gpu& g, const gpu::GpuSample& s) {
   const uint64_t total = s.mem_total_bytes.value_or(g.info.memory_total_bytes);
   if (!s.mem_used_bytes || total == 0) return std::nullopt;
   return 100.0 * static_cast<double>(*s.mem_used_bytes) / static_cast<double>(total);
-}
-
-std::string Csv(std::string_view text) {
-  std::string field = Printable(text);
-  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
-  std::string quoted = "\"";
-  for (char c : field) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
 }
 
 template <typename T>
@@ -73,7 +65,8 @@ std::string Bar(double pct, int width) {
 std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
   std::string out;
   if (fleet.simulated) {
-    out += Colored("SIMULATED FLEET", kYellow, color) + " (" + fleet.sim_reason + "): these are not real GPUs.\n";
+    out += Colored("SIMULATED FLEET", kYellow, color) + " (" + Printable(fleet.sim_reason) +
+           "): these are not real GPUs.\n";
   }
   // RISK only where the daemon has a failure-risk model to score with.
   bool risk_shown = false;
@@ -120,11 +113,11 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
     if (throttle == "idle" || throttle.empty()) throttle = "-";
     std::string health = "-";
     if (g.health_score) {
-      health = fmt::format("{} {}", *g.health_score, g.health_verdict);
+      health = fmt::format("{} {}", *g.health_score, Printable(g.health_verdict));
       if (g.health_verdict == "unhealthy") health = Colored(health, kRed, color);
       else if (g.health_verdict == "degraded") health = Colored(health, kYellow, color);
     }
-    std::string state_cell = g.state == "ok" ? Colored(g.state, kGreen, color) : Colored(g.state, kRed, color);
+    std::string state_cell = Colored(Printable(g.state), g.state == "ok" ? kGreen : kRed, color);
     // Self-healing's state (README "Self-healing in the daemon") where it is
     // not plainly in service: suspect, quarantined, requalifying, retired.
     if (g.health_state && !g.health_state->state.empty() && g.health_state->state != "in_service") {
@@ -140,10 +133,10 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
     for (const api::GpuJob& job : g.jobs) jobs += (jobs.empty() ? "" : ", ") + JobCell(job);
     std::vector<std::string> row;
     if (reading) {
-      row = {std::to_string(info.index), info.name.empty() ? "?" : info.name, Or(util), Or(mem), Or(temp), Or(power),
+      row = {std::to_string(info.index), info.name.empty() ? "?" : Printable(info.name), Or(util), Or(mem), Or(temp), Or(power),
              Or(pcie), Or(fan), throttle, health};
     } else {
-      row = {std::to_string(info.index), info.name.empty() ? "?" : info.name};
+      row = {std::to_string(info.index), info.name.empty() ? "?" : Printable(info.name)};
       for (int i = 0; i < 7; ++i) row.push_back(kNoReading);
       row.push_back(health);
     }
@@ -197,7 +190,7 @@ std::string RenderFleetCsv(const api::Fleet& fleet) {
         s.throttle_reasons ? gpu::throttle::Describe(*s.throttle_reasons) : "",
         Field(g.health_score), g.health_verdict, g.drained ? "yes" : "no", g.drain_origin, g.drain_reason,
         Field(g.failure_risk, "{:.3f}"), jobs};
-    for (size_t i = 0; i < fields.size(); ++i) out += (i == 0 ? "" : ",") + Csv(fields[i]);
+    for (size_t i = 0; i < fields.size(); ++i) out += (i == 0 ? "" : ",") + CsvField(fields[i]);
     out += "\n";
   }
   return out;

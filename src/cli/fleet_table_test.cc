@@ -123,6 +123,21 @@ TEST(FleetTableTest, CsvQuotesAndEscapesUserText) {
   EXPECT_EQ(csv.find('\x1b'), std::string::npos);
 }
 
+// Issue 29: a user's name in the JOBS column, drawn with colours on (a
+// terminal): only the table's own colour sequences are raw.
+TEST(FleetTableTest, UserTextIsEscapedEvenWithColoursOn) {
+  json fleet = Fleet();
+  fleet["gpus"][0]["jobs"] = json::parse(R"([
+    {"id": 12, "user": "eve\u001b[8m", "name": "a", "gpu_twentieths": 20, "share_bytes": 0}])");
+  fleet["gpus"][0]["health_score"] = 50;
+  fleet["gpus"][0]["health_verdict"] = "degraded\u009b2J";
+  const std::string out = RenderFleetTable(fleet.get<api::Fleet>(), /*color=*/true);
+  EXPECT_NE(out.find("#12 eve\\e[8m"), std::string::npos) << out;
+  EXPECT_NE(out.find("50 degraded\\u009b2J"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\x1b[8m"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos) << out;
+}
+
 TEST(FleetTableTest, SelectsGpusByIndexOrUuidAndRefusesUnknownOnes) {
   json fleet = Fleet();
   fleet["gpus"][1]["uuid"] = "GPU-abc";

@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "cli/fleet_source.h"
 #include "cli/fleet_table.h"
+#include "cli/table.h"
 
 namespace gpuherd::cli {
 
@@ -40,7 +41,7 @@ void AddGpusCommand(CLI::App& app, CommandContext* ctx) {
       return;
     }
     if (!reading->source->direct_reason().empty() && !flags->driver.asked_for_sim()) {
-      std::fprintf(stderr, "note: %s\n", reading->source->direct_reason().c_str());
+      std::fprintf(stderr, "note: %s\n", Printable(reading->source->direct_reason()).c_str());
     }
     std::fputs(RenderFleetTable(*fleet, ctx->color()).c_str(), stdout);
   });

@@ -11,6 +11,7 @@
 #include "cli/burnin_format.h"
 #include "cli/burnin_history.h"
 #include "cli/command.h"
+#include "cli/table.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -68,10 +69,11 @@ Status Show(const CommandContext& ctx, const HealthFlags& flags) {
     if (flags.json) {
       std::printf("%s\n", nlohmann::json{{"runs", RunsJson(shown)}}.dump(2).c_str());
     } else if (shown.empty()) {
-      std::printf("No burn-in of GPU %s recorded yet.\n", flags.gpu.c_str());
+      std::printf("No burn-in of GPU %s recorded yet.\n", Printable(flags.gpu).c_str());
     } else {
       const burnin::BurnInRun& newest = shown.front();
-      std::printf("GPU %d  %s  %s%s\n\n", newest.gpu_index, newest.gpu_name.c_str(), newest.gpu_uuid.c_str(),
+      std::printf("GPU %d  %s  %s%s\n\n", newest.gpu_index, Printable(newest.gpu_name).c_str(),
+                  Printable(newest.gpu_uuid).c_str(),
                   newest.simulated ? "  [simulated]" : "");
       std::fputs(RenderHistoryTable(shown, ctx.color()).c_str(), stdout);
       std::printf("\n");

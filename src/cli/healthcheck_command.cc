@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/no_driver.h"
+#include "cli/table.h"
 #include "exec/command_runner.h"
 #include "exec/slurm.h"
 #include "host/clock.h"
@@ -179,19 +180,20 @@ Status Run(const CommandContext& ctx, const HealthcheckFlags& flags, int* exit_c
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     if (simulated) std::fprintf(stderr, "note: SIMULATED fleet: these are not real GPUs\n");
-    if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+    // Slurm's reason for a node is text an operator (or a script) set.
+    if (!note.empty()) std::fprintf(stderr, "note: %s\n", Printable(note).c_str());
     if (flags.slurm) {
-      std::printf("%s\n", action.message.c_str());
+      std::printf("%s\n", Printable(action.message).c_str());
     } else {
       for (const auto& g : judged) {
-        if (g.unhealthy) std::printf("GPU %d unhealthy (%s)\n", g.index, g.why.c_str());
+        if (g.unhealthy) std::printf("GPU %d unhealthy (%s)\n", g.index, Printable(g.why).c_str());
       }
-      std::printf("%s: %d of %zu GPUs unhealthy\n", node.c_str(), unhealthy, judged.size());
+      std::printf("%s: %d of %zu GPUs unhealthy\n", Printable(node).c_str(), unhealthy, judged.size());
     }
     if (!command.empty()) {
       std::string shell;
       for (const auto& c : command) shell += (shell.empty() ? "" : " ") + exec::slurm::ShellQuote(c);
-      std::printf("%s%s\n", flags.dry_run ? "would run: " : "ran: ", shell.c_str());
+      std::printf("%s%s\n", flags.dry_run ? "would run: " : "ran: ", Printable(shell).c_str());
     }
   }
   // Without --slurm the exit code says whether every GPU is well (for

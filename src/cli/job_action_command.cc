@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/daemon_client.h"
+#include "cli/table.h"
 
 namespace gpuherd::cli {
 namespace {
@@ -47,7 +48,7 @@ void AddCancelCommand(CLI::App& app, CommandContext* ctx) {
     if (!f->quiet) std::fputs(out.c_str(), stdout);
     for (const auto& s : reply->value("skipped", nlohmann::json::array())) {
       std::fprintf(stderr, "gpuherd: job %s: %s\n", s.value("id", nlohmann::json()).dump().c_str(),
-                   s.value("reason", std::string()).c_str());
+                   Printable(s.value("reason", std::string())).c_str());
       ctx->exit_code = 1;  // as scancel: the others are cancelled, the status says not all were
     }
     if (filtered && f->ids.empty() && reply->value("cancelled", nlohmann::json::array()).empty() &&
@@ -83,7 +84,7 @@ void AddJobActionCommands(CLI::App& app, CommandContext* ctx) {
           ctx->Fail(reply.status());
           continue;
         }
-        std::printf("job %lld: %s\n", static_cast<long long>(id), reply->value("state", std::string()).c_str());
+        std::printf("job %lld: %s\n", static_cast<long long>(id), Printable(reply->value("state", std::string())).c_str());
       }
     });
   }

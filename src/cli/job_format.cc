@@ -8,7 +8,7 @@ std::string StateCell(const std::string& state, bool color) {
   if (state == "failed") return Colored(state, kRed, color);
   if (state == "running") return Colored(state, kGreen, color);
   if (state == "stopping" || state == "held") return Colored(state, kYellow, color);
-  return state;
+  return Printable(state);  // the daemon's word, but printed as any other text
 }
 
 }  // namespace gpuherd::cli

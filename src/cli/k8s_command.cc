@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/latest_burnins.h"
 #include "cli/node_gpus.h"
+#include "cli/table.h"
 #include "doctor/k8s_labels.h"
 
 namespace gpuherd::cli {
@@ -23,7 +24,7 @@ void Run(CommandContext* ctx, const NodeConfigFlags& flags) {
   NoteGpuSource(*node);
   if (!burnins.unavailable.empty()) {
     std::fprintf(stderr, "note: %s: health is \"unknown\"; run gpuherd burnin to measure it\n",
-                 burnins.unavailable.c_str());
+                 Printable(burnins.unavailable).c_str());
   }
   if (flags.json) {
     nlohmann::json json = {{"node", name}, {"labels", nlohmann::json::object()}, {"simulated", node->simulated}};

@@ -32,8 +32,8 @@ void AddLogsCommand(CLI::App& app, CommandContext* ctx) {
       if (reply->value("attempt", 1) == 0 && !reply->value("final", false)) {
         std::string state = reply->value("state", std::string("pending"));
         std::string reason = reply->value("reason", std::string());
-        std::string what = "job " + std::to_string(f->id) + " is " + state + " and has not started yet" +
-                           (reason.empty() ? "" : " (" + reason + ")");
+        std::string what = "job " + std::to_string(f->id) + " is " + Printable(state) + " and has not started yet" +
+                           (reason.empty() ? "" : " (" + Printable(reason) + ")");
         if (!f->follow) return ctx->Fail(FailedPrecondition(what + "; `gpuherd logs -f " + std::to_string(f->id) +
                                                             "` waits for it and follows its output"));
         if (!told_waiting) std::fprintf(stderr, "gpuherd: %s; waiting for it to start\n", PrintableLines(what).c_str());
@@ -41,6 +41,8 @@ void AddLogsCommand(CLI::App& app, CommandContext* ctx) {
         ::usleep(300'000);
         continue;
       }
+      // The output itself is the job's, printed raw as cat would (README,
+      // "Terminal output"): the reader asked for it by the job's id.
       std::string data = reply->value("data", std::string());
       std::fwrite(data.data(), 1, data.size(), stdout);
       std::fflush(stdout);

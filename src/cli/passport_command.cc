@@ -57,15 +57,17 @@ Result<alerts::Passport> Build(store::Store& db, const store::GpuRecord& gpu) {
 }
 
 void PrintText(const alerts::Passport& p) {
-  std::printf("Card %s  %s\n", p.key.c_str(), p.model.c_str());
-  std::printf("  UUID %s; first seen %s; %.1f hours in service; state %s\n", p.uuid.c_str(),
-              p.first_seen ? FormatTimeUtc(p.first_seen).c_str() : "-", p.hours_in_service, p.state.c_str());
+  // A passport may be imported from a file another machine wrote: all of
+  // its text is escaped.
+  std::printf("Card %s  %s\n", Printable(p.key).c_str(), Printable(p.model).c_str());
+  std::printf("  UUID %s; first seen %s; %.1f hours in service; state %s\n", Printable(p.uuid).c_str(),
+              p.first_seen ? FormatTimeUtc(p.first_seen).c_str() : "-", p.hours_in_service, Printable(p.state).c_str());
   std::printf("  requalifications: %d passed, %d failed; machines: ", p.requalifications_passed,
               p.requalifications_failed);
-  for (size_t i = 0; i < p.hosts.size(); ++i) std::printf("%s%s", i ? ", " : "", p.hosts[i].c_str());
+  for (size_t i = 0; i < p.hosts.size(); ++i) std::printf("%s%s", i ? ", " : "", Printable(p.hosts[i]).c_str());
   std::printf("\n\nIncidents (%zu)\n", p.incidents.size());
   Table incidents({"TIME (UTC)", "KIND", "SEVERITY", "WHAT"});
-  for (const auto& i : p.incidents) incidents.AddRow({FormatTimeUtc(i.time), i.kind, i.severity, i.message});
+  for (const auto& i : p.incidents) incidents.AddRow({FormatTimeUtc(i.time), Printable(i.kind), Printable(i.severity), Printable(i.message)});
   if (!p.incidents.empty()) std::fputs(incidents.Render({}).c_str(), stdout);
   std::printf("\nBurn-ins (%zu)\n", p.burnins.size());
   Table burnins({"FINISHED (UTC)", "LEVEL", "OUTCOME", "VERDICT", "SCORE", "FP32 TFLOPS"});
@@ -73,14 +75,15 @@ void PrintText(const alerts::Passport& p) {
     std::string tflops = b.rates.contains("fp32_tflops") && b.rates["fp32_tflops"].is_number()
                              ? fmt::format("{:.1f}", b.rates["fp32_tflops"].get<double>())
                              : "-";
-    burnins.AddRow({FormatTimeUtc(b.finished), std::to_string(b.level), b.outcome, b.verdict,
+    burnins.AddRow({FormatTimeUtc(b.finished), std::to_string(b.level), Printable(b.outcome), Printable(b.verdict),
                     std::to_string(b.score), tflops});
   }
   if (!p.burnins.empty()) std::fputs(burnins.Render({1, 4, 5}).c_str(), stdout);
   std::printf("\nState history (%zu)\n", p.states.size());
   Table states({"TIME (UTC)", "FROM", "TO", "WHY"});
   for (const auto& s : p.states) {
-    states.AddRow({FormatTimeUtc(s.time), s.from, s.to, s.reason + (s.shadow ? " (shadow)" : "")});
+    states.AddRow({FormatTimeUtc(s.time), Printable(s.from), Printable(s.to),
+                   Printable(s.reason) + (s.shadow ? " (shadow)" : "")});
   }
   if (!p.states.empty()) std::fputs(states.Render({}).c_str(), stdout);
 }
@@ -103,8 +106,8 @@ Status Import(const CommandContext& ctx, const std::string& path) {
   r.passport_json = alerts::PassportToJson(*parsed).dump();
   GPUHERD_RETURN_IF_ERROR((*db)->SavePassportImport(r));
   std::printf("Imported the passport of card %s (%zu incidents, %zu burn-ins, %.1f hours) from %s.\n",
-              parsed->key.c_str(), parsed->incidents.size(), parsed->burnins.size(), parsed->hours_in_service,
-              r.source.c_str());
+              Printable(parsed->key).c_str(), parsed->incidents.size(), parsed->burnins.size(), parsed->hours_in_service,
+              Printable(r.source).c_str());
   return Status::Ok();
 }
 

@@ -13,13 +13,19 @@ namespace {
 
 using nlohmann::json;
 
+// A value a job logged, as text for the terminal.
 std::string Value(const json& value) {
   if (value.is_number_float()) return fmt::format("{:.4g}", value.get<double>());
-  if (value.is_string()) return value.get<std::string>();
-  return value.is_null() ? "nan" : value.dump();  // the daemon writes NaN as null
+  if (value.is_string()) return Printable(value.get<std::string>());
+  return value.is_null() ? "nan" : Printable(value.dump());  // the daemon writes NaN as null
 }
 
-std::string NodeStateCell(const std::string& state, bool color) {
+// A field of the daemon's reply that a user or a job wrote (a name, a node's
+// id with its parameters, a reason), escaped for the terminal.
+std::string Text(const json& object, const char* key) { return Printable(api::FieldText(object, key)); }
+
+std::string NodeStateCell(const std::string& raw_state, bool color) {
+  const std::string state = Printable(raw_state);
   if (state == "skipped" || state == "cancelled") return Colored(state, kYellow, color);
   if (state == "completed" || state == "succeeded") return Colored(state, kGreen, color);
   return StateCell(state == "active" ? "running" : state, color);
@@ -56,7 +62,7 @@ std::string LatestMetricCell(const json& latest) {
   for (const auto& [name, value] : latest.items()) {  // nlohmann orders keys by name
     if (name == "step" || name == "time" || name == "epoch") continue;
     if (shown++ == 3) break;
-    out += (out.empty() ? "" : " ") + name + "=" + Value(value);
+    out += (out.empty() ? "" : " ") + Printable(name) + "=" + Value(value);  // the job chose the name
   }
   return out.empty() ? "-" : out;
 }
@@ -87,7 +93,7 @@ std::string PipelinesTable(const json& pipelines, bool color) {
   Table table({"ID", "NAME", "USER", "STATE", "NODES", "CREATED"});
   for (const json& p : pipelines) {
     std::string state = api::FieldText(p, "outcome").empty() ? api::FieldText(p, "state") : api::FieldText(p, "outcome");
-    table.AddRow({api::FieldText(p, "id"), api::FieldText(p, "name"), api::FieldText(p, "user"),
+    table.AddRow({Text(p, "id"), Text(p, "name"), Text(p, "user"),
                   NodeStateCell(state, color), NodeCountsCell(p.value("nodes", json())),
                   api::FieldInt(p, "created") > 0 ? FormatTimeUtc(api::FieldInt(p, "created")) : "-"});
   }
@@ -96,8 +102,8 @@ std::string PipelinesTable(const json& pipelines, bool color) {
 
 std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
   std::string state = api::FieldText(pipeline, "outcome").empty() ? api::FieldText(pipeline, "state") : api::FieldText(pipeline, "outcome");
-  std::string out = fmt::format("pipeline {} {}: {}, {}\n", api::FieldText(pipeline, "id"), api::FieldText(pipeline, "name"), state,
-                                NodeCountsCell(CountNodes(pipeline)));
+  std::string out = fmt::format("pipeline {} {}: {}, {}\n", Text(pipeline, "id"), Text(pipeline, "name"),
+                                Printable(state), NodeCountsCell(CountNodes(pipeline)));
   // With an objective, the best point first and a RANK column.
   const json best_points = pipeline.value("best_points", json::object());
   const json objectives = pipeline.value("objectives", json::object());
@@ -118,9 +124,9 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
     std::string latest = LatestMetricCell(node.value("latest_metrics", json()));
     if ((node_state == "failed" || node_state == "skipped" || node_state == "stopped") &&
         !api::FieldText(node, "reason").empty()) {
-      latest = api::FieldText(node, "reason");
+      latest = Text(node, "reason");
     }
-    std::vector<std::string> row = {api::FieldText(node, "id"), NodeStateCell(node_state, color), NodeGpusCell(node),
+    std::vector<std::string> row = {Text(node, "id"), NodeStateCell(node_state, color), NodeGpusCell(node),
                                     NodeElapsedCell(node, now), std::to_string(api::FieldInt(node, "attempts")), latest};
     if (ranked) {
       const json o = node.value("objective", json::object());
@@ -172,7 +178,7 @@ std::vector<std::string> ProgressChanges(const json& before, const json& after, 
                              : api::FieldText(*it->second, "state") == state && api::FieldInt(*it->second, "attempts") == attempts) {
       continue;
     }
-    std::string line = id + " " + (state == "active" ? "running" : state);
+    std::string line = Printable(id) + " " + Printable(state == "active" ? "running" : state);
     if (state == "running" || state == "active") {
       if (std::string gpus = NodeGpusCell(node); gpus != "-") line += " on GPU " + gpus;
       if (attempts > 1) line += fmt::format(" (attempt {})", attempts);
@@ -181,9 +187,9 @@ std::vector<std::string> ProgressChanges(const json& before, const json& after, 
       if (std::string latest = LatestMetricCell(node.value("latest_metrics", json())); latest != "-") {
         line += ", " + latest;
       }
-      if (state == "failed" && !api::FieldText(node, "reason").empty()) line += " (" + api::FieldText(node, "reason") + ")";
+      if (state == "failed" && !api::FieldText(node, "reason").empty()) line += " (" + Text(node, "reason") + ")";
     } else if (!api::FieldText(node, "reason").empty()) {
-      line += " (" + api::FieldText(node, "reason") + ")";
+      line += " (" + Text(node, "reason") + ")";
     }
     lines.push_back(std::move(line));
   }

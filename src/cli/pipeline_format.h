@@ -2,6 +2,8 @@
 // the progress table of `gpuherd run --wait` and `gpuherd pipeline show`,
 // and the one-line changes printed when the output is not a terminal.
 // Every function reads the daemon's JSON as GET /v1/pipelines[/ID] returns it.
+// Whatever a user or a job wrote (names, node ids with their parameters,
+// metric names and values, reasons) comes out escaped (Printable).
 #pragma once
 
 #include <string>

@@ -90,5 +90,50 @@ TEST(PipelineFormatTest, FirstChangesSkipWaitingNodes) {
               ElementsAre("train[lr=0.1] running on GPU 2 (attempt 2)", "train[lr=0.3] failed after 1m00s (exit 1)"));
 }
 
+// No control character but a line feed: C0, DEL or C1 (U+0080..U+009F).
+bool HasControl(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') continue;
+    if (c < 0x20 || c == 0x7f) return true;
+    if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9f) return true;
+  }
+  return false;
+}
+
+// Issue 29: a metric name a job wrote with SGR and OSC sequences reached
+// `gpuherd pipeline show` raw; so could a run's name, a node's parameters or
+// a reason.
+TEST(PipelineFormatTest, WhatUsersAndJobsWroteIsEscaped) {
+  json p = Pipeline();
+  p["name"] = "run\x1b[8m";
+  p["user"] = "eve\xc2\x9b" "2J";
+  p["nodes"][0]["id"] = "train[lr=\x1b[30;40m]";
+  p["nodes"][0]["latest_metrics"] = {{"step", 3}, {"loss\x1b[31m", 0.5}, {"acc\x1b]0;T\x07", 0.9}, {"tag", "a\x1b[2Jb"}};
+  p["nodes"][1]["reason"] = "exit 1\r\x1b[2K";
+  p["nodes"][1]["attempt_history"] = {{{"job", 9}, {"state", "failed"}, {"reason", "x\x07"},
+                                       {"stderr_tail", {"Traceback\x1b[8m"}}}};
+  const std::string table = ProgressTable(p, kNow, /*color=*/true);
+  // Only the colour sequences of the state column are raw ESCs; everything
+  // else is escaped.
+  std::string without_colours = table;
+  for (const char* code : {"\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[0m"}) {
+    for (size_t at = without_colours.find(code); at != std::string::npos; at = without_colours.find(code)) {
+      without_colours.erase(at, std::string(code).size());
+    }
+  }
+  EXPECT_FALSE(HasControl(without_colours)) << table;
+  EXPECT_THAT(table, HasSubstr("pipeline 7 run\\e[8m:"));
+  EXPECT_THAT(table, HasSubstr("train[lr=\\e[30;40m]"));
+  EXPECT_THAT(table, HasSubstr("acc\\e]0;T\\x07=0.9 loss\\e[31m=0.5 tag=a\\e[2Jb"));
+  EXPECT_THAT(table, HasSubstr("exit 1\\r\\e[2K"));
+  EXPECT_THAT(table, HasSubstr("(stderr: Traceback\\e[8m)"));
+  EXPECT_FALSE(HasControl(ProgressTable(p, kNow, /*color=*/false))) << ProgressTable(p, kNow, false);
+  const std::string listing = PipelinesTable(json::array({p}), /*color=*/false);
+  EXPECT_FALSE(HasControl(listing)) << listing;
+  EXPECT_THAT(listing, HasSubstr("eve\\u009b2J"));
+  for (const std::string& line : ProgressChanges(json(), p, kNow)) EXPECT_FALSE(HasControl(line)) << line;
+}
+
 }  // namespace
 }  // namespace gpuherd::cli

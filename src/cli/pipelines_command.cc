@@ -55,7 +55,7 @@ void AddAction(CLI::App* group, CommandContext* ctx, const std::string& name, co
     auto reply = DaemonClient(ctx->dir()).Post("/v1/pipelines/" + std::to_string(*id) + "/" + name, json::object());
     if (!reply.ok()) return ctx->Fail(reply.status());
     std::string state = reply->is_object() ? reply->value("state", std::string()) : "";
-    std::printf("pipeline %lld: %s\n", static_cast<long long>(*id), state.empty() ? done.c_str() : state.c_str());
+    std::printf("pipeline %lld: %s\n", static_cast<long long>(*id), state.empty() ? done.c_str() : Printable(state).c_str());
   });
 }
 

@@ -92,8 +92,9 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     std::vector<std::string> cells;
     auto row_at = [&](size_t i) -> const std::vector<std::string>& {
       const api::JobRow& j = listing->jobs[i];
-      cells = {std::to_string(j.id), j.name, j.user, StateCell(j.state, color), api::GpusRequested(j),
-               api::GpusAssigned(j), std::to_string(j.priority), api::JobTime(j, now), j.reason};
+      cells = {std::to_string(j.id), Printable(j.name), Printable(j.user), StateCell(j.state, color),
+               Printable(api::GpusRequested(j)), Printable(api::GpusAssigned(j)), std::to_string(j.priority),
+               api::JobTime(j, now), Printable(j.reason)};
       return cells;
     };
     WriteRows(stdout, {"ID", "NAME", "USER", "STATE", "GPUS", "ON", "PRIO", "TIME", "REASON"}, listing->jobs.size(),

@@ -11,6 +11,7 @@
 #include "api/pipelines.h"
 #include "cli/command.h"
 #include "cli/daemon_client.h"
+#include "cli/table.h"
 #include "pipeline/report.h"
 
 namespace gpuherd::cli {
@@ -106,7 +107,7 @@ void AddReportCommand(CLI::App& app, CommandContext* ctx) {
       return;
     }
     if (Status s = WriteFileAtomically(path, text, 0644, /*sync=*/false); !s.ok()) return ctx->Fail(s);
-    std::printf("%s\n", path.c_str());
+    std::printf("%s\n", Printable(path).c_str());  // the run folder is the submitter's choice
   });
 }
 

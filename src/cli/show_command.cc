@@ -28,7 +28,11 @@ std::string MemoryFenceLine(const nlohmann::json& f) {
                                               : "share " + Mib(f["share_bytes"]);
   if (state == "active") return line + " (fence active: an allocation past the share fails)";
   if (state == "preloaded") return line + " (fence preloaded, no CUDA call seen yet; the memory watchdog enforces the share)";
-  if (state == "off") return line + " (fence off: " + f.value("detail", std::string()) + "; the memory watchdog enforces the share)";
+  // The detail comes from a file in the job's own folder.
+  if (state == "off") {
+    return line + " (fence off: " + Printable(f.value("detail", std::string())) +
+           "; the memory watchdog enforces the share)";
+  }
   return line + " (no fence; the memory watchdog enforces the share)";
 }
 
@@ -106,7 +110,8 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
       PrintSpec(*view, *spec);
     }
     std::printf("  priority   %d\n", j.priority);
-    std::printf("  gpus       %s on %s\n", api::GpusRequested(j).c_str(), api::GpusAssigned(j).c_str());
+    std::printf("  gpus       %s on %s\n", Printable(api::GpusRequested(j)).c_str(),
+                Printable(api::GpusAssigned(j)).c_str());
     std::printf("  time       %s (submitted %s)\n", api::JobTime(j, j.now).c_str(), FormatTimeUtc(j.submitted).c_str());
     // One restart counter (daemon/job_service.h RestartCount); only those
     // after faults count against --max-restarts.
@@ -119,7 +124,7 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
       std::printf("  gpu memory %s\n", MemoryFenceLine((*reply)["memory_fence"]).c_str());
     }
     if (reply->contains("containment") && (*reply)["containment"].is_string()) {
-      std::printf("  containment %s\n", (*reply)["containment"].get<std::string>().c_str());
+      std::printf("  containment %s\n", Printable((*reply)["containment"].get<std::string>()).c_str());
     }
     if (!j.logs.empty()) std::printf("  logs       %s\n", Printable(j.logs).c_str());
     if (auto m = reply->find("metrics"); m != reply->end() && m->is_object()) {

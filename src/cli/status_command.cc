@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/daemon_client.h"
+#include "cli/table.h"
 #include "core/time.h"
 
 namespace gpuherd::cli {
@@ -19,7 +20,7 @@ void AddStatusCommand(CLI::App& app, CommandContext* ctx) {
     DaemonClient client(ctx->dir(), 3000);
     auto health = client.Get("/v1/health");
     if (!health.ok()) {
-      std::fprintf(stderr, "gpuherd: %s\n", health.status().message().c_str());
+      std::fprintf(stderr, "gpuherd: %s\n", PrintableLines(health.status().message()).c_str());
       ctx->exit_code = 3;
       return;
     }
@@ -32,13 +33,13 @@ void AddStatusCommand(CLI::App& app, CommandContext* ctx) {
       return;
     }
     std::printf("daemon %s: %d GPUs (%d lost)%s, sampling every %s, state in %s\n",
-                health->value("status", std::string("?")).c_str(), health->value("gpus", 0),
+                Printable(health->value("status", std::string("?"))).c_str(), health->value("gpus", 0),
                 health->value("gpus_lost", 0),
                 health->value("simulated", false)
-                    ? (", SIMULATED: " + health->value("sim_reason", std::string())).c_str()
+                    ? (", SIMULATED: " + Printable(health->value("sim_reason", std::string()))).c_str()
                     : "",
-                FormatDuration(health->value("sample_interval_ms", int64_t{0})).c_str(), where.dir.root.c_str());
-    std::printf("talking to %s on %s\n", where.Describe().c_str(), where.dir.socket_path().c_str());
+                FormatDuration(health->value("sample_interval_ms", int64_t{0})).c_str(), Printable(where.dir.root).c_str());
+    std::printf("talking to %s on %s\n", Printable(where.Describe()).c_str(), Printable(where.dir.socket_path()).c_str());
   });
 }
 

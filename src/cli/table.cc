@@ -1,91 +1,50 @@
 #include "cli/table.h"
 
 #include <algorithm>
-#include <cctype>
 
 namespace gpuherd::cli {
 namespace {
 
-// Appends the escape for the control character `c`, or returns false when
-// `c` is not one.
-bool AppendEscaped(unsigned char c, std::string* out) {
-  if (c >= 0x20 && c != 0x7f) return false;
-  switch (c) {
-    case '\0': *out += "\\0"; break;
-    case '\n': *out += "\\n"; break;
-    case '\r': *out += "\\r"; break;
-    case '\t': *out += "\\t"; break;
-    case 0x1b: *out += "\\e"; break;
-    default: {
-      static const char kHex[] = "0123456789abcdef";
-      *out += "\\x";
-      *out += kHex[c >> 4];
-      *out += kHex[c & 0xf];
-    }
-  }
-  return true;
-}
-
-// Length of a colour sequence "ESC [ digits/; m" at text[i], or 0.
+// Length of a colour sequence that Colored writes at text[i] (ESC [ code m,
+// code one of kRed, kYellow, kGreen, kBold or the reset 0), or 0.
 size_t ColourSequence(std::string_view text, size_t i) {
-  if (text[i] != 0x1b || i + 1 >= text.size() || text[i + 1] != '[') return 0;
-  for (size_t j = i + 2; j < text.size(); ++j) {
-    if (text[j] == 'm') return j - i + 1;
-    if (!(std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == ';')) return 0;
+  static constexpr const char* kCodes[] = {kRed, kYellow, kGreen, kBold, "0"};
+  if (text[i] != 0x1b || text.substr(i + 1, 1) != "[") return 0;
+  for (const char* code : kCodes) {
+    const std::string_view c(code);
+    if (text.substr(i + 2, c.size()) == c && text.substr(i + 2 + c.size(), 1) == "m") return c.size() + 3;
   }
   return 0;
 }
 
-// Whether `text` holds a byte Escape could change: a control character, DEL
-// or the first byte of a C1 control. Most cells hold none (20,000 rows of
-// `ps` are 180,000 cells), and those are copied as they are.
+// Whether `text` holds a byte Printable could change. Most cells hold none
+// (20,000 rows of `ps` are 180,000 cells), and those are copied as they are.
 bool MayNeedEscape(std::string_view text) {
   for (char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f || c == 0xc2) return true;
+    if (c < 0x20 || c >= 0x7f) return true;
   }
   return false;
 }
 
-std::string Escape(std::string_view text, bool keep_colour, bool keep_newline = false) {
+}  // namespace
+
+std::string PrintableCell(std::string_view text) {
   if (!MayNeedEscape(text)) return std::string(text);
   std::string out;
   out.reserve(text.size());
+  size_t plain = 0;  // where the text not yet escaped starts
   for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (keep_colour) {
-      if (size_t n = ColourSequence(text, i); n > 0) {
-        out.append(text.substr(i, n));
-        i += n - 1;
-        continue;
-      }
+    if (size_t n = ColourSequence(text, i); n > 0) {
+      out += Printable(text.substr(plain, i - plain));
+      out.append(text.substr(i, n));
+      i += n - 1;
+      plain = i + 1;
     }
-    if (keep_newline && c == '\n') {
-      out += '\n';
-      continue;
-    }
-    if (AppendEscaped(c, &out)) continue;
-    // C1 controls, U+0080..U+009F, are 0xC2 0x80..0x9F in UTF-8 (0x9B is a CSI).
-    if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
-      static const char kHex[] = "0123456789abcdef";
-      const auto d = static_cast<unsigned char>(text[i + 1]);
-      out += "\\u00";
-      out += kHex[d >> 4];
-      out += kHex[d & 0xf];
-      ++i;
-      continue;
-    }
-    out += static_cast<char>(c);
   }
+  out += Printable(text.substr(plain));
   return out;
 }
-
-}  // namespace
-
-std::string Printable(std::string_view text) { return Escape(text, false); }
-std::string PrintableLines(std::string_view text) { return Escape(text, false, true); }
-std::string PrintableCell(std::string_view text) { return Escape(text, true); }
 
 size_t DisplayWidth(const std::string& text) {
   bool plain = true;  // ASCII without escapes: one column a byte

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/printable.h"
+
 namespace gpuherd::cli {
 
 // Row `i`'s cells; the reference stays valid until the next call.
@@ -37,17 +39,16 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// User text made safe for a terminal: every control character (C0 such as
-// NUL, ESC, CR, LF and TAB; DEL; the C1 range U+0080..U+009F) becomes a
-// visible escape ("\0", "\e", "\r", "\n", "\t", "\x7f", "\u009b"). Every
-// place the CLI prints a name, label, command, reason or message that a
-// user or a job wrote goes through it (tables do it for their cells); JSON
+// User text made safe for a terminal (core/printable.h): every place the CLI
+// prints a name, label, command, path, reason or message that a user or a
+// job wrote goes through Printable (tables do it for their cells too); JSON
 // output needs nothing, since JSON escapes control characters itself.
-std::string Printable(std::string_view text);
-// Printable, except that line feeds are kept: a multi-line message.
-std::string PrintableLines(std::string_view text);
-// Printable, except that colour sequences ("ESC [ 31 m", what Colored
-// writes) are kept: a table cell.
+using gpuherd::Printable;
+using gpuherd::PrintableLines;
+// Printable, except that the colour sequences Colored writes ("ESC [ 31 m"
+// with one of the codes below, and "ESC [ 0 m") are kept: a table cell. Any
+// other sequence, SGR included, is escaped, so text that reached a cell
+// unescaped still cannot hide itself or restyle the rest of the line.
 std::string PrintableCell(std::string_view text);
 
 // Display width of a UTF-8 string without ANSI escape sequences.

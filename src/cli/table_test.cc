@@ -59,15 +59,6 @@ TEST(TableTest, WidthCountsCodePoints) {
 namespace gpuherd::cli {
 namespace {
 
-TEST(PrintableTest, EscapesEveryControlCharacter) {
-  EXPECT_EQ(Printable(std::string("a\0b", 3)), "a\\0b");
-  EXPECT_EQ(Printable("x\x1b[2Jy"), "x\\e[2Jy");
-  EXPECT_EQ(Printable("a\rb\nc\td"), "a\\rb\\nc\\td");
-  EXPECT_EQ(Printable("\x07\x7f"), "\\x07\\x7f");
-  EXPECT_EQ(Printable("\xc2\x9b" "31m"), "\\u009b31m");  // C1 CSI
-  EXPECT_EQ(Printable("résumé 67°C λ"), "résumé 67°C λ");
-}
-
 // A NUL in a name hid every later row of `ps --all`; ESC sequences reached
 // the terminal.
 TEST(PrintableTest, TableCellsAreEscapedButColoursKept) {
@@ -82,6 +73,19 @@ TEST(PrintableTest, TableCellsAreEscapedButColoursKept) {
   EXPECT_NE(out.find("\x1b[31mok\x1b[0m"), std::string::npos);
   EXPECT_NE(out.find("3  "), std::string::npos);  // the row after the NUL is there
   EXPECT_NE(out.find("evil\\0"), std::string::npos);
+}
+
+// Issue 29: a cwd of "/x ESC[8m ESC[30;40m HIDDEN" in `ps --all` hid itself;
+// only the exact sequences Colored writes survive in a cell.
+TEST(PrintableTest, OnlyColoredsOwnSequencesAreKeptInACell) {
+  EXPECT_EQ(PrintableCell("/x\x1b[8m\x1b[30;40mHIDDEN"), "/x\\e[8m\\e[30;40mHIDDEN");
+  EXPECT_EQ(PrintableCell("\x1b[31;1m\x1b[3\x1b[31"), "\\e[31;1m\\e[3\\e[31");
+  EXPECT_EQ(PrintableCell(Colored("failed", kRed, true) + " \x07" + Colored("x", kBold, true)),
+            "\x1b[31mfailed\x1b[0m \\x07\x1b[1mx\x1b[0m");
+  EXPECT_EQ(PrintableCell("温度 \xc2\x9b"), "温度 \\u009b");
+  Table t({"CWD"});
+  t.AddRow({"/x\x1b[8m\x1b[30;40mHIDDEN"});
+  EXPECT_EQ(t.Render(), "CWD\n/x\\e[8m\\e[30;40mHIDDEN\n");
 }
 
 }  // namespace

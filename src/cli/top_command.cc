@@ -116,7 +116,7 @@ void AddTopCommand(CLI::App& app, CommandContext* ctx) {
         auto alerts = (*source)->ActiveAlerts();
         std::string frame = fmt::format("gpuherd top — {} — {} UTC{} — sorted by {}{}\n\n", Printable(fleet->hostname),
                                         FormatTimeUtc(clock->Now()).substr(0, 19),
-                                        (*source)->direct_reason().empty() ? "" : " (direct: no daemon)", sort,
+                                        (*source)->direct_reason().empty() ? "" : " (direct: no daemon)", Printable(sort),
                                         tty ? " — q quits, s sorts" : "");
         frame += RenderFleetTable(*fleet, ctx->color(), /*bars=*/true);
         std::string pane = RenderAttentionPane(alerts.ok() ? *alerts : std::vector<api::Alert>{},

@@ -29,7 +29,8 @@ std::string TopoCode(const api::Fleet& fleet, size_t i, size_t j) {
 std::string RenderTopoMatrix(const api::Fleet& fleet, bool color) {
   std::string out;
   if (fleet.simulated) {
-    out += Colored("SIMULATED FLEET", kYellow, color) + " (" + fleet.sim_reason + "): these are not real GPUs.\n";
+    out += Colored("SIMULATED FLEET", kYellow, color) + " (" + Printable(fleet.sim_reason) +
+           "): these are not real GPUs.\n";
   }
   std::vector<std::string> headers = {""};
   for (const api::Gpu& g : fleet.gpus) headers.push_back("GPU" + std::to_string(g.info.index));
@@ -45,7 +46,7 @@ std::string RenderTopoMatrix(const api::Fleet& fleet, bool color) {
       else if (code == "SYS") code = Colored(code, kYellow, color);
       row.push_back(code);
     }
-    row.push_back(info.cpu_affinity.empty() ? "N/A" : info.cpu_affinity);
+    row.push_back(info.cpu_affinity.empty() ? "N/A" : Printable(info.cpu_affinity));
     row.push_back(info.numa_node ? std::to_string(*info.numa_node) : "N/A");
     table.AddRow(std::move(row));
   }

@@ -8,7 +8,7 @@ namespace gpuherd {
 
 // & < > " ' as entities, so the text is safe in element content and in
 // attribute values quoted with either quote; control characters other than
-// newline and tab become U+FFFD.
+// newline and tab (C0, DEL and C1) become U+FFFD.
 std::string HtmlEscape(std::string_view text);
 
 }  // namespace gpuherd

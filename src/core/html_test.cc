@@ -14,6 +14,10 @@ TEST(HtmlEscapeTest, ControlCharactersBecomeTheReplacementCharacterButNewlineAnd
   EXPECT_EQ(HtmlEscape(std::string("a\x1b[31mb\x00" "c\x7f" "d\n\te", 14)), "a&#xfffd;[31mb&#xfffd;c&#xfffd;d\n\te");
 }
 
+TEST(HtmlEscapeTest, C1ControlsBecomeTheReplacementCharacter) {
+  EXPECT_EQ(HtmlEscape("a\xc2\x9b" "31mb\xc2\x85" "c\xc2\xa0"), "a&#xfffd;31mb&#xfffd;c\xc2\xa0");
+}
+
 TEST(HtmlEscapeTest, Utf8PassesThrough) { EXPECT_EQ(HtmlEscape("GPU — 温度"), "GPU — 温度"); }
 
 }  // namespace

@@ -155,8 +155,10 @@ Result<std::string> ReadSmallFileBeneath(const std::string& dir, const std::stri
   auto chunk = ReadBeneath(dir, relative, 0, max_bytes + 1);
   if (!chunk.ok()) return chunk.status();
   if (chunk->size > max_bytes || chunk->data.size() > max_bytes) {
-    return ResourceExhausted(dir + "/" + relative + " is " + std::to_string(chunk->size) +
-                             " bytes; at most " + std::to_string(max_bytes) + " are read");
+    // The file's size, or, when it grew while read, at least what was read.
+    const uint64_t size = std::max<uint64_t>(chunk->size, chunk->data.size());
+    return ResourceExhausted(dir + "/" + relative + " is " + (chunk->size < size ? "at least " : "") +
+                             std::to_string(size) + " bytes; at most " + std::to_string(max_bytes) + " are read");
   }
   return std::move(chunk->data);
 }

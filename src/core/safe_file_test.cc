@@ -102,6 +102,16 @@ TEST_P(SafeFileTest, SmallFileCapIsEnforced) {
   EXPECT_EQ(whole->size(), 100u);
 }
 
+// The message gives the file's true size and the cap, at and around the cap.
+TEST_P(SafeFileTest, SmallFileCapMessageCountsTruly) {
+  Write(jobs() + "/7/exit", std::string(100, 'x'));
+  EXPECT_TRUE(ReadSmallFileBeneath(jobs(), "7/exit", 101).ok());
+  EXPECT_TRUE(ReadSmallFileBeneath(jobs(), "7/exit", 100).ok());
+  const Status over = ReadSmallFileBeneath(jobs(), "7/exit", 99).status();
+  EXPECT_EQ(over.code(), Code::kResourceExhausted);
+  EXPECT_EQ(over.message(), jobs() + "/7/exit is 100 bytes; at most 99 are read");
+}
+
 INSTANTIATE_TEST_SUITE_P(BothWays, SafeFileTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "openat2" : "per_component"; });
 

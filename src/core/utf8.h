@@ -12,6 +12,10 @@ namespace gpuherd {
 // (U+D800..U+DFFF), nothing above U+10FFFF, no cut-off sequence.
 bool IsUtf8(std::string_view text);
 
+// The length in bytes (1 to 4) of the well-formed UTF-8 sequence that starts
+// at text[i], or 0 when none does there. `i` must be below text.size().
+size_t Utf8SequenceLength(std::string_view text, size_t i);
+
 // The offset of the first byte that is not part of well-formed UTF-8, or
 // text.size() when all of it is.
 size_t FirstInvalidUtf8(std::string_view text);

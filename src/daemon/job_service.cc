@@ -223,7 +223,7 @@ Result<sched::JobId> JobService::Submit(sched::JobSpec spec, const Caller& calle
   }
   auto queued = unfinished_by_uid_.find(caller.uid);
   GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(
-      caller.user, queued == unfinished_by_uid_.end() ? 0 : queued->second, config_.scheduler));
+      caller.user, queued == unfinished_by_uid_.end() ? 0 : queued->second, 1, config_.scheduler));
   Entry e;
   json stored_spec = {{"spec", sched::JobSpecToJson(spec)}, {"gid", spec.gid}, {"gpu_twentieths", spec.gpu_twentieths}};
   if (!extras.checkpoint_dir.empty()) stored_spec["checkpoint_dir"] = extras.checkpoint_dir;
@@ -254,7 +254,7 @@ Result<std::vector<sched::JobId>> JobService::SubmitArray(const sched::JobSpec& 
   GPUHERD_RETURN_IF_ERROR(sched::CheckFits(spec, static_fleet_));
   auto queued = unfinished_by_uid_.find(caller.uid);
   GPUHERD_RETURN_IF_ERROR(sched::CheckQueueLimit(
-      caller.user, (queued == unfinished_by_uid_.end() ? 0 : queued->second) + count - 1, config_.scheduler));
+      caller.user, queued == unfinished_by_uid_.end() ? 0 : queued->second, count, config_.scheduler));
   const std::string name = spec.name.empty() ? DefaultJobName(spec) : spec.name;
   std::vector<sched::JobId> ids;
   ids.reserve(static_cast<size_t>(count));

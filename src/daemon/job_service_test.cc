@@ -121,7 +121,8 @@ TEST_F(JobServiceTest, QueueLimitCountsOnlyUnfinishedJobs) {
   ASSERT_GT(b, 0);
   auto refused = Call("POST", "/v1/jobs", json{{"command", {"true"}}}.dump());
   EXPECT_EQ(refused.status, 429) << refused.body;
-  EXPECT_NE(refused.body.find("limit is 2"), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find("at most 2 unfinished jobs; "), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find(" has 2: wait for some"), std::string::npos) << refused.body;
   ASSERT_EQ(Call("POST", "/v1/jobs/" + std::to_string(a) + "/cancel").status, 200);
   ASSERT_TRUE(WaitFor([&] { return StateOf(a) == "cancelled"; }));
   // The cancelled job no longer counts, also after a restart.
@@ -167,6 +168,9 @@ TEST_F(JobServiceTest, ArrayQueuesEveryTaskWithItsIndexOrNoneAtAll) {
   spec["array"] = 5;
   auto refused = Call("POST", "/v1/jobs", spec.dump());
   EXPECT_EQ(refused.status, 429) << refused.body;
+  // The user's true count (1), not the count plus the array (it said 5).
+  EXPECT_NE(refused.body.find("at most 5 unfinished jobs; "), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find(" has 1, and this array adds 5 (4 more fit)"), std::string::npos) << refused.body;
   spec["array"] = 0;
   EXPECT_EQ(Call("POST", "/v1/jobs", spec.dump()).status, 400);
   spec["array"] = "4";

@@ -27,7 +27,9 @@ int OpenRegular(int dir_fd, const char* name, size_t max_bytes, size_t* size) {
   return fd;
 }
 
-std::string Printable(const std::string& text) {
+// The status file is the job's: its first line, printable ASCII only, at most
+// 200 bytes (what is stored; the CLI escapes what it prints besides).
+std::string FirstAsciiLine(const std::string& text) {
   std::string out;
   for (char c : text) {
     if (c == '\n') break;
@@ -50,7 +52,7 @@ FenceReport ReadFenceReport(const std::string& attempt_dir) {
     ssize_t n = pread(fd, text.data(), text.size(), 0);
     close(fd);
     text.resize(n > 0 ? static_cast<size_t>(n) : 0);
-    std::string line = Printable(text);
+    std::string line = FirstAsciiLine(text);
     std::string word = line.substr(0, line.find(' '));
     std::string rest = line.size() > word.size() ? line.substr(word.size() + 1) : "";
     if (word == "active" || word == "preloaded" || word == "off") {

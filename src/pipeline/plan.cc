@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -153,33 +154,41 @@ std::vector<const StepSpec*> StepOrder(const PipelineSpec& spec) {
   return order;
 }
 
-// How many points a step's sweep has, without drawing them.
-size_t PointCount(const Matrix& matrix) {
+// How many points a step's sweep has, without drawing them; nullopt when
+// the count does not fit in 64 bits.
+std::optional<uint64_t> PointCount(const Matrix& matrix) {
   switch (matrix.kind) {
     case Matrix::Kind::kNone:
       return 1;
     case Matrix::Kind::kGrid: {
-      size_t total = 1;
+      uint64_t total = 1;
       for (const Matrix::Axis& axis : matrix.grid) {
-        total *= axis.values.size();
-        if (total > kMaxPlanNodes) return kMaxPlanNodes + 1;  // no overflow
+        if (__builtin_mul_overflow(total, static_cast<uint64_t>(axis.values.size()), &total)) return std::nullopt;
       }
       return total;
     }
     case Matrix::Kind::kRandom:
-      return matrix.count < 0 ? 0 : static_cast<size_t>(matrix.count);
+      return matrix.count < 0 ? 0 : static_cast<uint64_t>(matrix.count);
   }
   return 1;
 }
 
 // Nodes and need edges of the plan, counted before anything is allocated.
+// The messages give the true counts (a step's own when it alone is too big),
+// never a count cut off at the limit.
 Status CheckPlanSize(const PipelineSpec& spec) {
-  std::map<std::string, size_t> points;
-  size_t nodes = 0;
+  std::map<std::string, uint64_t> points;
+  uint64_t nodes = 0;
   std::string biggest;
   for (const StepSpec& step : spec.steps) {
-    points[step.name] = PointCount(step.matrix);
-    nodes += points[step.name];
+    const std::optional<uint64_t> count = PointCount(step.matrix);
+    if (!count || *count > kMaxPlanNodes) {
+      return InvalidArgument(fmt::format(
+          "{}: step '{}' alone expands to {} jobs; a run holds at most {} jobs: split the sweep into several runs",
+          spec.source, step.name, count ? std::to_string(*count) : "more than 18446744073709551615", kMaxPlanNodes));
+    }
+    points[step.name] = *count;
+    nodes += *count;  // each at most kMaxPlanNodes: no overflow
     if (biggest.empty() || points[step.name] > points[biggest]) biggest = step.name;
   }
   if (nodes > kMaxPlanNodes) {

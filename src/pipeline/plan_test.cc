@@ -324,6 +324,49 @@ TEST(PlanLimitsTest, TotalNodesAreBoundedBeforeExpanding) {
               HasSubstr("expands to 100000 jobs (step 's0' alone has 10000); a run holds at most 20000"));
 }
 
+// Issue 29: a limit's message states the true count, at the limit and on
+// either side of it (20,000 jobs a run).
+TEST(PlanLimitsTest, MessagesCountTrulyAtTheBoundary) {
+  auto spec_of = [](int a, int b, int c) {
+    return MustParse(fmt::format(
+        "steps:\n"
+        "  a: {{run: [echo, '${{{{ matrix.x }}}}'], matrix: {{random: {{count: {}, params: {{x: {{uniform: [0, 1]}}}}}}}}}}\n"
+        "  b: {{run: [echo, '${{{{ matrix.x }}}}'], matrix: {{random: {{count: {}, params: {{x: {{uniform: [0, 1]}}}}}}}}}}\n"
+        "  c: {{run: [echo, '${{{{ matrix.x }}}}'], matrix: {{random: {{count: {}, params: {{x: {{uniform: [0, 1]}}}}}}}}}}\n",
+        a, b, c));
+  };
+  EXPECT_TRUE(Expand(spec_of(10000, 9998, 1), {}, "/runs/1").ok());   // 19,999
+  EXPECT_TRUE(Expand(spec_of(10000, 9999, 1), {}, "/runs/1").ok());   // 20,000: the limit itself fits
+  auto over = Expand(spec_of(10000, 10000, 1), {}, "/runs/1");        // 20,001
+  ASSERT_FALSE(over.ok());
+  EXPECT_THAT(over.status().message(),
+              HasSubstr("expands to 20001 jobs (step 'a' alone has 10000); a run holds at most 20000 jobs"));
+}
+
+// A grid made in code (not through the file's 10,000-point cap): its own
+// count is given, not the limit plus one as before.
+TEST(PlanLimitsTest, AStepOverTheLimitAloneIsNamedWithItsCount) {
+  PipelineSpec spec = MustParse(
+      "steps:\n"
+      "  g: {run: [echo, '${{ matrix.x }}'], matrix: {x: [1, 2]}}\n");
+  ASSERT_EQ(spec.steps[0].matrix.kind, Matrix::Kind::kGrid);
+  auto axis = [](const std::string& name, int n) {
+    Matrix::Axis a{name, {}};
+    for (int i = 0; i < n; ++i) a.values.push_back(std::to_string(i));
+    return a;
+  };
+  spec.steps[0].matrix.grid = {axis("x", 300), axis("y", 101)};
+  auto plan = Expand(spec, {}, "/runs/1");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(), HasSubstr("step 'g' alone expands to 30300 jobs; a run holds at most 20000"));
+  // Past 64 bits: said so, never a wrapped-around count.
+  spec.steps[0].matrix.grid = {};
+  for (int i = 0; i < 7; ++i) spec.steps[0].matrix.grid.push_back(axis("p" + std::to_string(i), 1000));
+  plan = Expand(spec, {}, "/runs/1");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(), HasSubstr("step 'g' alone expands to more than 18446744073709551615 jobs"));
+}
+
 // Two sweeps of 10,000 where the second needs the first: 10^8 need pairs.
 TEST(PlanLimitsTest, NeedPairsAreBounded) {
   PipelineSpec spec = MustParse(

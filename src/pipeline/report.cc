@@ -9,6 +9,7 @@
 
 #include "api/decode.h"
 #include "core/html.h"
+#include "core/printable.h"
 
 // Generated at build time from npm's uplot package (src/pipeline/CMakeLists.txt).
 #ifdef GPUHERD_HAVE_UPLOT
@@ -413,21 +414,11 @@ constexpr const char* kNoObjective =
     "No objective declared, so no point is ranked: add objective: {metric: NAME, mode: min|max} "
     "to the swept step.";
 
-std::string MarkdownCell(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
-  }
-  return out;
-}
-
 void MarkdownTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                    std::string* out) {
   auto line = [&](const std::vector<std::string>& cells) {
     *out += "|";
-    for (const auto& c : cells) *out += " " + MarkdownCell(c) + " |";
+    for (const auto& c : cells) *out += " " + MarkdownText(c) + " |";
     *out += "\n";
   };
   line(header);
@@ -487,6 +478,22 @@ std::string ScriptSafe(std::string text) {
     text.replace(at, 2, "<\\/");
   }
   return text;
+}
+
+// JSON inside a <script> element: a "<" can only be in a string there, and
+// as \u003c no name (a metric's, a node's) can open "<!--" or "</script".
+// ASCII only, and DEL escaped too, so that a page printed with `-o -` holds
+// no control character either.
+std::string JsonInScript(const json& value) {
+  std::string text = value.dump(-1, ' ', /*ensure_ascii=*/true);
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '<') out += "\\u003c";
+    else if (c == 0x7f) out += "\\u007f";
+    else out += c;
+  }
+  return out;
 }
 
 // Learning curves of the top points are drawn by default.
@@ -818,7 +825,7 @@ std::string RenderHtml(const Report& r, const ChartLibrary& charts) {
   }
   HtmlSection("Step timings", t.timing_header, t.timing, "timing", "", &out);
   HtmlSection("Failures, restarts and early stops", t.failure_header, t.failures, "failures", kNoFailures, &out);
-  out += "<script type=\"application/json\" id=\"gpuherd-report-data\">" + ScriptSafe(ChartData(r).dump()) +
+  out += "<script type=\"application/json\" id=\"gpuherd-report-data\">" + JsonInScript(ChartData(r)) +
          "</script>\n";
   out += "<script>" + std::string(kSortScript) + "</script>\n";
   if (charts.available()) {
@@ -831,13 +838,13 @@ std::string RenderHtml(const Report& r, const ChartLibrary& charts) {
 
 std::string RenderMarkdown(const Report& r) {
   Tables t = MakeTables(r);
-  std::string out = "# " + MarkdownCell(Headline(r)) + "\n\n";
+  std::string out = "# " + MarkdownText(Headline(r)) + "\n\n";
   if (r.objectives.empty()) {
     out += std::string(kNoObjective) + "\n\n";
   } else {
-    for (const auto& line : BestPointLines(r)) out += "**" + MarkdownCell(line) + "**\n\n";
+    for (const auto& line : BestPointLines(r)) out += "**" + MarkdownText(line) + "**\n\n";
   }
-  out += MarkdownCell(Summary(r)) + "\n\n";
+  out += MarkdownText(Summary(r)) + "\n\n";
   if (!r.params.empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [k, v] : r.params) rows.push_back({k, v});
@@ -848,7 +855,8 @@ std::string RenderMarkdown(const Report& r) {
   out += "## Sweep points\n\n";
   MarkdownTable(t.comparison_header, t.comparison, &out);
   if (!t.omitted_metrics.empty()) {
-    out += fmt::format("\nAlso logged (see --format csv): {}\n", fmt::join(t.omitted_metrics, ", "));
+    out += "\nAlso logged (see --format csv): " + MarkdownText(fmt::format("{}", fmt::join(t.omitted_metrics, ", "))) +
+           "\n";
   }
   MarkdownSection("Step timings", t.timing_header, t.timing, "", &out);
   MarkdownSection("Failures, restarts and early stops", t.failure_header, t.failures, kNoFailures, &out);
@@ -938,16 +946,6 @@ std::string RenderComparisonMarkdown(const Report& a, const Report& b) {
 }
 
 namespace {
-
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 // Full precision: CSV is for further analysis, not for reading.
 std::string CsvNumber(double value) { return fmt::format("{}", value); }

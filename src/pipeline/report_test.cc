@@ -320,6 +320,88 @@ TEST(ReportCsvTest, QuotesFieldsWithCommas) {
   EXPECT_THAT(RenderCsv(report), HasSubstr("\"t[a=1,b=\"\"x\"\"]\",t/0,t,"));
 }
 
+// Issue 29: a job wrote metric names with escape sequences as JSON keys, and
+// a sweep's parameters can be anything; the Markdown and CSV reports are read
+// on terminals (`gpuherd report --format md`), so none may reach them raw.
+ReportData HostileData() {
+  api::PipelineNodeView n = NodeView("t[p=a|b\x1b[8m]", "t/0", "t\x07");
+  n.matrix = {{"p\x1b]0;T\x07", "a|b\nc\x1b[8m"}};
+  n.state = "completed";
+  n.attempts = 2;
+  n.reason = "exit 1\r\x1b[2K";
+  ReportData data = OneNode(n);
+  data.pipeline.summary.name = "run\x1b[30;40mHIDDEN";
+  data.pipeline.params = {{"k\x1b[31m", "v\xc2\x9b" "2J"}};
+  api::PipelineMetricLine line =
+      MetricLine(n.id, 1, 1, {{"loss\x1b[31m", 0.5}, {"acc\x1b]0;T\x07", 0.9}, {"a,b\"c\n", 1.0}});
+  data.metrics = {line};
+  return data;
+}
+
+// A control character other than a line feed: C0, DEL or C1 (U+0080..U+009F).
+bool HasControl(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') continue;
+    if (c < 0x20 || c == 0x7f) return true;
+    if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9f) return true;
+  }
+  return false;
+}
+
+TEST(ReportMarkdownTest, NamesFromTheJobAreEscapedAndCannotBreakTheTable) {
+  ReportData data = HostileData();
+  data.metrics[0].values["z1"] = 1.0;
+  data.metrics[0].values["z2|\x1b[1m"] = 1.0;  // the fifth: named below the table
+  const Report report = Summarize(data);
+  ASSERT_EQ(report.metric_names.size(), 5u);
+  const std::string md = RenderMarkdown(report);
+  EXPECT_THAT(md, HasSubstr("Also logged (see --format csv): z2\\|\\e[1m\n"));
+  EXPECT_FALSE(HasControl(md)) << md;
+  EXPECT_THAT(md, HasSubstr("loss\\e[31m"));
+  EXPECT_THAT(md, HasSubstr("run\\e[30;40mHIDDEN"));
+  EXPECT_THAT(md, HasSubstr("a\\|b\\nc\\e[8m"));  // the value stays in its cell and its row
+  EXPECT_THAT(md, HasSubstr("v\\u009b2J"));
+  // Every row of a table has as many unescaped pipes as its header.
+  for (const std::string& row : Split(md, '\n')) {
+    if (row.empty() || row[0] != '|') continue;
+    size_t pipes = 0;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (row[i] == '\\') ++i;
+      else if (row[i] == '|') ++pipes;
+    }
+    EXPECT_GE(pipes, 3u) << row;
+  }
+  const std::string compared = RenderComparisonMarkdown(report, report);
+  EXPECT_FALSE(HasControl(compared)) << compared;
+}
+
+TEST(ReportCsvTest, NamesFromTheJobAreQuotedAndEscaped) {
+  const Report report = Summarize(HostileData());
+  const std::string csv = RenderCsv(report);
+  EXPECT_FALSE(HasControl(csv)) << csv;
+  const std::vector<std::string> lines = Split(csv, '\n');
+  ASSERT_EQ(lines.size(), 2u);  // header and one node: no line break inside a field
+  EXPECT_THAT(lines[0], HasSubstr(",\"a,b\"\"c\\n_final\",\"a,b\"\"c\\n_best\","));
+  EXPECT_THAT(lines[0], HasSubstr(",loss\\e[31m_final,"));
+  EXPECT_THAT(lines[0], HasSubstr(",acc\\e]0;T\\x07_best,"));
+  EXPECT_THAT(lines[0], HasSubstr(",p\\e]0;T\\x07,"));
+  EXPECT_THAT(lines[1], HasSubstr(",t\\x07,completed,2,a|b\\nc\\e[8m,"));
+}
+
+TEST(ReportHtmlTest, MetricNamesAreEscapedToo) {
+  ReportData data = HostileData();
+  data.metrics[0].values["<img src=x>"] = 2.0;
+  const Report report = Summarize(data);
+  const std::string html = RenderHtml(report, ChartLibrary{});
+  EXPECT_EQ(html.find('\x1b'), std::string::npos);
+  EXPECT_EQ(html.find('\x07'), std::string::npos);
+  EXPECT_THAT(html, HasSubstr("<th>&lt;img src=x&gt; last</th>"));
+  EXPECT_THAT(html, HasSubstr("<th>loss&#xfffd;[31m last</th>"));
+  EXPECT_THAT(html, Not(HasSubstr("<img src=x>")));  // nor in the curves' data
+  EXPECT_EQ(EmbeddedData(html)["metrics"][0], "<img src=x>");
+}
+
 TEST(ReportMarkdownTest, WithoutAnObjectiveNothingIsRankedAndTheReportSaysHow) {
   const Report report = Summarize(SweepData());
   std::string md = RenderMarkdown(report);

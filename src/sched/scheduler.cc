@@ -964,14 +964,16 @@ Decisions Schedule(const FleetState& fleet, const std::vector<PendingJob>& pendi
   return Pass(fleet, running, now, config).Run(pending);
 }
 
-Status CheckQueueLimit(const std::string& user, int queued_jobs, const SchedulerConfig& config) {
-  if (config.max_queued_jobs_per_user > 0 && queued_jobs >= config.max_queued_jobs_per_user) {
-    return ResourceExhausted(fmt::format(
-        "user {} already has {} queued jobs, the limit is {}; wait for some to start or cancel "
-        "some",
-        user, queued_jobs, config.max_queued_jobs_per_user));
+Status CheckQueueLimit(const std::string& user, int unfinished, int adding, const SchedulerConfig& config) {
+  const int64_t limit = config.max_queued_jobs_per_user;
+  if (limit <= 0 || int64_t{unfinished} + adding <= limit) return Status::Ok();
+  // The numbers are the user's own count and the limit as configured, never
+  // the count plus what was asked for (an array's tasks used to be added in).
+  std::string message = fmt::format("a user may have at most {} unfinished jobs; {} has {}", limit, user, unfinished);
+  if (adding > 1) {
+    message += fmt::format(", and this array adds {} ({} more fit)", adding, std::max<int64_t>(0, limit - unfinished));
   }
-  return Status::Ok();
+  return ResourceExhausted(message + ": wait for some to finish or cancel some");
 }
 
 std::string FormatClock(TimeMs t, TimeMs now) {

@@ -170,9 +170,10 @@ Decisions Schedule(const FleetState& fleet, const std::vector<PendingJob>& pendi
 // The priority inputs of a pending job, for Schedule and for `gpuherd show`.
 PriorityInputs PriorityInputsOf(const PendingJob& job, TimeMs now, const SchedulerConfig& config);
 
-// At submit time: refuses a job that would take the user over the queued-jobs
-// limit, saying how many are queued.
-Status CheckQueueLimit(const std::string& user, int queued_jobs, const SchedulerConfig& config);
+// At submit time: refuses `adding` new jobs (1, or an array's tasks) that
+// would take a user who has `unfinished` jobs (pending, held or running) past
+// max_queued_jobs_per_user, saying the limit and the user's true count.
+Status CheckQueueLimit(const std::string& user, int unfinished, int adding, const SchedulerConfig& config);
 
 // "14:05 UTC" (within a day of now) or "2026-12-03 14:05 UTC".
 std::string FormatClock(TimeMs t, TimeMs now);

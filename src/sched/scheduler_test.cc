@@ -316,8 +316,33 @@ TEST_F(SchedulerTest, UserQueuedJobLimit) {
   Decisions d = Run(1);
   EXPECT_THAT(Reason(d, 1), HasSubstr("waiting for 1 GPU"));
   EXPECT_THAT(Reason(d, 3), HasSubstr("user limit: 2 queued jobs are considered at a time"));
-  EXPECT_FALSE(CheckQueueLimit("alice", 2, config_).ok());
-  EXPECT_TRUE(CheckQueueLimit("alice", 1, config_).ok());
+  EXPECT_FALSE(CheckQueueLimit("alice", 2, 1, config_).ok());
+  EXPECT_TRUE(CheckQueueLimit("alice", 1, 1, config_).ok());
+}
+
+// Issue 29: the message said "already has 99999" for a user with fewer jobs
+// (an array's tasks were added to the count). It states the limit and the
+// user's own count, at limit - 1, limit and limit + 1.
+TEST(QueueLimitTest, MessageStatesTheLimitAndTheTrueCount) {
+  SchedulerConfig config;
+  config.max_queued_jobs_per_user = 100000;
+  EXPECT_TRUE(CheckQueueLimit("alice", 99999, 1, config).ok());
+  const Status at = CheckQueueLimit("alice", 100000, 1, config);
+  EXPECT_EQ(at.code(), Code::kResourceExhausted);
+  EXPECT_EQ(at.message(),
+            "a user may have at most 100000 unfinished jobs; alice has 100000: wait for some to finish or cancel some");
+  EXPECT_EQ(CheckQueueLimit("alice", 100001, 1, config).message(),
+            "a user may have at most 100000 unfinished jobs; alice has 100001: wait for some to finish or cancel some");
+  // An array: the count is the user's, the array's size is said apart.
+  EXPECT_TRUE(CheckQueueLimit("alice", 99990, 10, config).ok());
+  EXPECT_EQ(CheckQueueLimit("alice", 99990, 11, config).message(),
+            "a user may have at most 100000 unfinished jobs; alice has 99990, and this array adds 11 (10 more fit): "
+            "wait for some to finish or cancel some");
+  EXPECT_EQ(CheckQueueLimit("alice", 100000, 20, config).message(),
+            "a user may have at most 100000 unfinished jobs; alice has 100000, and this array adds 20 (0 more fit): "
+            "wait for some to finish or cancel some");
+  config.max_queued_jobs_per_user = 0;  // no limit
+  EXPECT_TRUE(CheckQueueLimit("alice", 1 << 30, 1 << 20, config).ok());
 }
 
 TEST_F(SchedulerTest, DependencyStates) {
