@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -204,6 +205,45 @@ TEST_F(ExitWatcherTest, LeftoverScanSurvivesUnreadableStatFiles) {
 
 TEST_F(ExitWatcherTest, SignalToUnknownAttemptIsNotFound) {
   EXPECT_EQ(watcher_->Signal(99, 1, SIGUSR1).code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpuherd::exec
+
+namespace gpuherd::exec {
+namespace {
+
+// While the process is out of descriptors, an ended shim's record cannot be
+// opened: that is no loss. The watcher reads it again once it can, and
+// delivers the job's real end instead of "supervisor lost".
+TEST_F(ExitWatcherTest, ARecordUnreadableForWantOfDescriptorsIsReadAgainNotLost) {
+  ExitRecord r;
+  r.job_id = 31;
+  r.attempt = 1;
+  r.how = ExitRecord::How::kExited;
+  r.code = 0;
+  r.message = "exited with code 0";
+  ASSERT_TRUE(WriteExitRecord(dir_, r).ok());
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  int open_now = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++open_now;
+  }
+  rlimit tight = old;
+  tight.rlim_cur = static_cast<rlim_t>(open_now);  // the listing's own descriptor is closed again
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+  Status watched = watcher_->Watch(31, 1, ShimIdentity{}, -1, dir_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const size_t delivered_while_short = WaitForRecords(1, std::chrono::milliseconds(1)).size();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  ASSERT_TRUE(watched.ok()) << watched.ToString();
+  EXPECT_EQ(delivered_while_short, 0u);
+  auto records = WaitForRecords(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].how, ExitRecord::How::kExited) << records[0].message;
+  EXPECT_EQ(records[0].code, 0);
 }
 
 }  // namespace
