@@ -170,7 +170,21 @@ def unix_request(sock_path, method, target, body=b"", headers=None, user=None, t
     if proc.returncode != 0:
         raise AssertionError(f"{method} {target} over {sock_path}: {proc.stderr}")
     reply = json.loads(proc.stdout)
-    return reply["status"], reply["headers"], base64.b64decode(reply["body"])
+    body = base64.b64decode(reply["body"])
+    if reply["headers"].get("transfer-encoding", "").lower() == "chunked":
+        body = _dechunk(body)
+    return reply["status"], reply["headers"], body
+
+
+def _dechunk(data):
+    out = b""
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out, data = out + data[:size], data[size + 2:]
+    return out
 
 
 _HOME_USER = object()  # "the home's job user", the default of Home's methods
