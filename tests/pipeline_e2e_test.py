@@ -215,7 +215,11 @@ class PipelineTest(unittest.TestCase):
         # user's (root's in CI), who runs jobs too; the other tests' are nobody's.
         self.by_token = True
         self.start()
+        # Half a GPU each: 8 of the 12 points at a time, so that some have
+        # completed while others wait or run (at a tenth of a GPU all 12 ran at
+        # once and could end between two looks, and the kill came 120 s later).
         yaml = SWEEP.replace("--steps ${{ params.steps }}", "--steps ${{ params.steps }} --step-seconds 0.03")
+        yaml = yaml.replace("defaults: {gpus: 0.1,", "defaults: {gpus: 0.5,")
         run_id = self.run_pipeline(yaml, {"steps": "60"})
         deadline = time.time() + 120
         while time.time() < deadline:
