@@ -76,7 +76,7 @@ class QueueTest(unittest.TestCase):
         self.home.start("--sim", "2", "--interval", "200ms")
         jid = self.submit("--gpus", "1", "--name", "hello", "--", "sh", "-c",
                           "echo out $GPUHERD_JOB_ID $CUDA_VISIBLE_DEVICES $GPUHERD_CHECKPOINT_DIR; echo err >&2; "
-                          "echo uid $(id -u) in $(pwd)")
+                          "echo uid $(id -u) in $(pwd); echo '{\"step\": 1, \"loss\": 0.5}' >> $GPUHERD_METRICS_FILE")
         j = self.wait_state(jid, ["completed", "failed"])
         self.assertEqual(j["state"], "completed", j)
         self.assertEqual(j["exit_code"], 0)
@@ -87,6 +87,14 @@ class QueueTest(unittest.TestCase):
         self.assertIn(f"uid {self.home.uid} in {self.home.work}\n", out)  # as its submitter, in its folder
         self.assertIn(os.path.join(self.home.dir, "checkpoints", str(jid)), out)
         self.assertEqual(self.gh("logs", str(jid), "--stderr").stdout, "err\n")
+        # Its metric line, written by the job as its user, read back by its owner.
+        deadline, metrics = time.time() + 10, []
+        while not metrics and time.time() < deadline:
+            status, _, body = self.home.request("GET", f"/v1/jobs/{jid}/metrics")
+            self.assertEqual(status, 200, body)
+            metrics = json.loads(body)["metrics"]
+            time.sleep(0 if metrics else 0.2)
+        self.assertEqual([(m["step"], m["values"]) for m in metrics], [(1, {"step": 1, "loss": 0.5})])
         ps = json.loads(self.gh("ps", "--all", "--json").stdout)
         self.assertEqual([p["id"] for p in ps], [jid])
         self.assertEqual(json.loads(self.gh("ps", "--json").stdout), [])
