@@ -386,6 +386,9 @@ class QueueTest(unittest.TestCase):
             with open(os.path.join(self.home.dir, "jobs", str(jid), "2", "stdout")) as f:
                 out = f.read()
         self.assertIn("restart=1", out)
+        with open(os.path.join(self.home.dir, "jobs", str(jid), "1", "stdout")) as f:
+            self.assertEqual(f.read(), "restart=0\n")  # the first attempt's log is kept
+        self.assertEqual(self.gh("logs", str(jid)).stdout, "restart=1\n")  # the owner reads the current one
         self.gh("cancel", str(jid))
 
     def test_a_failed_commit_runs_nothing_of_its_turn(self):
