@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests of `gpuherd burnin` and `gpuherd health`: the real binary on
 a simulated fleet, its state directory, signals and a daemon on loopback and a
-unix socket. Run by CTest with the binary's path."""
+unix socket. Run by CTest with the binary's path. A burn-in is an admin's (root's);
+the queue's jobs around it are nobody's (JOB_USER) wherever the test runs as root."""
 
 import json
 import os
@@ -9,9 +10,14 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cli_e2e_test  # noqa: E402
+from cli_e2e_test import JOB_USER  # noqa: E402
 
 GPUHERD = os.path.abspath(os.environ.get("GPUHERD_BIN", "build/gpuherd"))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -221,7 +227,10 @@ class DaemonTest(HomeTestCase):
 
     def test_burnin_through_the_daemon_waits_for_the_gpu_and_keeps_new_work_off_it(self):
         self.start_daemon("--sim", "1", "--interval", "200ms")
-        before = int(self.gpuherd("submit", "--gpus", "1", "--", "sleep", "3", check=0).stdout.strip())
+        def submit(*args):  # as the jobs' user
+            return int(cli_e2e_test.run("submit", *args, home=self.home, user=JOB_USER).stdout)
+
+        before = submit("--gpus", "1", "--", "sleep", "3")
         deadline = time.time() + 20
         while self.job(before)["state"] != "running":
             self.assertLess(time.time(), deadline, "the first job never started")
@@ -239,7 +248,7 @@ class DaemonTest(HomeTestCase):
                 break
             self.assertLess(time.time(), deadline, "no burn-in job appeared")
             time.sleep(0.1)
-        after = int(self.gpuherd("submit", "--gpus", "1", "--", "true", check=0).stdout.strip())
+        after = submit("--gpus", "1", "--", "true")
         out, err = burnin.communicate(timeout=60)
         self.assertEqual(burnin.returncode, 0, err)
         self.assertIn("starts once no job holds", err)

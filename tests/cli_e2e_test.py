@@ -2,10 +2,13 @@
 """End-to-end tests of the gpuherd binary: real processes, a simulated fleet,
 loopback and a unix socket only. Run by CTest with the binary's path."""
 
+import base64
 import json
 import os
+import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -13,6 +16,7 @@ import time
 import unittest
 
 GPUHERD = os.path.abspath(os.environ.get("GPUHERD_BIN", "build/gpuherd"))
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCENARIO = """\
 # A PCIe down-train on GPU 3 after 1 s and GPU 5 falling off the bus after 2 s.
@@ -32,21 +36,244 @@ SAMPLE_FIELDS = ["time", "gpu_util_pct", "mem_util_pct", "mem_used_bytes", "temp
 ECC_FIELDS = ["ecc_sbe_volatile", "ecc_dbe_volatile", "remapped_rows_correctable", "remapped_rows_uncorrectable"]
 
 
-def run(*args, home=None, check=True, timeout=30):
-    cmd = [GPUHERD] + (["--home", home] if home else []) + list(args)
+# --- running the CLI as another user -------------------------------------------
+#
+# The daemon runs as root for every user of a lab and each job runs as the user
+# who submitted it. Where a test runs as root (and setpriv is here) the suites
+# submit their jobs as `nobody`, so that every job feature is exercised by a user
+# the kernel checks; where it does not, there is nobody to switch to and the
+# same tests run as the current user.
+
+NOBODY = 65534
+CAN_SWITCH_USER = os.geteuid() == 0 and shutil.which("setpriv") is not None
+# The user the suites' jobs run as (a uid); None: this process's own user.
+JOB_USER = NOBODY if CAN_SWITCH_USER else None
+
+
+def switches_to(user):
+    """Whether running as `user` (a uid, None for this process's user) switches users here."""
+    return user is not None and CAN_SWITCH_USER and user != os.geteuid()
+
+
+def uid_of(user):
+    """The uid a command run as `user` has."""
+    return user if switches_to(user) else os.geteuid()
+
+
+def gid_of(user):
+    return pwd.getpwuid(user).pw_gid if switches_to(user) else os.getegid()
+
+
+def user_name(user):
+    """The name the daemon gives the jobs of `user` (as in `show`'s "user")."""
+    return pwd.getpwuid(uid_of(user)).pw_name
+
+
+def as_user(user):
+    """The command prefix that runs a program as `user`: empty when nothing switches."""
+    if not switches_to(user):
+        return []
+    return ["setpriv", f"--reuid={user}", f"--regid={gid_of(user)}", "--clear-groups"]
+
+
+def reachable_by_anyone(path):
+    """Whether a user who owns nothing on the way (nobody) can reach `path`: every
+    folder on the way may be searched by others."""
+    path = os.path.abspath(path)
+    while True:
+        try:
+            if not os.stat(path).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+        if path == "/":
+            return True
+        path = os.path.dirname(path)
+
+
+def _user_path():
+    """This process's PATH without the folders another user cannot reach (/root/...)."""
+    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if d and reachable_by_anyone(d))
+
+
+# A Python that any user's job can run (sys.executable may be in root's home).
+PYTHON = sys.executable
+if CAN_SWITCH_USER and not reachable_by_anyone(sys.executable):
+    PYTHON = shutil.which("python3", path=_user_path()) or sys.executable
+
+
+def user_env(user, extra=None):
+    """The environment of a command run as `user`: its own HOME, USER and LOGNAME and
+    a PATH of folders it can reach (a submit passes them on to the job), no colour."""
     env = dict(os.environ, NO_COLOR="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if switches_to(user):
+        pw = pwd.getpwuid(user)
+        env.update(HOME=pw.pw_dir, USER=pw.pw_name, LOGNAME=pw.pw_name, PATH=_user_path())
+    env.update(extra or {})
+    return env
+
+
+def command(*args, home=None, user=None):
+    """The argv of `gpuherd [--home HOME] ARGS` run as `user`."""
+    return as_user(user) + [GPUHERD] + (["--home", home] if home else []) + list(args)
+
+
+def run(*args, home=None, check=True, timeout=30, user=None, cwd=None, env=None, input=None):
+    """Runs the CLI. `user`: a uid to run it as (through setpriv; None, or where
+    the test is not root: this process's user). A switched user's command runs
+    in `cwd`, else in /tmp (the CLI sends its folder as a job's cwd, so it must
+    be one the user can enter); `env`: variables added to the environment."""
+    cmd = command(*args, home=home, user=user)
+    if cwd is None and switches_to(user):
+        cwd = tempfile.gettempdir()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=user_env(user, env), cwd=cwd,
+                          input=input)
     if check and proc.returncode != 0:
-        raise AssertionError(f"{cmd} exited {proc.returncode}: {proc.stderr}")
+        who = f" (as {user_name(user)})" if switches_to(user) else ""
+        raise AssertionError(f"{cmd}{who} exited {proc.returncode}: {proc.stderr}")
     return proc
 
 
-class Home:
-    """A state directory and, optionally, a daemon running on it."""
+# One HTTP/1.1 request over a unix socket, run as the requesting user: its
+# arguments as JSON on stdin, the reply as JSON on stdout.
+_UNIX_CLIENT = r"""
+import base64, json, socket, sys
+a = json.loads(sys.stdin.read())
+body = base64.b64decode(a["body"])
+lines = [a["method"] + " " + a["target"] + " HTTP/1.1", "Host: localhost", "Connection: close",
+         "Content-Length: %d" % len(body)] + ["%s: %s" % kv for kv in a["headers"].items()]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(a["timeout"])
+s.connect(a["socket"])
+s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+data = b""
+while True:
+    c = s.recv(65536)
+    if not c:
+        break
+    data += c
+head, _, rest = data.partition(b"\r\n\r\n")
+first, *hl = head.decode("latin-1").split("\r\n")
+hdrs = {l.split(":", 1)[0].strip().lower(): l.split(":", 1)[1].strip() for l in hl if ":" in l}
+print(json.dumps({"status": int(first.split()[1]), "headers": hdrs, "body": base64.b64encode(rest).decode()}))
+"""
 
-    def __init__(self):
+
+def unix_request(sock_path, method, target, body=b"", headers=None, user=None, timeout=10):
+    """One HTTP request over the daemon's unix socket as `user` (the daemon takes
+    the caller from the socket's peer credentials): (status, headers, body bytes)."""
+    args = {"method": method, "target": target, "body": base64.b64encode(body).decode(),
+            "headers": headers or {}, "socket": sock_path, "timeout": timeout}
+    proc = subprocess.run(as_user(user) + [PYTHON, "-c", _UNIX_CLIENT], input=json.dumps(args),
+                          capture_output=True, text=True, timeout=timeout + 20, cwd="/")
+    if proc.returncode != 0:
+        raise AssertionError(f"{method} {target} over {sock_path}: {proc.stderr}")
+    reply = json.loads(proc.stdout)
+    body = base64.b64decode(reply["body"])
+    if reply["headers"].get("transfer-encoding", "").lower() == "chunked":
+        body = _dechunk(body)
+    return reply["status"], reply["headers"], body
+
+
+def _dechunk(data):
+    out = b""
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out, data = out + data[:size], data[size + 2:]
+    return out
+
+
+_HOME_USER = object()  # "the home's job user", the default of Home's methods
+
+
+class Home:
+    """A state directory and, optionally, a daemon running on it (as this
+    process's user, root in CI: the daemon's user is an admin).
+
+    `user`: the uid the tests' jobs run as (see JOB_USER; None: this process's
+    user). Home.run and Home.popen run the CLI as that user in `work`, a folder
+    of its own outside the home (its cwd, so its jobs' cwd, and the place of
+    the scripts and outputs of its jobs); Home.admin runs it as this process's
+    user, for what only an admin may do (drain, undrain, burnin, stop)."""
+
+    def __init__(self, user=None):
         self.dir = tempfile.mkdtemp(prefix="gpuherd-e2e-")
         self.daemon = None
+        self.user = user if switches_to(user) else None
+        self.uid = uid_of(self.user)
+        self.user_name = user_name(self.user)
+        self.work = tempfile.mkdtemp(prefix="gpuherd-e2e-work-")
+        self._own(self.work, 0o755)
+
+    # --- the job user's side -------------------------------------------------
+
+    def _who(self, user):
+        return self.user if user is _HOME_USER else user
+
+    def run(self, *args, user=_HOME_USER, cwd=None, **kw):
+        """The CLI on this home as the job user (or `user`), in `work`."""
+        return run(*args, home=self.dir, user=self._who(user), cwd=cwd or self.work, **kw)
+
+    def admin(self, *args, **kw):
+        """The CLI on this home as this process's user (root: an admin)."""
+        return run(*args, home=self.dir, **kw)
+
+    def command(self, *args, user=_HOME_USER):
+        return command(*args, home=self.dir, user=self._who(user))
+
+    def popen(self, *args, user=_HOME_USER, env=None, **kw):
+        """The CLI started in the background as the job user, in `work`."""
+        who = self._who(user)
+        return subprocess.Popen(self.command(*args, user=who), cwd=kw.pop("cwd", self.work),
+                                env=user_env(who, env), **kw)
+
+    def request(self, method, target, body=b"", headers=None, user=_HOME_USER, timeout=10):
+        """One HTTP request over the daemon's unix socket as the job user."""
+        return unix_request(os.path.join(self.dir, "gpuherd.sock"), method, target, body, headers,
+                            user=self._who(user), timeout=timeout)
+
+    def _own(self, path, mode):
+        if self.user is not None:
+            os.chown(path, self.user, gid_of(self.user))
+        os.chmod(path, mode)
+
+    def folder(self, *parts):
+        """A folder under `work` the job user owns (made if missing)."""
+        path = os.path.join(self.work, *parts)
+        os.makedirs(path, exist_ok=True)
+        self._own(path, 0o755)
+        return path
+
+    def file(self, name, text, mode=0o644):
+        """A file under `work`, owned by the job user: a script or an input of its jobs."""
+        path = os.path.join(self.work, name)
+        with open(path, "w") as f:
+            f.write(text)
+        self._own(path, mode)
+        return path
+
+    def checkout(self):
+        """A copy of the checkout's examples/ and helpers/python/ (what the jobs of
+        the tests run: count_steps.py, the toy trainer and its helper) under `work`,
+        in the checkout's layout and owned by the job user, who may not be able to
+        enter the checkout itself. Made once per home; returns its root."""
+        root = os.path.join(self.work, "checkout")
+        if not os.path.isdir(root):
+            for part in ("examples", os.path.join("helpers", "python")):
+                shutil.copytree(os.path.join(CHECKOUT, part), os.path.join(root, part),
+                                ignore=shutil.ignore_patterns("__pycache__"))
+            for folder, _, files in os.walk(root):
+                self._own(folder, 0o755)
+                for f in files:
+                    path = os.path.join(folder, f)
+                    self._own(path, 0o755 if os.stat(path).st_mode & stat.S_IXUSR else 0o644)
+        return root
+
+    # --- the daemon ----------------------------------------------------------
 
     def start(self, *args):
         log = os.path.join(self.dir, "daemon.out")
@@ -76,6 +303,7 @@ class Home:
             except subprocess.TimeoutExpired:
                 self.daemon.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
 class GpusTest(unittest.TestCase):

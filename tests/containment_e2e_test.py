@@ -2,7 +2,8 @@
 """End-to-end tests of job containment: a job whose process leaves its session
 (`setsid`) is still ended on cancel and at its time limit, in its control group
 (cgroup v1 on the build machines; root only) and, where no control group can
-be written, through its shim as a child subreaper; `--mem` is enforced."""
+be written, through its shim as a child subreaper; `--mem` is enforced. The jobs
+run as nobody (JOB_USER) wherever the test runs as root."""
 
 import json
 import os
@@ -11,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_e2e_test import Home, run  # noqa: E402
+from cli_e2e_test import JOB_USER, Home  # noqa: E402
 
 IS_ROOT = os.geteuid() == 0
 
@@ -34,11 +35,16 @@ def processes_with(marker):
     return found
 
 
+def uid_of_process(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+
+
 class ContainmentTest(unittest.TestCase):
     cgroup_root = None  # the daemon's default, /sys/fs/cgroup
 
     def setUp(self):
-        self.home = Home()
+        self.home = Home(user=JOB_USER)
         args = ["--sim", "1", "--interval", "200ms"]
         if self.cgroup_root is not None:
             args += ["--cgroup-root", self.cgroup_root]
@@ -59,7 +65,8 @@ class ContainmentTest(unittest.TestCase):
         return f"{self.marker_prefix()}{self.counter}"
 
     def gh(self, *args, check=True):
-        return run(*args, home=self.home.dir, check=check)
+        """The CLI as the jobs' user (nobody where the test runs as root)."""
+        return self.home.run(*args, check=check)
 
     def submit(self, *args):
         return int(self.gh("submit", *args).stdout.strip())
@@ -94,7 +101,8 @@ class ContainmentTest(unittest.TestCase):
     def escaping_job(self, *args):
         marker = self.marker()
         jid = self.submit("--gpus", "1", *args, "--", "sh", "-c", f"setsid sleep {marker} & wait")
-        self.wait_escaped(marker)
+        for pid in self.wait_escaped(marker):
+            self.assertEqual(uid_of_process(pid), self.home.uid, "the job runs as its submitter")
         self.assertEqual(self.job(jid)["state"], "running")
         return jid, marker
 

@@ -2,7 +2,8 @@
 """End-to-end tests of the contracts scripts rely on: usage errors exit 2,
 `wait`, dependencies, `events -f --json` into a pipe, `ps --state`, `logs` of a
 pending job, job spec files and `cancel` of many jobs in one request. The real
-binary, a simulated fleet, the unix socket only."""
+binary, a simulated fleet, the unix socket only; the jobs run as nobody
+(JOB_USER) wherever the test runs as root."""
 
 import json
 import os
@@ -16,7 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_e2e_test import GPUHERD, Home, run  # noqa: E402
+from cli_e2e_test import JOB_USER, Home, run, user_name  # noqa: E402
 
 
 class UsageErrorTest(unittest.TestCase):
@@ -81,14 +82,15 @@ class UsageErrorTest(unittest.TestCase):
 
 class JobContractTest(unittest.TestCase):
     def setUp(self):
-        self.home = Home()
+        self.home = Home(user=JOB_USER)
         self.home.start("--sim", "1", "--interval", "200ms")
 
     def tearDown(self):
         self.home.close()
 
     def gh(self, *args, check=True, timeout=30):
-        return run(*args, home=self.home.dir, check=check, timeout=timeout)
+        """The CLI as the jobs' user (nobody where the test runs as root)."""
+        return self.home.run(*args, check=check, timeout=timeout)
 
     def submit(self, *args):
         return int(self.gh("submit", *args).stdout.strip())
@@ -159,22 +161,27 @@ class JobContractTest(unittest.TestCase):
         self.assertEqual(self.wait_state(both, ["completed", "cancelled"])["state"], "completed")
 
     def test_dependencies_survive_a_restart(self):
-        blocker = self.submit("--gpus", "1", "--", "sleep", "30")
+        # As root: the daemon's own user runs jobs too (the other tests submit as nobody).
+        def root(*args):
+            return self.home.admin(*args)
+
+        blocker = int(root("submit", "--gpus", "1", "--", "sleep", "30").stdout)
         self.wait_state(blocker, ["running"])
-        waiting = self.submit("--afterany", str(blocker), "--", "true")
+        waiting = int(root("submit", "--afterany", str(blocker), "--", "true").stdout)
         self.home.kill9()
         self.home.start("--sim", "1", "--interval", "200ms")
         j = self.job(waiting)
         self.assertEqual(j["state"], "pending")
         self.assertEqual(j["after_any"], [blocker])
-        self.gh("cancel", str(blocker))
+        self.assertEqual(j["user"], user_name(None))
+        root("cancel", str(blocker))
         self.assertEqual(self.wait_state(waiting, ["completed", "cancelled"])["state"], "completed")
 
     # --- events, ps, logs -------------------------------------------------------
 
     def test_events_follow_json_writes_one_flushed_line_per_event_into_a_pipe(self):
-        follower = subprocess.Popen([GPUHERD, "--home", self.home.dir, "events", "-f", "--json", "--kind", "job."],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        follower = self.home.popen("events", "-f", "--json", "--kind", "job.",
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             time.sleep(1)
             jid = self.submit("--name", "piped", "--", "true")
@@ -192,7 +199,7 @@ class JobContractTest(unittest.TestCase):
                 self.assertTrue(event["kind"].startswith("job."))
         finally:
             follower.terminate()
-            follower.wait(timeout=10)
+            follower.communicate(timeout=10)
 
     def test_ps_state_of_finished_jobs_needs_no_all(self):
         done = self.submit("--", "true")
@@ -211,8 +218,8 @@ class JobContractTest(unittest.TestCase):
         proc = self.gh("logs", str(queued), check=False)
         self.assertEqual(proc.returncode, 1, proc.stderr)
         self.assertIn(f"job {queued} is pending and has not started yet", proc.stderr)
-        follow = subprocess.Popen([GPUHERD, "--home", self.home.dir, "logs", "-f", str(queued)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        follow = self.home.popen("logs", "-f", str(queued), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
         time.sleep(1)
         self.gh("cancel", str(blocker))
         out, err = follow.communicate(timeout=30)
@@ -223,7 +230,7 @@ class JobContractTest(unittest.TestCase):
     # --- job spec files ---------------------------------------------------------
 
     def test_spec_file_errors_name_the_file_and_line(self):
-        spec = os.path.join(self.home.dir, "job.yaml")
+        spec = self.home.file("job.yaml", "")
         with open(spec, "w") as f:
             f.write("name: x\ncommand: [true]\ngpus: lots\n")
         proc = self.gh("submit", "-f", spec, check=False)
@@ -234,7 +241,7 @@ class JobContractTest(unittest.TestCase):
         proc = self.gh("submit", "-f", spec, check=False)
         self.assertEqual(proc.returncode, 2, proc.stderr)
         self.assertIn(f"{spec}:3: job spec: unknown field 'colour'", proc.stderr)
-        as_json = os.path.join(self.home.dir, "job.json")
+        as_json = self.home.file("job.json", "")
         with open(as_json, "w") as f:
             f.write('{\n  "command": ["true"],\n  "priority": 500\n}\n')
         proc = self.gh("submit", "-f", as_json, check=False)
@@ -243,9 +250,7 @@ class JobContractTest(unittest.TestCase):
         self.assertEqual(json.loads(self.gh("ps", "--all", "--json").stdout), [])
 
     def test_a_string_command_runs_through_the_shell(self):
-        spec = os.path.join(self.home.dir, "job.yaml")
-        with open(spec, "w") as f:
-            f.write("command: echo hello $GPUHERD_JOB_ID | tr a-z A-Z\n")
+        spec = self.home.file("job.yaml", "command: echo hello $GPUHERD_JOB_ID | tr a-z A-Z\n")
         jid = int(self.gh("submit", "-f", spec).stdout)
         self.assertEqual(self.wait_state(jid, ["completed", "failed"])["state"], "completed")
         self.assertEqual(self.gh("logs", str(jid)).stdout, f"HELLO {jid}\n")

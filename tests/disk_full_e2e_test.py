@@ -4,7 +4,8 @@ tmpfs mounted for the test; root only, skipped otherwise). Requests refused
 because nothing could be committed leave no trace in the queue or among the
 pipeline runs; a job that
 ends while the disk is full keeps its exit code; once space is freed the
-daemon goes on without a restart."""
+daemon goes on without a restart. The jobs and the pipeline are nobody's
+(JOB_USER)."""
 
 import json
 import os
@@ -16,7 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_e2e_test import GPUHERD, Home, run  # noqa: E402
+from cli_e2e_test import JOB_USER, Home  # noqa: E402
 
 IS_ROOT = os.geteuid() == 0
 
@@ -44,7 +45,7 @@ class DiskFullTest(unittest.TestCase):
         if proc.returncode != 0:
             os.rmdir(self.mount)
             self.skipTest("cannot mount a tmpfs here: " + proc.stderr.strip())
-        self.home = Home()
+        self.home = Home(user=JOB_USER)
         shutil.rmtree(self.home.dir)
         self.home.dir = os.path.join(self.mount, "home")
         os.mkdir(self.home.dir, 0o700)
@@ -56,7 +57,8 @@ class DiskFullTest(unittest.TestCase):
         os.rmdir(self.mount)
 
     def gh(self, *args, check=True):
-        return run(*args, home=self.home.dir, check=check, timeout=60)
+        """The CLI as the jobs' user (nobody where the test runs as root)."""
+        return self.home.run(*args, check=check, timeout=60)
 
     def jobs(self):
         return json.loads(self.gh("ps", "--all", "--json").stdout)
@@ -81,11 +83,7 @@ class DiskFullTest(unittest.TestCase):
             self.assertNotEqual(proc.returncode, 0, proc.stdout)
             refused += 1
         self.assertEqual([j["id"] for j in self.jobs()], [ending], "a refused submission became a job")
-        pipeline = os.path.join(self.mount, "p.yaml")
-        os.unlink(self.filler)
-        with open(pipeline, "w") as f:
-            f.write("name: full\ndefaults: {gpus: 0}\nsteps:\n  s: {run: 'true'}\n")
-        fill(self.filler)
+        pipeline = self.home.file("p.yaml", "name: full\ndefaults: {gpus: 0}\nsteps:\n  s: {run: 'true'}\n")
         proc = self.gh("run", pipeline, check=False)
         self.assertNotEqual(proc.returncode, 0, proc.stdout)
         self.assertEqual(json.loads(self.gh("pipelines", "--all", "--json").stdout), [],

@@ -2,48 +2,24 @@
 """End-to-end tests of what the daemon never does twice: reuse a job's or a
 pipeline's id after its database was moved aside (issue: ids never reused),
 and act on one request twice when its client timed out and retried
-(Idempotency-Key). The real daemon, real jobs, a simulated fleet."""
+(Idempotency-Key). The real daemon, real jobs, a simulated fleet; the jobs and
+their requests are nobody's (JOB_USER) wherever the test runs as root."""
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_e2e_test import GPUHERD, Home, run  # noqa: E402
-
-
-def unix_request(sock_path, method, target, body=b"", headers=None, timeout=10):
-    """One HTTP/1.1 request over the daemon's unix socket: (status, headers, body)."""
-    lines = [f"{method} {target} HTTP/1.1", "Host: localhost", "Connection: close",
-             f"Content-Length: {len(body)}"]
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(sock_path)
-        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    hdrs = {}
-    for line in header_lines:
-        k, _, v = line.partition(":")
-        hdrs[k.strip().lower()] = v.strip()
-    return int(status_line.split()[1]), hdrs, rest
+from cli_e2e_test import GPUHERD, JOB_USER, Home  # noqa: E402
 
 
 class DurabilityTest(unittest.TestCase):
     def setUp(self):
-        self.home = Home()
+        self.home = Home(user=JOB_USER)
 
     def tearDown(self):
         if self.home.daemon and self.home.daemon.poll() is None:
@@ -51,12 +27,8 @@ class DurabilityTest(unittest.TestCase):
         self.home.close()
 
     def gh(self, *args, check=True, env=None, timeout=30):
-        cmd = [GPUHERD, "--home", self.home.dir] + list(args)
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=dict(os.environ, NO_COLOR="1", **(env or {})))
-        if check and proc.returncode != 0:
-            raise AssertionError(f"{cmd} exited {proc.returncode}: {proc.stderr}")
-        return proc
+        """The CLI as the jobs' user (nobody where the test runs as root)."""
+        return self.home.run(*args, check=check, env=env, timeout=timeout)
 
     def job(self, job_id):
         return json.loads(self.gh("show", str(job_id), "--json").stdout)
@@ -113,38 +85,43 @@ class DurabilityTest(unittest.TestCase):
 
     def test_the_same_key_returns_the_first_outcome(self):
         self.home.start("--sim", "1", "--interval", "200ms")
-        sock = os.path.join(self.home.dir, "gpuherd.sock")
-        body = json.dumps({"command": ["true"], "name": "once"}).encode()
+        unix_request = self.home.request  # as the jobs' user
+        # No cwd: the job runs in its own folder, <home>/jobs/<id>/<attempt>.
+        body = json.dumps({"command": ["sh", "-c", "touch made-here && pwd"], "name": "once"}).encode()
         key = {"Idempotency-Key": "e2e-key-1"}
-        s1, h1, b1 = unix_request(sock, "POST", "/v1/jobs", body, key)
-        s2, h2, b2 = unix_request(sock, "POST", "/v1/jobs", body, key)
+        s1, h1, b1 = unix_request("POST", "/v1/jobs", body, key)
+        s2, h2, b2 = unix_request("POST", "/v1/jobs", body, key)
         self.assertIn(s1, (200, 201), b1)
         self.assertEqual((s2, b2), (s1, b1))
         self.assertNotIn("idempotent-replayed", h1)
         self.assertEqual(h2.get("idempotent-replayed"), "true")
-        other, _, msg = unix_request(sock, "POST", "/v1/jobs", json.dumps({"command": ["false"]}).encode(), key)
+        other, _, msg = unix_request("POST", "/v1/jobs", json.dumps({"command": ["false"]}).encode(), key)
         self.assertEqual(other, 422, msg)
-        bad, _, msg = unix_request(sock, "POST", "/v1/jobs", body, {"Idempotency-Key": "x" * 129})
+        bad, _, msg = unix_request("POST", "/v1/jobs", body, {"Idempotency-Key": "x" * 129})
         self.assertEqual(bad, 400, msg)
         jobs = json.loads(self.gh("ps", "--all", "--json").stdout)
         self.assertEqual([j["name"] for j in jobs], ["once"])
+        once = self.wait_state(jobs[0]["id"], ["completed", "failed"])
+        self.assertEqual(once["state"], "completed", once)
+        folder = os.path.join(self.home.dir, "jobs", str(once["id"]), "1")
+        self.assertEqual(self.gh("logs", str(once["id"])).stdout, folder + "\n")
+        self.assertTrue(os.path.exists(os.path.join(folder, "made-here")))
         # Kept across a restart.
         self.stop_daemon()
         self.home.start("--sim", "1", "--interval", "200ms")
-        s3, h3, b3 = unix_request(sock, "POST", "/v1/jobs", body, key)
+        s3, h3, b3 = unix_request("POST", "/v1/jobs", body, key)
         self.assertEqual((s3, b3), (s1, b1))
         self.assertEqual(len(json.loads(self.gh("ps", "--all", "--json").stdout)), 1)
 
     def test_a_submit_that_timed_out_is_retried_with_its_key_and_runs_once(self):
         self.home.start("--sim", "1", "--interval", "200ms")
-        marker = os.path.join(self.home.dir, "ran.txt")
+        marker = os.path.join(self.home.work, "ran.txt")
         pid = self.home.daemon.pid
         os.kill(pid, signal.SIGSTOP)
         try:
-            cli = subprocess.Popen([GPUHERD, "--home", self.home.dir, "submit", "--name", "stopped", "--", "sh",
-                                    "-c", f"echo ran >> {marker}"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env=dict(os.environ, NO_COLOR="1", GPUHERD_CLIENT_TIMEOUT="3s"))
+            cli = self.home.popen("submit", "--name", "stopped", "--", "sh", "-c", f"echo ran >> {marker}",
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={"GPUHERD_CLIENT_TIMEOUT": "3s"})
             # The first try times out after 3 s; the retry, with the same
             # key, is waiting when the daemon goes on.
             time.sleep(4.5)

@@ -1,23 +1,22 @@
 #!/usr/bin/env python3
 """End-to-end tests of the pipeline commands: the real CLI against a real daemon on a
 simulated fleet, running the example sweep (examples/pipelines/sweep.yaml) with the toy
-trainer, and the report's numbers checked against what the trainer itself wrote."""
+trainer, and the report's numbers checked against what the trainer itself wrote. The
+pipeline's jobs, and the commands of its owner, run as nobody (JOB_USER) wherever the
+test runs as root."""
 
 import csv
 import io
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_e2e_test import Home, run  # noqa: E402
+from cli_e2e_test import JOB_USER, Home, run  # noqa: E402
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "pipelines")
-SWEEP = os.path.join(EXAMPLES, "sweep.yaml")
 STEPS = "40"  # a short run of the same sweep: 12 points, 40 steps each
 
 
@@ -30,10 +29,13 @@ def embedded_data(html):
 class PipelineCliTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.home = Home()
+        cls.home = Home(user=JOB_USER)
+        # The user's own copy of the examples: sweep.yaml runs ../trainers/toy_trainer.py.
+        cls.examples = os.path.join(cls.home.checkout(), "examples", "pipelines")
+        cls.sweep = os.path.join(cls.examples, "sweep.yaml")
         cls.home.start("--sim", "4", "--interval", "200ms")
         # One run of the sweep shared by the tests that read its results.
-        proc = run("run", SWEEP, "-p", f"steps={STEPS}", "--wait", home=cls.home.dir, check=False, timeout=240)
+        proc = cls.home.run("run", cls.sweep, "-p", f"steps={STEPS}", "--wait", check=False, timeout=240)
         cls.wait_proc = proc
         cls.pid = int(proc.stdout.split("\n", 1)[0]) if proc.stdout[:1].isdigit() else None
 
@@ -42,7 +44,8 @@ class PipelineCliTest(unittest.TestCase):
         cls.home.close()
 
     def gh(self, *args, check=True, timeout=30):
-        return run(*args, home=self.home.dir, check=check, timeout=timeout)
+        """The CLI as the pipeline's owner (nobody where the test runs as root)."""
+        return self.home.run(*args, check=check, timeout=timeout)
 
     def detail(self):
         return json.loads(self.gh("pipeline", "show", str(self.pid), "--json").stdout)
@@ -52,23 +55,25 @@ class PipelineCliTest(unittest.TestCase):
         out = {}
         for node in detail["nodes"]:
             if node["step"] == "train":
-                with open(os.path.join(detail["run_dir"], node["key"], "result.json")) as f:
+                path = os.path.join(detail["run_dir"], node["key"], "result.json")
+                self.assertEqual(os.stat(path).st_uid, self.home.uid, "written by the pipeline's owner")
+                with open(path) as f:
                     out[node["id"]] = json.load(f)
         return out
 
     # --- validation ---------------------------------------------------------
 
     def test_invalid_file_exits_2_with_file_and_line(self):
-        proc = self.gh("run", os.path.join(EXAMPLES, "invalid", "cycle.yaml"), check=False)
+        proc = self.gh("run", os.path.join(self.examples, "invalid", "cycle.yaml"), check=False)
         self.assertEqual(proc.returncode, 2, proc.stderr)
         self.assertRegex(proc.stderr, r"cycle\.yaml:\d+: .*cycle")
         self.assertEqual(proc.stdout, "")
 
     def test_undefined_parameter_exits_2(self):
-        proc = self.gh("run", SWEEP, "-p", "stepz=10", check=False)
+        proc = self.gh("run", self.sweep, "-p", "stepz=10", check=False)
         self.assertEqual(proc.returncode, 2, proc.stderr)
         self.assertIn("stepz", proc.stderr)
-        proc = self.gh("run", SWEEP, "-p", "steps", check=False)
+        proc = self.gh("run", self.sweep, "-p", "steps", check=False)
         self.assertEqual(proc.returncode, 2, proc.stderr)
 
     def test_missing_file_exits_2(self):
@@ -190,13 +195,10 @@ class PipelineCliTest(unittest.TestCase):
             self.assertEqual(max(accs), result["best_acc"])
         self.assertTrue("new uPlot(" in html or "No charts" in html)
         self.assertNotIn("<script src=", html)  # self-contained
-        # -o writes elsewhere.
-        out = os.path.join(tempfile.mkdtemp(prefix="gpuherd-report-"), "r.html")
-        try:
-            self.assertEqual(self.gh("report", str(self.pid), "-o", out).stdout.strip(), out)
-            self.assertTrue(os.path.getsize(out) > 0)
-        finally:
-            shutil.rmtree(os.path.dirname(out))
+        # -o writes elsewhere (a folder of the user's).
+        out = os.path.join(self.home.folder("report-out"), "r.html")
+        self.assertEqual(self.gh("report", str(self.pid), "-o", out).stdout.strip(), out)
+        self.assertTrue(os.path.getsize(out) > 0)
 
     def test_report_of_unknown_pipeline_fails(self):
         proc = self.gh("report", "9999", check=False)

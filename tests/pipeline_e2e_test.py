@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests of pipelines on the queue: the real daemon on a simulated
-fleet, the toy trainer as real job processes, the HTTP API over loopback TCP
-with the API token."""
+fleet, the toy trainer as real job processes, the HTTP API over the unix socket
+as the jobs' user (nobody wherever the test runs as root), and over loopback
+TCP with the API token (as the daemon's user) in one test."""
 
 import json
 import os
@@ -13,10 +14,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_e2e_test import Home  # noqa: E402
+from cli_e2e_test import JOB_USER, Home  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-TRAINERS = os.path.join(ROOT, "examples", "trainers")
 
 # Twelve points; `fail` names the point indexes that fail once before step 40
 # (the trainer checkpoints every 25 steps, so they resume from step 25).
@@ -56,7 +55,9 @@ with open(os.path.join(os.environ["GPUHERD_WORKSPACE"], "usr1"), "w") as out:
 
 class PipelineTest(unittest.TestCase):
     def setUp(self):
-        self.home = Home()
+        self.home = Home(user=JOB_USER)
+        self.trainers = os.path.join(self.home.checkout(), "examples", "trainers")  # the user's copy
+        self.by_token = False  # True: over TCP with the API token, as the daemon's user
 
     def tearDown(self):
         if self.home.daemon:
@@ -71,25 +72,32 @@ class PipelineTest(unittest.TestCase):
         self.home.start("--sim", "4", "--interval", "200ms")
 
     def api(self, method, path, body=None, expect=200):
-        with open(os.path.join(self.home.dir, "api-port")) as f:
-            port = int(f.read())
-        with open(os.path.join(self.home.dir, "api-token")) as f:
-            token = f.read().strip()
+        """A request over the unix socket as the jobs' user (the owner of what it
+        creates), or with the API token over TCP where the test says so."""
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                     headers={"Authorization": f"Bearer {token}",
-                                              "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                status, text = r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            status, text = e.code, e.read().decode()
+        if not self.by_token:
+            status, _, raw = self.home.request(method, path, data or b"", {"Content-Type": "application/json"},
+                                               timeout=30)
+            text = raw.decode()
+        else:
+            with open(os.path.join(self.home.dir, "api-port")) as f:
+                port = int(f.read())
+            with open(os.path.join(self.home.dir, "api-token")) as f:
+                token = f.read().strip()
+            req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    status, text = r.status, r.read().decode()
+            except urllib.error.HTTPError as e:
+                status, text = e.code, e.read().decode()
         if expect is not None:
             self.assertEqual(status, expect, f"{method} {path}: {text}")
         return json.loads(text) if text else {}
 
-    def run_pipeline(self, yaml, params=None, base_dir=TRAINERS):
-        body = {"yaml": yaml, "source": "test.yaml", "base_dir": base_dir, "params": params or {}}
+    def run_pipeline(self, yaml, params=None, base_dir=None):
+        body = {"yaml": yaml, "source": "test.yaml", "base_dir": base_dir or self.trainers, "params": params or {}}
         return self.api("POST", "/v1/pipelines", body, expect=201)["id"]
 
     def show(self, run_id):
@@ -151,11 +159,10 @@ class PipelineTest(unittest.TestCase):
 
     def test_nan_check_fires_once_and_asks_for_one_checkpoint(self):
         self.start()
-        with open(os.path.join(self.home.dir, "nan_job.py"), "w") as f:
-            f.write(NAN_JOB)
+        self.home.file("nan_job.py", NAN_JOB)
         yaml = ("name: nan\ndefaults: {gpus: 0}\nanomalies: {nan: checkpoint}\n"
                 "steps:\n  train: {run: python3 nan_job.py}\n")
-        run_id = self.run_pipeline(yaml, base_dir=self.home.dir)
+        run_id = self.run_pipeline(yaml, base_dir=self.home.work)
         run = self.wait(run_id, ["completed", "failed"], timeout=60)
         self.assertEqual(run["state"], "completed", run)
         with open(os.path.join(run["run_dir"], "train", "usr1")) as f:
@@ -170,12 +177,12 @@ class PipelineTest(unittest.TestCase):
 
     def test_cancel_then_retry_of_failed_nodes(self):
         self.start()
-        marker = os.path.join(self.home.dir, "ready")
+        marker = os.path.join(self.home.work, "ready")
         yaml = ("name: twice\ndefaults: {gpus: 0}\nsteps:\n"
                 "  check: {run: [sh, -c, 'test -e ready']}\n"
                 "  after: {needs: [check], run: 'true'}\n"
                 "  slow: {run: 'sleep 60', gpus: 1}\n")
-        run_id = self.run_pipeline(yaml, base_dir=self.home.dir)
+        run_id = self.run_pipeline(yaml, base_dir=self.home.work)
         run = self.wait(run_id, ["running"])
         deadline = time.time() + 30
         while self.node(self.show(run_id), "slow")["state"] != "running" and time.time() < deadline:
@@ -192,6 +199,7 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(self.node(run, "slow")["state"], "cancelled")
         job = self.api("GET", f"/v1/jobs/{self.node(run, 'slow')['job_id']}")
         self.assertEqual(job["state"], "cancelled")
+        self.assertEqual(job["user"], self.home.user_name)  # the run's jobs are its submitter's
 
         open(marker, "w").close()
         self.assertEqual(self.api("POST", f"/v1/pipelines/{run_id}/retry")["state"], "running")
@@ -203,8 +211,15 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(run["state"], "cancelled")
 
     def test_daemon_killed_mid_pipeline_finishes_after_a_restart(self):
+        # Over TCP with the API token: the run and its jobs are the daemon's own
+        # user's (root's in CI), who runs jobs too; the other tests' are nobody's.
+        self.by_token = True
         self.start()
+        # Half a GPU each: 8 of the 12 points at a time, so that some have
+        # completed while others wait or run (at a tenth of a GPU all 12 ran at
+        # once and could end between two looks, and the kill came 120 s later).
         yaml = SWEEP.replace("--steps ${{ params.steps }}", "--steps ${{ params.steps }} --step-seconds 0.03")
+        yaml = yaml.replace("defaults: {gpus: 0.1,", "defaults: {gpus: 0.5,")
         run_id = self.run_pipeline(yaml, {"steps": "60"})
         deadline = time.time() + 120
         while time.time() < deadline:

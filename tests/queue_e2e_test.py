@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests of the job queue: the real daemon, real job processes, a
-simulated fleet, the unix socket only."""
+simulated fleet, the unix socket only. The daemon runs as this process's user
+(root in CI) and the jobs as nobody (JOB_USER) wherever the test runs as root;
+a few tests say why theirs run as root."""
 
 import json
 import os
@@ -13,20 +15,25 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_e2e_test import GPUHERD, Home, run  # noqa: E402
+from cli_e2e_test import GPUHERD, JOB_USER, NOBODY, PYTHON, Home  # noqa: E402
 
-COUNT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "jobs", "count_steps.py")
 
 
 class QueueTest(unittest.TestCase):
     def setUp(self):
-        self.home = Home()
+        self.home = Home(user=JOB_USER)
+        self.count = os.path.join(self.home.checkout(), "examples", "jobs", "count_steps.py")
 
     def tearDown(self):
         self.home.close()
 
     def gh(self, *args, check=True):
-        return run(*args, home=self.home.dir, check=check)
+        """The CLI as the jobs' user (nobody where the test runs as root)."""
+        return self.home.run(*args, check=check)
+
+    def admin(self, *args, check=True):
+        """The CLI as the daemon's user: drain, undrain and burnin are an admin's."""
+        return self.home.admin(*args, check=check)
 
     def submit(self, *args):
         return int(self.gh("submit", *args).stdout.strip())
@@ -68,15 +75,26 @@ class QueueTest(unittest.TestCase):
     def test_submit_run_logs_and_protocol_environment(self):
         self.home.start("--sim", "2", "--interval", "200ms")
         jid = self.submit("--gpus", "1", "--name", "hello", "--", "sh", "-c",
-                          "echo out $GPUHERD_JOB_ID $CUDA_VISIBLE_DEVICES $GPUHERD_CHECKPOINT_DIR; echo err >&2")
+                          "echo out $GPUHERD_JOB_ID $CUDA_VISIBLE_DEVICES $GPUHERD_CHECKPOINT_DIR; echo err >&2; "
+                          "echo uid $(id -u) in $(pwd); echo '{\"step\": 1, \"loss\": 0.5}' >> $GPUHERD_METRICS_FILE")
         j = self.wait_state(jid, ["completed", "failed"])
         self.assertEqual(j["state"], "completed", j)
         self.assertEqual(j["exit_code"], 0)
+        self.assertEqual(j["user"], self.home.user_name)
         out = self.gh("logs", str(jid)).stdout
         self.assertEqual(len(j["gpu_uuids"]), 1)
         self.assertIn(f"out {jid} {j['gpu_uuids'][0]} ", out)
+        self.assertIn(f"uid {self.home.uid} in {self.home.work}\n", out)  # as its submitter, in its folder
         self.assertIn(os.path.join(self.home.dir, "checkpoints", str(jid)), out)
         self.assertEqual(self.gh("logs", str(jid), "--stderr").stdout, "err\n")
+        # Its metric line, written by the job as its user, read back by its owner.
+        deadline, metrics = time.time() + 10, []
+        while not metrics and time.time() < deadline:
+            status, _, body = self.home.request("GET", f"/v1/jobs/{jid}/metrics")
+            self.assertEqual(status, 200, body)
+            metrics = json.loads(body)["metrics"]
+            time.sleep(0 if metrics else 0.2)
+        self.assertEqual([(m["step"], m["values"]) for m in metrics], [(1, {"step": 1, "loss": 0.5})])
         ps = json.loads(self.gh("ps", "--all", "--json").stdout)
         self.assertEqual([p["id"] for p in ps], [jid])
         self.assertEqual(json.loads(self.gh("ps", "--json").stdout), [])
@@ -155,10 +173,11 @@ class QueueTest(unittest.TestCase):
         self.gh("cancel", str(big), str(later))
 
     def test_ids_are_monotonic_and_failures_are_recorded(self):
+        # As root: the daemon's own user runs jobs too (the other tests submit as nobody).
         self.home.start("--sim", "1", "--interval", "200ms")
-        a = self.submit("--", "false")
-        b = self.submit("--", "sh", "-c", "exit 3")
-        c = self.submit("--", "no-such-command-xyz")
+        a = int(self.admin("submit", "--", "false").stdout)
+        b = int(self.admin("submit", "--", "sh", "-c", "exit 3").stdout)
+        c = int(self.admin("submit", "--", "no-such-command-xyz").stdout)
         self.assertEqual([b, c], [a + 1, a + 2])
         self.assertEqual(self.wait_state(a, ["failed"])["exit_code"], 1)
         self.assertEqual(self.wait_state(b, ["failed"])["exit_code"], 3)
@@ -241,9 +260,7 @@ class QueueTest(unittest.TestCase):
             proc = self.gh("submit", *args, check=False)
             self.assertNotEqual(proc.returncode, 0, args)
             self.assertIn(needle, proc.stderr, args)
-        spec = os.path.join(self.home.dir, "job.yaml")
-        with open(spec, "w") as f:
-            f.write("command: [true]\ngpus: 1\ncolour: blue\n")
+        spec = self.home.file("job.yaml", "command: [true]\ngpus: 1\ncolour: blue\n")
         proc = self.gh("submit", "-f", spec, check=False)
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("colour", proc.stderr)
@@ -253,13 +270,11 @@ class QueueTest(unittest.TestCase):
         if os.geteuid() != 0 or not shutil.which("setpriv"):
             self.skipTest("needs root and setpriv to act as another user")
         self.home.start("--sim", "1", "--interval", "200ms")
-        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", GPUHERD, "--home", self.home.dir]
 
         def nobody(*args):
-            return subprocess.run(as_nobody + list(args), capture_output=True, text=True, timeout=30, cwd="/tmp",
-                                  env=dict(os.environ, NO_COLOR="1"))
+            return self.home.run(*args, user=NOBODY, check=False)
 
-        root_job = self.submit("--gpus", "1", "--", "sleep", "30")
+        root_job = int(self.admin("submit", "--gpus", "1", "--", "sleep", "30").stdout)  # root's, beside nobody's
         proc = nobody("submit", "--", "sh", "-c", "id -u; echo x > $GPUHERD_CHECKPOINT_DIR/mine")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         own = int(proc.stdout)
@@ -275,7 +290,7 @@ class QueueTest(unittest.TestCase):
         waiting = int(nobody("submit", "--gpus", "1", "--", "true").stdout)
         self.assertEqual(nobody("cancel", str(waiting)).returncode, 0)
         self.assertEqual(self.job(waiting)["state"], "cancelled")
-        self.gh("cancel", str(root_job))  # an admin may
+        self.admin("cancel", str(root_job))  # an admin may
 
     def test_admin_group_members_act_on_any_job(self):
         if os.geteuid() != 0 or not shutil.which("setpriv"):
@@ -288,7 +303,7 @@ class QueueTest(unittest.TestCase):
             return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=30, cwd="/tmp",
                                   env=dict(os.environ, NO_COLOR="1"))
 
-        root_job = self.submit("--gpus", "1", "--", "sleep", "30")
+        root_job = int(self.admin("submit", "--gpus", "1", "--", "sleep", "30").stdout)
         self.wait_state(root_job, ["running"])
         outsider = as_user(1, 1, "cancel", str(root_job))
         self.assertNotEqual(outsider.returncode, 0)
@@ -310,7 +325,7 @@ class QueueTest(unittest.TestCase):
     def test_preempted_job_resumes_and_counts_exactly(self):
         self.home.start("--sim", "1", "--interval", "200ms")
         low = self.submit("--gpus", "1", "--preemptible", "--priority", "-10", "--max-restarts", "3",
-                          "--", sys.executable, COUNT, "80", "5", "0.05")
+                          "--", PYTHON, self.count, "80", "5", "0.05")
         self.wait_state(low, ["running"])
         time.sleep(0.7)
         high = self.submit("--gpus", "1", "--priority", "50", "--", "sleep", "0.5")
@@ -330,7 +345,7 @@ class QueueTest(unittest.TestCase):
         # freed for it (one victim used to start 82 times in 20 s).
         self.home.start("--sim", "8", "--interval", "200ms")
         out = self.gh("submit", "--array", "8", "--gpus", "1", "--priority", "-10", "--preemptible",
-                      "--checkpoint-grace", "2s", "--", sys.executable, COUNT, "100000", "5", "0.05").stdout
+                      "--checkpoint-grace", "2s", "--", PYTHON, self.count, "100000", "5", "0.05").stdout
         low = [int(x) for x in out.split()]
         self.assertEqual(len(low), 8)
         for jid in low:
@@ -371,6 +386,9 @@ class QueueTest(unittest.TestCase):
             with open(os.path.join(self.home.dir, "jobs", str(jid), "2", "stdout")) as f:
                 out = f.read()
         self.assertIn("restart=1", out)
+        with open(os.path.join(self.home.dir, "jobs", str(jid), "1", "stdout")) as f:
+            self.assertEqual(f.read(), "restart=0\n")  # the first attempt's log is kept
+        self.assertEqual(self.gh("logs", str(jid)).stdout, "restart=1\n")  # the owner reads the current one
         self.gh("cancel", str(jid))
 
     def test_a_failed_commit_runs_nothing_of_its_turn(self):
@@ -379,22 +397,23 @@ class QueueTest(unittest.TestCase):
         db = sqlite3.connect(os.path.join(self.home.dir, "state.db"), timeout=10, isolation_level=None)
         db.execute("BEGIN EXCLUSIVE")  # the daemon's commits fail (busy) while this holds
         try:
-            refused = self.gh("submit", "--gpus", "1", "--", "touch", os.path.join(self.home.dir, "ran"),
+            refused = self.gh("submit", "--gpus", "1", "--", "touch", os.path.join(self.home.work, "ran"),
                               check=False)
         finally:
             db.execute("ROLLBACK")
             db.close()
         self.assertNotEqual(refused.returncode, 0, refused.stdout)
         time.sleep(2)  # later turns commit; nothing of the failed one may run
-        self.assertFalse(os.path.exists(os.path.join(self.home.dir, "ran")))
+        self.assertFalse(os.path.exists(os.path.join(self.home.work, "ran")))
         self.assertEqual(json.loads(self.gh("ps", "--all", "--json").stdout), [])
-        ok = self.submit("--gpus", "1", "--", "true")
+        ok = self.submit("--gpus", "1", "--", "touch", os.path.join(self.home.work, "ran"))
         self.assertEqual(self.wait_state(ok, ["completed"])["state"], "completed")
+        self.assertTrue(os.path.exists(os.path.join(self.home.work, "ran")))  # the job could have made it
 
     def test_an_operator_drain_survives_a_passing_burnin_whatever_its_reason(self):
         self.home.start("--sim", "2", "--interval", "200ms")
-        self.gh("drain", "1", "--reason", "fault: fan noisy")
-        out = self.gh("burnin", "--level", "1", "--gpu", "1", "--json", check=False)
+        self.admin("drain", "1", "--reason", "fault: fan noisy")
+        out = self.admin("burnin", "--level", "1", "--gpu", "1", "--json", check=False)
         self.assertEqual(out.returncode, 0, out.stderr)
         gpus = json.loads(self.gh("gpus", "--json").stdout)["gpus"]
         self.assertTrue(gpus[1].get("drained"), gpus[1])
@@ -407,10 +426,10 @@ class QueueTest(unittest.TestCase):
             f.write("seed: 3\ngpus: [{model: a100-40gb, count: 2}]\n"
                     "faults:\n  - {at: 4s, gpu: 0, kind: xid, xid: 79}\n")
         self.home.start("--scenario", scenario, "--interval", "200ms")
-        self.gh("drain", "1")  # so that the job lands on GPU 0
-        jid = self.submit("--gpus", "1", "--max-restarts", "2", "--", sys.executable, COUNT, "60", "5", "0.1")
+        self.admin("drain", "1")  # so that the job lands on GPU 0
+        jid = self.submit("--gpus", "1", "--max-restarts", "2", "--", PYTHON, self.count, "60", "5", "0.1")
         self.assertEqual(self.wait_state(jid, ["running"])["assigned_gpus"], [0])
-        self.gh("undrain", "1")
+        self.admin("undrain", "1")
         j = self.wait_state(jid, ["completed", "failed"], timeout=60)
         self.assertEqual(j["state"], "completed", j)
         self.assertEqual(j["assigned_gpus"], [1], j)  # where its last attempt ran
@@ -425,7 +444,7 @@ class QueueTest(unittest.TestCase):
 
     def test_daemon_kill_9_readopts_running_job(self):
         self.home.start("--sim", "1", "--interval", "200ms")
-        jid = self.submit("--gpus", "1", "--", sys.executable, COUNT, "30", "5", "0.1")
+        jid = self.submit("--gpus", "1", "--", PYTHON, self.count, "30", "5", "0.1")
         queued = self.submit("--gpus", "1", "--", "true")
         self.wait_state(jid, ["running"])
         time.sleep(0.5)

@@ -8,7 +8,9 @@ XID 31 under three jobs on one GPU makes it suspect (new long jobs go
 elsewhere while another GPU is free), a fourth quarantines it; an
 application's XID alert outlives a daemon restart and resolves at its job's
 end.
-Real processes, the unix socket and loopback only."""
+Real processes, the unix socket and loopback only. The jobs are submitted and
+cancelled by nobody (JOB_USER) wherever the test runs as root; the operator's
+commands (drain, undrain, health) are root's."""
 
 import json
 import os
@@ -20,20 +22,25 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_e2e_test import GPUHERD, Home, run  # noqa: E402
+from cli_e2e_test import JOB_USER, PYTHON, Home  # noqa: E402
 
-COUNT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "jobs", "count_steps.py")
 
 
 class SelfHealDaemonTest(unittest.TestCase):
     def setUp(self):
-        self.home = Home()
+        self.home = Home(user=JOB_USER)
+        self.count = os.path.join(self.home.checkout(), "examples", "jobs", "count_steps.py")
 
     def tearDown(self):
         self.home.close()
 
     def gh(self, *args, check=True, timeout=30):
-        return run(*args, home=self.home.dir, check=check, timeout=timeout)
+        """The CLI as the operator (the daemon's user: an admin)."""
+        return self.home.admin(*args, check=check, timeout=timeout)
+
+    def owner(self, *args, check=True):
+        """The CLI as the jobs' user (nobody where the test runs as root)."""
+        return self.home.run(*args, check=check)
 
     def scenario(self, name, faults, count=2):
         path = os.path.join(self.home.dir, name)
@@ -43,7 +50,7 @@ class SelfHealDaemonTest(unittest.TestCase):
         return path
 
     def submit(self, *args):
-        return int(self.gh("submit", *args).stdout.strip())
+        return int(self.owner("submit", *args).stdout.strip())
 
     def job(self, job_id):
         return json.loads(self.gh("show", str(job_id), "--json").stdout)
@@ -92,7 +99,7 @@ class SelfHealDaemonTest(unittest.TestCase):
         path = self.scenario("xid48.yaml", ["{at: 4s, gpu: 0, kind: xid, xid: 48}"])
         self.home.start("--scenario", path, "--interval", "200ms", "--requalify-after", "2s")
         self.gh("drain", "1", "--reason", "keep the job on GPU 0")
-        jid = self.submit("--gpus", "1", "--max-restarts", "2", "--", sys.executable, COUNT, "60", "5", "0.1")
+        jid = self.submit("--gpus", "1", "--max-restarts", "2", "--", PYTHON, self.count, "60", "5", "0.1")
         self.assertEqual(self.wait_state(jid, ["running"])["assigned_gpus"], [0])
         self.gh("undrain", "1")
 
@@ -203,7 +210,7 @@ class SelfHealDaemonTest(unittest.TestCase):
         self.home.daemon.wait(timeout=20)
         self.home.start("--scenario", self.scenario("calm.yaml", []), "--interval", "200ms")
         self.assertEqual(self.xid_alerts(), both)
-        self.gh("cancel", str(b))
+        self.owner("cancel", str(b))
         self.wait_state(b, ["cancelled"])
         left = sorted([f"job {a} xid 31", f"job {a} xid 13"])
         deadline = time.time() + 10
@@ -213,7 +220,7 @@ class SelfHealDaemonTest(unittest.TestCase):
         # The CLI's table: the GPU and what the owner was told.
         table = self.gh("alerts").stdout
         self.assertIn(f"job {a} hit XID 13", table)
-        self.gh("cancel", str(a))
+        self.owner("cancel", str(a))
         self.wait_state(a, ["cancelled"])
         deadline = time.time() + 10
         while time.time() < deadline and self.xid_alerts():
@@ -237,7 +244,7 @@ class SelfHealDaemonTest(unittest.TestCase):
             deadline = time.time() + 15
             while time.time() < deadline and len(self.events("gpu.fault_judged")) < n:
                 time.sleep(0.1)
-            self.gh("cancel", str(jid))
+            self.owner("cancel", str(jid))
             self.wait_state(jid, ["cancelled"])
         judged = self.events("gpu.fault_judged")
         self.assertEqual(sorted(e["data"]["job_id"] for e in judged), sorted(str(j) for j in jobs), judged)
@@ -259,7 +266,7 @@ class SelfHealDaemonTest(unittest.TestCase):
         self.assertEqual(self.path_of(0), [("in_service", "suspect"), ("suspect", "quarantined")])
         self.assertEqual(self.job(long_job)["state"], "running")
         for jid in (long_job, short):
-            self.gh("cancel", str(jid), check=False)
+            self.owner("cancel", str(jid), check=False)
 
     def test_an_operators_drain_survives_quarantine_and_requalification(self):
         path = self.scenario("op.yaml", ["{at: 4s, gpu: 0, kind: xid, xid: 48}"])

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests of the fleet views over the real binary on simulated
 fleets: `gpus` (-i, --format csv, jobs with used/share, health, drains, lost
-GPUs), `top` (bars, sort, the pane of what matters) and `topo`."""
+GPUs), `top` (bars, sort, the pane of what matters) and `topo`. The jobs run as
+nobody (JOB_USER) wherever the test runs as root."""
 import csv
 import io
 import json
@@ -10,9 +11,14 @@ import pty
 import select
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cli_e2e_test  # noqa: E402
+from cli_e2e_test import JOB_USER, user_name  # noqa: E402
 
 GPUHERD = os.path.abspath(os.environ.get("GPUHERD_BIN", "build/gpuherd"))
 
@@ -48,6 +54,10 @@ class Daemon:
 
     def run(self, *args, **kw):
         return run(*args, home=self.dir, **kw)
+
+    def as_job_user(self, *args, **kw):
+        """The CLI as the jobs' user (nobody where the test runs as root)."""
+        return cli_e2e_test.run(*args, home=self.dir, user=JOB_USER, **kw)
 
     def wait(self, what, check, timeout=20):
         deadline = time.time() + timeout
@@ -173,9 +183,10 @@ class DaemonViewsTest(unittest.TestCase):
         d = self.d
         # After GPU 5 is lost, so that no job is placed there and moved.
         d.wait("GPU 5 lost", lambda: json.loads(d.run("gpus", "--json").stdout)["gpus"][5]["state"] == "lost")
-        frac = d.run("submit", "--gpus", "0.5", "--gpu-mem", "4GiB", "--name", "half", "--", "sleep", "60").stdout.strip()
-        whole = d.run("submit", "--gpus", "1", "--name", "whole", "--", "sleep", "60").stdout.strip()
-        d.run("drain", "7", "--reason", "fan rattles")
+        frac = d.as_job_user("submit", "--gpus", "0.5", "--gpu-mem", "4GiB", "--name", "half", "--",
+                             "sleep", "60").stdout.strip()
+        whole = d.as_job_user("submit", "--gpus", "1", "--name", "whole", "--", "sleep", "60").stdout.strip()
+        d.run("drain", "7", "--reason", "fan rattles")  # an admin's
 
         def placed():
             fleet = json.loads(d.run("gpus", "--json").stdout)
@@ -186,6 +197,7 @@ class DaemonViewsTest(unittest.TestCase):
         fleet, jobs = d.wait("both jobs on their GPUs with memory readings", placed)
         gpu, half = jobs[int(frac)]
         self.assertEqual(half["share_bytes"], 4 << 30)
+        self.assertEqual(half["user"], user_name(JOB_USER))
         self.assertEqual(half["user"], fleet["gpus"][gpu]["jobs"][0]["user"])
         # On the simulated fleet a fraction uses half its share unless it says otherwise.
         self.assertEqual(half["used_bytes"], 2 << 30)
@@ -225,8 +237,8 @@ class DaemonViewsTest(unittest.TestCase):
         self.assertEqual(order[-1], "5")  # lost: no reading, sorted last
         only = d.run("top", "--iterations", "1", "--interval", "200ms", "-i", "0").stdout
         self.assertEqual(sum(1 for l in only.splitlines() if "H100" in l or "3090" in l), 1)
-        d.run("cancel", frac)
-        d.run("cancel", whole)
+        d.as_job_user("cancel", frac)
+        d.as_job_user("cancel", whole)
 
 
 if __name__ == "__main__":
