@@ -30,7 +30,9 @@ install(CODE "
   file(WRITE \"\${dir}/gpuherd.service\" \"\${unit}\")
   message(STATUS \"Installing: \${dir}/gpuherd.service\")")
 
-install(FILES README.md docs/design-notes.md docs/simulated-fleet.md DESTINATION share/doc/gpuherd)
+install(FILES README.md DESTINATION share/doc/gpuherd)
+# Every topic the README maps, where its links lead (docs/NAME.md).
+install(DIRECTORY docs/ DESTINATION share/doc/gpuherd/docs FILES_MATCHING PATTERN "*.md")
 install(DIRECTORY examples/ DESTINATION share/doc/gpuherd/examples
         PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
 install(DIRECTORY deploy/alerts deploy/grafana deploy/prometheus DESTINATION share/gpuherd)

@@ -169,7 +169,7 @@ class CgroupContainmentTest(ContainmentTest):
         jid, marker = self.escaping_job()
         self.home.kill9()
         # The shim, killed too, can no longer end its job: only the group can.
-        with open(os.path.join(self.home.dir, "jobs", str(jid), "1", "shim")) as f:
+        with open(os.path.join(self.home.dir, "run", "jobs", str(jid), "1", "shim")) as f:
             os.kill(json.load(f)["pid"], 9)
         self.assertTrue(processes_with(marker), "the job died with its shim: nothing left to contain")
         self.home.start("--sim", "1", "--interval", "200ms")

@@ -118,6 +118,8 @@ class LabInstallTest(unittest.TestCase):
             self.assertTrue(os.path.exists(self.under_root("/usr/local/lib/gpuherd/" + program)), program)
         self.assertTrue(os.path.islink(self.under_root("/usr/local/bin/gpuherd")))
         self.assertTrue(os.path.exists(self.under_root("/usr/local/share/doc/gpuherd/README.md")))
+        # The README is a map: the topics it links to are installed beside it.
+        self.assertTrue(os.path.exists(self.under_root("/usr/local/share/doc/gpuherd/docs/security.md")))
 
         # Before the daemon runs, a user is told that nothing answers.
         down = self.as_nobody("status", check=False)

@@ -17,7 +17,7 @@
 
 namespace gpuherd::api {
 
-// A fractional job's memory fence as its attempt folder tells it (README
+// A fractional job's memory fence as its attempt folder tells it (docs/queue.md
 // "Fractional GPUs: the memory fence"): used against the share.
 struct MemoryFenceView {
   std::string state;                 // fence::FenceReport::state

@@ -1,6 +1,6 @@
 // The health score: pure functions from a finished run (and the rates the
 // same model reached before) to a 0-100 score and a verdict. The factors and
-// their weights are documented in the README ("Health score").
+// their weights are documented in the docs/gpu-health.md ("Health score").
 #pragma once
 
 #include <optional>

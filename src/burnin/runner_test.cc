@@ -1,6 +1,6 @@
 // The burn-in end to end on the simulated fleet and a virtual clock: every
 // injected fault is caught by the level and check that should catch it, and
-// moves the score as documented (README, "Health score").
+// moves the score as documented (docs/gpu-health.md, "Health score").
 #include "burnin/runner.h"
 
 #include <algorithm>

@@ -118,7 +118,7 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
       else if (g.health_verdict == "degraded") health = Colored(health, kYellow, color);
     }
     std::string state_cell = Colored(Printable(g.state), g.state == "ok" ? kGreen : kRed, color);
-    // Self-healing's state (README "Self-healing in the daemon") where it is
+    // Self-healing's state (docs/gpu-health.md "Self-healing in the daemon") where it is
     // not plainly in service: suspect, quarantined, requalifying, retired.
     if (g.health_state && !g.health_state->state.empty() && g.health_state->state != "in_service") {
       const std::string& hs = g.health_state->state;

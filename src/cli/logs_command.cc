@@ -41,7 +41,7 @@ void AddLogsCommand(CLI::App& app, CommandContext* ctx) {
         ::usleep(300'000);
         continue;
       }
-      // The output itself is the job's, printed raw as cat would (README,
+      // The output itself is the job's, printed raw as cat would (docs/security.md,
       // "Terminal output"): the reader asked for it by the job's id.
       std::string data = reply->value("data", std::string());
       std::fwrite(data.data(), 1, data.size(), stdout);

@@ -48,7 +48,7 @@ struct DaemonOptions {
   // Start NVIDIA's MPS control daemon per GPU (mps_control.h).
   bool mps = false;
   // Containment: where control groups are mounted; empty: none, the job
-  // shims' subreaper only (README "Containment").
+  // shims' subreaper only (docs/queue.md "Containment").
   std::string cgroup_root = "/sys/fs/cgroup";
   // Start on a database that has never assigned an id although the home
   // holds job or pipeline folders, with ids above them (id_folders.h).
@@ -56,7 +56,7 @@ struct DaemonOptions {
   // Self-healing GPUs (self_heal_service.h): --requalify-after, --requalify-level,
   // --allow-gpu-reset, --self-heal-shadow, --self-heal KEY=VALUE.
   SelfHealOptions self_heal;
-  // HTTP connections (README "Connection limits"): per uid on the unix socket
+  // HTTP connections (docs/security.md "Connection limits"): per uid on the unix socket
   // and per address over TCP (0: no limit), and in all, lowered to what the
   // open-files limit allows (fd_budget.h).
   int max_connections_per_user = 64;

@@ -1,7 +1,7 @@
 // The daemon's file descriptors: the soft RLIMIT_NOFILE raised at start, and
 // how many of them the HTTP listeners may hold as connections, so that users'
 // connections can never take the descriptors that jobs' files, SQLite and the
-// logs need (README "Connection limits").
+// logs need (docs/security.md "Connection limits").
 #pragma once
 
 #include <cstdint>

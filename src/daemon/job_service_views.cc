@@ -145,7 +145,7 @@ JobService::JobListing JobService::List(bool all, const std::string& user, const
 }
 
 
-// A fractional job's memory fence as its attempt folder tells it (README
+// A fractional job's memory fence as its attempt folder tells it (docs/queue.md
 // "Fractional GPUs: the memory fence"): used against the share.
 api::MemoryFenceView JobService::MemoryFence(const sched::Job& job) const {
   fence::FenceReport report = fence::ReadFenceReport(AttemptDir(job.id, job.attempt));

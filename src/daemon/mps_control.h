@@ -1,5 +1,5 @@
 // Compute shares for fractional jobs through NVIDIA's Multi-Process Service
-// (`gpuherd daemon --mps`, README "Fractional GPUs: the memory fence"). One
+// (`gpuherd daemon --mps`, docs/queue.md "Fractional GPUs: the memory fence"). One
 // MPS control daemon per GPU, started with the daemon and quit with it, in
 // its own pipe and log folders under the daemon's home. A fractional job
 // uses it only where every fraction on its GPU belongs to one user (an MPS

@@ -25,7 +25,7 @@ struct ExecutorOptions {
   std::string launcher_program = "/proc/self/exe";
   // The job supervisor binary; empty: DefaultShimProgram(launcher_program).
   std::string shim_program;
-  // Containment (README "Containment"): where control groups are mounted
+  // Containment (docs/queue.md "Containment"): where control groups are mounted
   // ("/sys/fs/cgroup"; empty: no control groups, the shim's subreaper only)
   // and the parent group this executor owns below it, one per state home so
   // that two daemons never touch each other's jobs.

@@ -36,7 +36,7 @@ struct LaunchSpec {
   std::vector<int> cpus;      // CPU affinity; empty: inherit the launcher's
   DurationMs time_limit = 0;  // 0: none
   DurationMs grace = 30 * kSecondMs;  // SIGTERM → SIGKILL
-  // Containment (README "Containment"): the attempt's control group, which
+  // Containment (docs/queue.md "Containment"): the attempt's control group, which
   // the shim creates with these limits and the job joins before exec. Empty:
   // none can be written here; the shim, a child subreaper, still ends every
   // descendant. The executor fills it in.

@@ -1,4 +1,4 @@
-// How the shim contains its job (README "Containment"): the job runs in its
+// How the shim contains its job (docs/queue.md "Containment"): the job runs in its
 // own control group, created here with its --mem and --cpus limits and joined
 // by the job's child before exec, and ended as a whole (freeze, kill, wait
 // until empty) when the job's main process ends, is stopped or runs out of

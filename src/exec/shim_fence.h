@@ -1,4 +1,4 @@
-// The shim's part of the memory fence (README "Fractional GPUs: the memory
+// The shim's part of the memory fence (docs/queue.md "Fractional GPUs: the memory
 // fence"): a fractional job gets libgpuherd-fence.so preloaded, with a ledger
 // and a status file in its attempt's output folder. The job's own process
 // creates both after it became the job's user (job_trees.h, rule 3), so they

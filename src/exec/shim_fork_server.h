@@ -4,7 +4,7 @@
 // and glibc's start-up, whose CPU probing (CPUID) traps to the hypervisor on
 // a virtual machine: 0.62 ms of CPU per bare exec on the 2-core test VM
 // against 0.09 ms for a bare fork; a whole shim costs 0.3-0.4 ms less, the
-// child paying copy-on-write faults instead (see README). The server never runs
+// child paying copy-on-write faults instead (see docs/queue.md). The server never runs
 // job code, keeps no heap to speak of, and is idle between forks, so a child
 // copies only the few pages it writes. A forked child is exactly the shim of
 // ShimMain: the same binary, an empty environment, default signals, and its

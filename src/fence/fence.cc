@@ -1,5 +1,5 @@
 // libgpuherd-fence.so: the memory fence the shim preloads into fractional
-// jobs (README "Fractional GPUs: the memory fence"). It interposes the CUDA
+// jobs (docs/queue.md "Fractional GPUs: the memory fence"). It interposes the CUDA
 // driver API's allocation entry points and checks each against the job's
 // share of its GPU, kept in a ledger file that all of the job's processes
 // share (ledger.h). It reaches the driver three ways, as programs do: by

@@ -91,7 +91,7 @@ exec::LaunchSpec JobLauncher::Prepare(const sched::Job& job, const AttemptFacts&
   l.limits.memory_bytes = job.spec.mem_bytes;  // enforced in the job's control group
   l.limits.cpus = job.spec.cpus;
 
-  // The job protocol (README "Job protocol").
+  // The job protocol (docs/queue.md "Job protocol").
   std::string visible;
   for (const auto& u : job.gpu_uuids) visible += (visible.empty() ? "" : ",") + u;
   l.env["CUDA_VISIBLE_DEVICES"] = job.spec.gpu_twentieths > 0 ? visible : "";

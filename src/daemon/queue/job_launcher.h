@@ -1,5 +1,5 @@
 // The launcher-facing part of the queue: what an attempt is started with
-// (its command, limits, CPUs and the job protocol's environment, README "Job
+// (its command, limits, CPUs and the job protocol's environment, docs/queue.md "Job
 // protocol"), where its files live (attempt folder, checkpoints, metrics
 // file), and the launch itself, off the event loop: the job's folders are
 // made with its owner, the executor starts the shim, and the result comes

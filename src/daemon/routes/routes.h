@@ -2,7 +2,7 @@
 // a request becomes a typed call on a service and its answer becomes JSON.
 // Handle() runs on the event-loop thread and may read and change
 // DaemonState; who is asking (Caller) and the Host check are settled before
-// (daemon.cc, access.h). README.md's "HTTP API" lists every route.
+// (daemon.cc, access.h). docs/http-api.md lists every route.
 //
 //   system.cc     /v1/health, /v1/version, /v1/shutdown, /metrics
 //   gpus.cc       /v1/gpus[/{id}[/samples|/rollups|/drain|/undrain]], /v1/gpus/history
