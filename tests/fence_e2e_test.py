@@ -147,7 +147,7 @@ class FenceTest(unittest.TestCase):
     def test_a_job_of_another_user_past_its_share_is_refused_and_show_says_so(self):
         # The job's user owns its ledger: a 1 GiB share, 2,000 MiB asked for.
         jid = self.submit("--gpus", "0.5", "--gpu-mem", "1GiB", "--env", f"LD_LIBRARY_PATH={self.installed.libcuda}",
-                          "--", self.installed.probe, "alloc", "600", "alloc", "2000", "sleep", "3")
+                          "--", self.installed.probe, "dlsym", "alloc", "600", "alloc", "2000", "sleep", "3")
         j = self.wait_for(jid, lambda j: j.get("memory_fence", {}).get("state") == "active", "active fence")
         self.assertEqual(j["memory_fence"]["used_bytes"], 600 * MIB, j)
         self.assertIn("gpu memory 600 MiB used of 1024 MiB (fence active", self.gh("show", str(jid)).stdout)

@@ -101,12 +101,15 @@ bool LowerIsBetter(const std::string& metric) {
 std::vector<std::string> RunFolders(const pipeline::Plan& plan) {
   const std::string& run = plan.run_dir;
   std::vector<std::string> folders = {run, run + "/.checkpoints"};
-  folders.reserve(2 + plan.nodes.size() * 3);
+  folders.reserve(2 + plan.nodes.size() * 4);
   for (const pipeline::PlanNode& n : plan.nodes) {
     if (n.key != n.step) folders.push_back(run + "/" + n.step);
     folders.push_back(run + "/" + n.key);
     for (const std::string& a : n.artifacts) folders.push_back(run + "/" + a);
     if (n.key != n.step) folders.push_back(run + "/.checkpoints/" + n.step);
+    // Made here as the run's user: the launcher makes only folders that sit
+    // directly in a folder root alone writes (exec/job_trees.h).
+    folders.push_back(run + "/.checkpoints/" + n.key);
   }
   return folders;
 }
