@@ -20,18 +20,6 @@ std::string ModeText(mode_t mode) {
   return octal;
 }
 
-bool SplitNames(const std::string& relative, std::vector<std::string>* names) {
-  size_t begin = 0;
-  while (begin <= relative.size()) {
-    size_t end = relative.find('/', begin);
-    if (end == std::string::npos) end = relative.size();
-    std::string name = relative.substr(begin, end - begin);
-    if (name.empty() || name == "." || name == "..") return false;
-    names->push_back(std::move(name));
-    begin = end + 1;
-  }
-  return !names->empty();
-}
 
 // Why the folder `st` describes may not hold what the daemon trusts; empty
 // when it may. `last` is the folder itself rather than one on the way.
@@ -51,7 +39,7 @@ std::string Untrusted(const struct stat& st, bool last) {
 Result<UniqueFd> OpenPrivateDir(const std::string& path) {
   if (path.empty() || path[0] != '/') return InvalidArgument("'" + path + "' is not an absolute folder path");
   std::vector<std::string> names;
-  if (path.size() > 1 && !SplitNames(path.substr(1), &names)) {
+  if (path.size() > 1 && !SplitRelativePath(path.substr(1), &names)) {
     return InvalidArgument("'" + path + "' is not a plain absolute folder path (no '.', '..' or '//')");
   }
   UniqueFd dir(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -82,7 +70,7 @@ Result<UniqueFd> OpenPrivateDir(const std::string& path) {
 
 Result<UniqueFd> MakePrivateDirs(int base, const std::string& base_name, const std::string& relative, mode_t mode) {
   std::vector<std::string> names;
-  if (!SplitNames(relative, &names)) {
+  if (!SplitRelativePath(relative, &names)) {
     return InvalidArgument("'" + relative + "' is not a plain relative path below " + base_name);
   }
   int at = base;

@@ -35,21 +35,6 @@ Status OpenError(int err, const std::string& dir, const std::string& relative) {
   }
 }
 
-// Splits "a/b/c" into its components; false for an absolute path, an empty
-// one or one with "", "." or ".." components.
-bool SplitRelative(const std::string& relative, std::vector<std::string>* parts) {
-  if (relative.empty() || relative[0] == '/') return false;
-  size_t start = 0;
-  while (start <= relative.size()) {
-    size_t slash = relative.find('/', start);
-    if (slash == std::string::npos) slash = relative.size();
-    std::string part = relative.substr(start, slash - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    parts->push_back(std::move(part));
-    start = slash + 1;
-  }
-  return true;
-}
 
 // -1 with errno ENOSYS when openat2 is missing (old kernel) or filtered.
 int OpenAt2(int dirfd, const std::string& relative) {
@@ -84,6 +69,20 @@ int OpenPerComponent(int dirfd, const std::vector<std::string>& parts) {
 
 }  // namespace
 
+bool SplitRelativePath(const std::string& relative, std::vector<std::string>* parts) {
+  if (relative.empty() || relative[0] == '/') return false;
+  size_t start = 0;
+  while (start <= relative.size()) {
+    size_t slash = relative.find('/', start);
+    if (slash == std::string::npos) slash = relative.size();
+    std::string part = relative.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    parts->push_back(std::move(part));
+    start = slash + 1;
+  }
+  return true;
+}
+
 UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
@@ -99,7 +98,7 @@ UniqueFd::~UniqueFd() {
 Result<UniqueFd> OpenBeneath(const std::string& dir, const std::string& relative,
                              const BeneathOptions& options) {
   std::vector<std::string> parts;
-  if (!SplitRelative(relative, &parts)) {
+  if (!SplitRelativePath(relative, &parts)) {
     return InvalidArgument("'" + relative + "' is not a plain relative path below " + dir);
   }
   UniqueFd base(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -37,6 +38,10 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
+
+// Splits "a/b/c" into its names; false for an absolute path, an empty one
+// or one with "", "." or ".." components (what no folder walk may follow).
+bool SplitRelativePath(const std::string& relative, std::vector<std::string>* names);
 
 struct BeneathOptions {
   bool use_openat2 = true;  // false: always the per-component fallback (tests)

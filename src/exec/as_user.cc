@@ -16,6 +16,8 @@
 #include <cstring>
 #include <memory>
 
+#include "core/safe_file.h"
+
 namespace gpuherd::exec {
 namespace {
 
@@ -68,18 +70,6 @@ int Child(void* arg) {
   _exit(0);
 }
 
-bool SplitNames(const std::string& relative, std::vector<std::string>* names) {
-  size_t begin = 0;
-  while (begin <= relative.size()) {
-    size_t end = relative.find('/', begin);
-    if (end == std::string::npos) end = relative.size();
-    std::string name = relative.substr(begin, end - begin);
-    if (name == "." || name == "..") return false;
-    if (!name.empty()) names->push_back(std::move(name));
-    begin = end + 1;
-  }
-  return !names->empty();
-}
 
 }  // namespace
 
@@ -132,7 +122,7 @@ Status MakeDirsAsUser(const std::string& base, const std::vector<std::string>& r
   work.mode = mode;
   for (const std::string& path : relative) {
     std::vector<std::string> names;
-    if (!SplitNames(path, &names)) return InvalidArgument("'" + path + "' is not a plain relative path below " + base);
+    if (!SplitRelativePath(path, &names)) return InvalidArgument("'" + path + "' is not a plain relative path below " + base);
     work.paths.push_back(std::move(names));
   }
   if (work.paths.empty()) return Status::Ok();
