@@ -160,20 +160,21 @@ class PipelineCliTest(unittest.TestCase):
         md = self.gh("report", str(self.pid), "--format", "md").stdout
         header = next(line for line in md.splitlines() if line.startswith("| rank | point |"))
         columns = [c.strip() for c in header.strip("|").split("|")]
-        best = columns.index("acc best (max)")
+        # Ranked by the value at each point's last step (summary: last, the default).
+        last = columns.index("acc last (max)")
         self.assertIn("loss last", columns)
         ranked = []
         for node_id, result in results.items():
             row = next(line for line in md.splitlines() if f"| {node_id} |" in line)
             cells = [c.strip() for c in row.strip("|").split("|")]
-            self.assertAlmostEqual(float(cells[best]), result["best_acc"], delta=1e-5)
-            ranked.append((int(cells[0]), result["best_acc"]))
-        # Rank 1 has the highest accuracy, and ranks follow the accuracy.
+            self.assertAlmostEqual(float(cells[last]), result["final_acc"], delta=1e-5)
+            ranked.append((int(cells[0]), result["final_acc"]))
+        # Rank 1 has the highest final accuracy, and ranks follow it.
         ranked.sort()
         self.assertEqual([acc for _, acc in ranked], sorted((acc for _, acc in ranked), reverse=True))
-        top = max(results, key=lambda n: results[n]["best_acc"])
+        top = max(results, key=lambda n: results[n]["final_acc"])
         self.assertIn("**Best of step train by acc (max):", md)
-        self.assertEqual(ranked[0][1], results[top]["best_acc"])
+        self.assertEqual(ranked[0][1], results[top]["final_acc"])
         self.assertIn("## Step timings", md)
 
     def test_report_html_goes_to_the_run_folder_with_the_curves(self):
@@ -204,6 +205,84 @@ class PipelineCliTest(unittest.TestCase):
         proc = self.gh("report", "9999", check=False)
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("9999", proc.stderr)
+
+
+ASHA_NINE = os.path.join(EXAMPLES, "asha_nine.yaml")
+JOBS = os.path.abspath(os.path.join(EXAMPLES, "..", "jobs"))
+MISSPELLED = """name: misspelled
+steps:
+  train:
+    matrix: {lr: [0.1, 0.3]}
+    objective: {metric: accuracy, mode: max}
+    run: python3 JOBS/lr_curve.py --lr ${{ matrix.lr }} --steps 40 --step-seconds 0.05 --metric acc
+    gpus: 0.1
+    gpu_mem: 256MiB
+"""
+
+
+class AshaSweepCliTest(unittest.TestCase):
+    """examples/pipelines/asha_nine.yaml: nine points started together on one GPU."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.home = Home()
+        cls.home.start("--sim", "1", "--interval", "200ms")
+        proc = run("run", ASHA_NINE, "--wait", home=cls.home.dir, check=False, timeout=240)
+        cls.wait_proc = proc
+        cls.pid = int(proc.stdout.split("\n", 1)[0]) if proc.stdout[:1].isdigit() else None
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.home.close()
+
+    def gh(self, *args, check=True, timeout=30):
+        return run(*args, home=self.home.dir, check=check, timeout=timeout)
+
+    def test_nine_points_started_together_cost_about_successive_halving(self):
+        self.assertEqual(self.wait_proc.returncode, 0, self.wait_proc.stdout + self.wait_proc.stderr)
+        detail = json.loads(self.gh("pipeline", "show", str(self.pid), "--json").stdout)
+        steps = {n["id"]: n["latest_metrics"].get("step", 0) for n in detail["nodes"]}
+        print(f"\nasha_nine: {sum(steps.values())} steps: {steps}", file=sys.stderr)
+        # Synchronous successive halving: 6 x 10 + 2 x 30 + 90 = 210; 1.3 x 210 = 273.
+        self.assertLessEqual(sum(steps.values()), 275, steps)
+        self.assertEqual(steps["train[lr=0.1]"], 90)
+        md = self.gh("report", str(self.pid), "--format", "md").stdout
+        self.assertIn("**Best of step train by val_loss (min): train[lr=0.1]", md)
+
+    def test_stopped_points_say_so_and_count_as_done(self):
+        detail = json.loads(self.gh("pipeline", "show", str(self.pid), "--json").stdout)
+        stopped = [n for n in detail["nodes"] if n["state"] == "stopped"]
+        completed = [n for n in detail["nodes"] if n["state"] == "completed"]
+        self.assertGreaterEqual(len(stopped), 6, detail["nodes"])
+        shown = self.gh("pipeline", "show", str(self.pid)).stdout
+        self.assertIn(f"9/9 done: {len(completed)} completed, {len(stopped)} stopped early", shown)
+        self.assertRegex(shown, r"stopped early by ASHA at rung 10 \(rank [4-9] of 9 on val_loss\)")
+        self.assertNotIn("cancelled by", shown)
+        md = self.gh("report", str(self.pid), "--format", "md").stdout
+        self.assertRegex(md, r"stopped early by ASHA at rung 10 \(rank [4-9] of 9 on val_loss\)")
+        self.assertNotIn("cancelled by", md)
+        job = self.gh("show", str(stopped[0]["job_id"])).stdout
+        self.assertIn("stopped early by ASHA at rung", job)
+        self.assertNotIn("cancelled by", job)
+
+    def test_a_misspelled_objective_is_said(self):
+        # A job that logs acc and loss, ranked by "accuracy".
+        folder = tempfile.mkdtemp(prefix="gpuherd-misspelled-")
+        try:
+            path = os.path.join(folder, "p.yaml")
+            with open(path, "w") as f:
+                f.write(MISSPELLED.replace("JOBS", JOBS))
+            proc = self.gh("run", path, "--wait", check=False, timeout=120)
+            pid = int(proc.stdout.split("\n", 1)[0])
+        finally:
+            shutil.rmtree(folder)
+        said = "objective 'accuracy' not logged; seen: acc, loss"
+        self.assertIn(said, self.gh("pipeline", "show", str(pid)).stdout)
+        self.assertIn(said, self.gh("report", str(pid), "--format", "md").stdout)
+        events = json.loads(self.gh("events", "--json", "--kind", "pipeline.objective_missing").stdout)
+        self.assertEqual(len(events), 1, events)
+        self.assertEqual(events[0]["severity"], "warning")
+        self.assertIn(said, events[0]["message"])
 
 
 if __name__ == "__main__":

@@ -53,7 +53,10 @@ void to_json(json& j, const PipelineDetail& v) {
   j["params"] = v.params;
   j["backend"] = v.backend;
   json objectives = json::object();
-  for (const auto& [step, o] : v.objectives) objectives[step] = {{"metric", o.metric}, {"mode", o.mode}};
+  for (const auto& [step, o] : v.objectives) {
+    objectives[step] = {{"metric", o.metric}, {"mode", o.mode}, {"summary", o.summary}};
+    if (!o.warning.empty()) objectives[step]["warning"] = o.warning;
+  }
   j["objectives"] = std::move(objectives);
   json best_points = json::object();
   for (const auto& [step, b] : v.best_points) {
@@ -147,7 +150,10 @@ void from_json(const json& j, PipelineDetail& v) {
   v.backend = j.value("backend", std::string());
   v.objectives.clear();
   if (auto it = j.find("objectives"); it != j.end() && it->is_object()) {
-    for (const auto& [step, o] : it->items()) v.objectives[step] = {o.value("metric", ""), o.value("mode", "")};
+    for (const auto& [step, o] : it->items()) {
+      v.objectives[step] = {o.value("metric", ""), o.value("mode", ""), o.value("summary", "last"),
+                            o.value("warning", "")};
+    }
   }
   v.best_points.clear();
   if (auto it = j.find("best_points"); it != j.end() && it->is_object()) {

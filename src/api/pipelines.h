@@ -79,6 +79,8 @@ struct PipelineDetail {
   std::string backend;
   struct Objective {
     std::string metric, mode;  // "min" or "max"
+    std::string summary = "last";  // "last" or "best": which value ranks a point
+    std::string warning;           // e.g. "objective 'accuracy' not logged; seen: acc, loss"
   };
   std::map<std::string, Objective> objectives;  // by step
   struct BestPoint {

@@ -41,7 +41,7 @@ const json& Nodes(const json& pipeline) {
 
 // Counts the nodes of a detail reply, in the listing's terms.
 json CountNodes(const json& pipeline) {
-  json counts = {{"total", 0}, {"completed", 0}, {"failed", 0}, {"running", 0}, {"waiting", 0}, {"skipped", 0}};
+  json counts = {{"total", 0}, {"completed", 0}, {"failed", 0}, {"running", 0}, {"waiting", 0}, {"skipped", 0}, {"stopped", 0}};
   for (const json& node : Nodes(pipeline)) {
     counts["total"] = counts["total"].get<int>() + 1;
     std::string state = api::FieldText(node, "state");
@@ -82,7 +82,10 @@ std::string NodeElapsedCell(const json& node, TimeMs now) {
 
 std::string NodeCountsCell(const json& counts) {
   if (!counts.is_object()) return "-";
-  std::string out = fmt::format("{}/{} done", api::FieldInt(counts, "completed"), api::FieldInt(counts, "total"));
+  // A point stopped early is a result, not a failure: it counts as done.
+  const int64_t completed = api::FieldInt(counts, "completed"), stopped = api::FieldInt(counts, "stopped");
+  std::string out = fmt::format("{}/{} done", completed + stopped, api::FieldInt(counts, "total"));
+  if (stopped > 0) out += fmt::format(": {} completed, {} stopped early", completed, stopped);
   for (const char* kind : {"failed", "running", "skipped"}) {
     if (int64_t n = api::FieldInt(counts, kind); n > 0) out += fmt::format(", {} {}", n, kind);
   }
@@ -114,6 +117,10 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
                        b.contains("value") && b["value"].is_number() ? fmt::format("{:.6g}", b["value"].get<double>())
                                                                      : "-",
                        api::FieldText(b, "step"))) + "\n";
+  }
+  for (const auto& [step, o] : objectives.items()) {
+    if (!o.is_object()) continue;
+    if (std::string w = api::FieldText(o, "warning"); !w.empty()) out += Printable(fmt::format("{}: {}", step, w)) + "\n";
   }
   const bool ranked = !objectives.empty();
   std::vector<std::string> header = {"NODE", "STATE", "GPU", "ELAPSED", "ATTEMPTS", "LATEST"};

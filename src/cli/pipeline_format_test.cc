@@ -60,6 +60,22 @@ TEST(PipelineFormatTest, ListingCountsNodes) {
   EXPECT_THAT(table, HasSubstr(" 3  a     ana   failed  10/12 done, 2 failed  2023-11-14T22:13:20.000Z\n"));
 }
 
+TEST(PipelineFormatTest, ShowSaysAnObjectiveThatWasNotLogged) {
+  json p = Pipeline();
+  p["objectives"] = {{"train", {{"metric", "accuracy"}, {"mode", "max"}, {"summary", "last"},
+                                {"warning", "objective 'accuracy' not logged; seen: acc, loss"}}}};
+  EXPECT_THAT(ProgressTable(p, kNow, false), HasSubstr("train: objective 'accuracy' not logged; seen: acc, loss\n"));
+}
+
+TEST(PipelineFormatTest, PointsStoppedEarlyCountAsDone) {
+  json counts = {{"total", 10}, {"completed", 4}, {"stopped", 6}, {"failed", 0}, {"running", 0}};
+  EXPECT_EQ(NodeCountsCell(counts), "10/10 done: 4 completed, 6 stopped early");
+  json p = Pipeline();
+  p["outcome"] = "succeeded";
+  p["nodes"] = {{{"id", "a"}, {"state", "completed"}}, {{"id", "b"}, {"state", "stopped"}}};
+  EXPECT_THAT(ProgressTable(p, kNow, false), HasSubstr(": succeeded, 2/2 done: 1 completed, 1 stopped early\n"));
+}
+
 TEST(PipelineFormatTest, FinishedAndSucceededFollowTheOutcome) {
   json p = Pipeline();
   EXPECT_FALSE(PipelineFinished(p));

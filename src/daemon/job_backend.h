@@ -43,8 +43,10 @@ class JobBackend {
   // Submits a job for `owner`.
   virtual Result<sched::JobId> Submit(const sched::JobSpec& spec, const Caller& owner, const SubmitExtras& extras,
                                       const BackendOptions& options) = 0;
-  // "cancel" or "requeue" (the job resumes from its checkpoint).
-  virtual Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller) = 0;
+  // "cancel" or "requeue" (the job resumes from its checkpoint). `why`, when
+  // given, is the cancelled job's reason instead of "cancelled by USER".
+  virtual Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller,
+                                  const std::string& why = {}) = 0;
   // SIGUSR1: checkpoint now.
   virtual Status Signal(sched::JobId id, int signal) = 0;
   // For `pipeline show`.
@@ -68,8 +70,9 @@ class LocalBackend : public JobBackend {
   bool Owns(sched::JobId id) const override;
   Result<sched::JobId> Submit(const sched::JobSpec& spec, const Caller& owner, const SubmitExtras& extras,
                               const BackendOptions& options) override;
-  Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller) override {
-    return jobs_->Act(id, action, caller);
+  Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller,
+                          const std::string& why = {}) override {
+    return jobs_->Act(id, action, caller, why);
   }
   Status Signal(sched::JobId id, int signal) override { return jobs_->Signal(id, signal); }
   Result<BackendJob> Show(sched::JobId id) override;

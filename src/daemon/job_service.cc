@@ -273,7 +273,8 @@ Result<std::vector<sched::JobId>> JobService::SubmitArray(const sched::JobSpec& 
   return ids;
 }
 
-Result<std::string> JobService::Act(sched::JobId id, const std::string& action, const Caller& caller) {
+Result<std::string> JobService::Act(sched::JobId id, const std::string& action, const Caller& caller,
+                                    const std::string& why) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
     auto stored = state_->store->GetJob(id);
@@ -292,12 +293,13 @@ Result<std::string> JobService::Act(sched::JobId id, const std::string& action, 
     return FailedPrecondition(fmt::format("cannot {} job {}: it is {}", action, id, sched::JobStateName(job.state)));
   };
   if (action == "cancel") {
+    const std::string reason = why.empty() ? "cancelled by " + caller.user : why;
     if (job.state == JobState::kPending || job.state == JobState::kHeld) {
-      Finish(e, JobState::kCancelled, "cancelled by " + caller.user);
+      Finish(e, JobState::kCancelled, reason);
       return std::string("cancelled");
     }
     if (job.state == JobState::kRunning || job.state == JobState::kStopping) {
-      Stop(e, StopIntent::kCancel, "cancelled by " + caller.user);
+      Stop(e, StopIntent::kCancel, reason);
       return std::string("stopping");
     }
     return refuse();

@@ -113,7 +113,8 @@ class JobService : public TurnParticipant {
   // once the turn is committed.
   Status Signal(sched::JobId id, int signal);
   // "cancel", "hold", "release", "requeue": the new state, or why not.
-  Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller);
+  Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller,
+                          const std::string& why = {});
   // Many jobs cancelled in one call, so in one turn and one commit: no job
   // starts between two of the cancels (`scancel`'s filters). Selects `ids`
   // and, with a filter, the unfinished jobs matching every filter given

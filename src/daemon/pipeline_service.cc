@@ -322,10 +322,10 @@ Status PipelineService::Load() {
     // Made again: the daemon may have stopped before they all were. Until
     // then the run submits nothing; its running jobs carry on.
     MakeFolders(run);
-    if (!run.plan.early_stops.empty()) {
+    if (!run.plan.objectives.empty()) {
       auto lines = state_->store->ListRunMetrics(record.id, "");
       if (!lines.ok()) return lines.status();
-      for (const store::MetricRecord& line : *lines) TakeObjectiveLine(run, line);
+      for (const store::MetricRecord& line : *lines) TakeObjectiveLine(run, line, /*may_warn=*/false);
     }
     for (size_t i = 0; i < run.nodes.size(); ++i) {
       store::PipelineNodeRecord& row = run.nodes[i];
@@ -538,8 +538,11 @@ void PipelineService::NodeJobFinished(Run& run, int node, const sched::Job& job)
   // failure. A point that completed within its grace period keeps that.
   if (!early_stop_reason.empty() && state != NodeState::kCompleted) {
     state = NodeState::kStopped;
-    row.reason = "stopped early: " + early_stop_reason;
+    // Stored by an older daemon: the bare rung and rank.
+    row.reason = early_stop_reason.starts_with("stopped early") ? early_stop_reason
+                                                                : "stopped early: " + early_stop_reason;
   }
+  WarnIfObjectiveMissing(run, node, /*ended=*/true, /*may_warn=*/true);
   row.state = pipeline::NodeStateName(state);
   if (state != NodeState::kCompleted) AddToHistory(row, job, row.state);
   SaveNode(run, node);
@@ -724,14 +727,23 @@ void PipelineService::ReadMetrics() {
   for (auto& f : intake_.Tick(now)) found.push_back(std::move(f));
   for (const auto& f : found) ActOnAnomaly(f, /*may_act=*/!f.after_end);
   intake_.TakeChangedCounts(now, &state_->batch.metric_intake);
-  std::set<std::pair<int64_t, int>> news;  // (run, node) with new objective values
+  std::set<std::pair<int64_t, std::string>> news;  // (run, step) with new objective values
   for (size_t i = before; i < state_->batch.metrics.size(); ++i) {
     const store::MetricRecord& row = state_->batch.metrics[i];
     auto run = runs_.find(row.run_id);
     if (run == runs_.end()) continue;
-    if (int node = TakeObjectiveLine(run->second, row); node >= 0) news.insert({row.run_id, node});
+    if (int node = TakeObjectiveLine(run->second, row); node >= 0) {
+      news.insert({row.run_id, run->second.plan.nodes[node].step});
+    }
   }
-  for (const auto& [id, node] : news) CheckEarlyStop(runs_.at(id), node);
+  // A new value at a rung may rank any running point of the step out of
+  // its rung's top, not only the one that logged it.
+  for (const auto& [id, step] : news) {
+    Run& run = runs_.at(id);
+    for (size_t i = 0; i < run.plan.nodes.size(); ++i) {
+      if (run.plan.nodes[i].step == step) CheckEarlyStop(run, static_cast<int>(i));
+    }
+  }
   // A flood is read in further slices of a round's budget, each its own
   // turn, so that requests queued meanwhile are answered between them; a
   // job that floods without end costs at most kIntakeSlicesPerRound slices
@@ -745,17 +757,55 @@ void PipelineService::ReadMetrics() {
   }
 }
 
-int PipelineService::TakeObjectiveLine(Run& run, const store::MetricRecord& row) {
+int PipelineService::TakeObjectiveLine(Run& run, const store::MetricRecord& row, bool may_warn) {
   auto node = run.by_id.find(row.node_id);
-  if (node == run.by_id.end() || !row.step) return -1;
+  if (node == run.by_id.end()) return -1;
   const std::string& step = run.plan.nodes[node->second].step;
   auto objective = run.plan.objectives.find(step);
-  if (objective == run.plan.objectives.end() || !run.plan.early_stops.count(step)) return -1;
+  if (objective == run.plan.objectives.end()) return -1;
+  const bool early = run.plan.early_stops.count(step) > 0;
+  const bool watching = !run.objective_logged.count(step) && !run.objective_warned.count(step);
+  if (!early && !watching) return -1;
   const json line = json::parse(row.line_json, nullptr, false);
   const std::optional<double> value = pipeline::MetricValue(line, objective->second.metric);
-  if (!value) return -1;
+  if (watching && value) {
+    run.objective_logged.insert(step);
+  } else if (watching && line.is_object()) {
+    for (const auto& [name, v] : line.items()) {
+      if (name != "step" && name != "time") run.metric_names_seen[step].insert(name);
+    }
+    ++run.lines_without_objective[node->second];
+    // Lines read after the job ended (the intake's last read) count as its end.
+    const bool ended = run.nodes[node->second].state != pipeline::NodeStateName(NodeState::kActive);
+    WarnIfObjectiveMissing(run, node->second, ended, may_warn);
+  }
+  if (!early || !row.step || !value) return -1;
   run.objective_lines[node->second].push_back({*row.step, *value, row.time});
   return node->second;
+}
+
+// A job may log its objective less often than its other metrics (a
+// validation loss every few hundred steps): a few lines without it are not
+// yet a misspelling.
+constexpr int kLinesBeforeObjectiveWarning = 20;
+
+void PipelineService::WarnIfObjectiveMissing(Run& run, int node, bool ended, bool may_warn) {
+  const std::string& step = run.plan.nodes[node].step;
+  auto objective = run.plan.objectives.find(step);
+  if (objective == run.plan.objectives.end() || run.objective_logged.count(step) ||
+      run.objective_warned.count(step)) {
+    return;
+  }
+  auto lines = run.lines_without_objective.find(node);
+  if (lines == run.lines_without_objective.end() || (!ended && lines->second < kLinesBeforeObjectiveWarning)) return;
+  run.objective_warned.insert(step);
+  // Read again at a restart: warned before, not again.
+  if (!may_warn) return;
+  const std::string text =
+      pipeline::ObjectiveNotLogged(objective->second.metric, false, run.metric_names_seen[step]);
+  Event(run, "pipeline.objective_missing", store::Severity::kWarning,
+        fmt::format("step {}: {} (by {})", step, text, run.nodes[node].node_id),
+        {{"step", step}, {"metric", objective->second.metric}, {"node", run.nodes[node].node_id}});
 }
 
 void PipelineService::CheckEarlyStop(Run& run, int node) {
@@ -781,18 +831,17 @@ void PipelineService::CheckEarlyStop(Run& run, int node) {
   }
   const pipeline::StopDecision decision = pipeline::DecideEarlyStop(policy, objective.mode, points, me);
   if (!decision.stop) return;
-  row.reason = std::string(kStoppingEarly) + decision.reason;
+  const std::string stopped = pipeline::StoppedEarlyText(policy.kind, decision, objective.metric);
+  row.reason = std::string(kStoppingEarly) + stopped;
   SaveNode(run, node);
   Event(run, "pipeline.early_stop", store::Severity::kInfo,
-        fmt::format("{} (job {}) stopped early by {} on {}: {}", row.node_id, row.job_id,
-                    policy.kind == pipeline::EarlyStopPolicy::Kind::kAsha ? "ASHA" : "the median rule",
-                    objective.metric, decision.reason),
+        fmt::format("{} (job {}) {}: {}", row.node_id, row.job_id, stopped, decision.reason),
         {{"node", row.node_id}, {"job", row.job_id}, {"step", decision.at_step}});
   JobBackend* backend = BackendOfJob(row.job_id);
   if (!backend) return;
   // A cancel is SIGTERM, the checkpoint grace, then SIGKILL: the point
   // checkpoints and its GPU is free as soon as it exits.
-  Status done = backend->Act(row.job_id, "cancel", Owner(run.record)).status();
+  Status done = backend->Act(row.job_id, "cancel", Owner(run.record), stopped).status();
   if (!done.ok()) spdlog::warn("pipeline {}: cannot stop job {} early: {}", run.record.id, row.job_id, done.message());
 }
 
@@ -863,14 +912,17 @@ api::PipelineDetail PipelineService::Detail(const Run& run) {
   j.params = run.plan.params;
   j.backend = run.plan.backend.name.empty() ? default_backend_ : run.plan.backend.name;
   for (const auto& [step, o] : run.plan.objectives) {
-    j.objectives[step] = {o.metric, o.mode == pipeline::ObjectiveMode::kMin ? "min" : "max"};
+    j.objectives[step] = {o.metric, o.mode == pipeline::ObjectiveMode::kMin ? "min" : "max",
+                          o.summary == pipeline::ObjectiveSummary::kLast ? "last" : "best"};
   }
   // The latest line and the best value of every metric, per node; for a
-  // step with an objective, each point's best value of it (by its mode) and
-  // the training step of that value.
+  // step with an objective, each point's values of it (the summary picks the
+  // one that ranks it) and the metric names its step's lines hold.
   std::map<std::string, json> latest;
   std::map<std::string, std::map<std::string, double>> best;
-  std::map<std::string, std::pair<double, int64_t>> objective_best;
+  std::map<std::string, std::vector<pipeline::Observation>> objective_values;
+  std::map<std::string, std::set<std::string>> seen;  // by step
+  std::set<std::string> logged;                       // steps whose lines held the objective
   auto lines = state_->store->ListRunMetrics(run.record.id, "");
   if (lines.ok()) {
     for (const store::MetricRecord& m : *lines) {
@@ -878,14 +930,14 @@ api::PipelineDetail PipelineService::Detail(const Run& run) {
       if (!line.is_object()) continue;
       if (m.step || !latest.count(m.node_id)) latest[m.node_id] = line;
       if (auto node = run.by_id.find(m.node_id); node != run.by_id.end()) {
-        auto o = run.plan.objectives.find(run.plan.nodes[node->second].step);
-        const std::optional<double> v = o == run.plan.objectives.end() ? std::nullopt
-                                                                       : pipeline::MetricValue(line, o->second.metric);
-        if (v && std::isfinite(*v)) {
-          auto it = objective_best.find(m.node_id);
-          if (it == objective_best.end() || pipeline::Better(*v, it->second.first, o->second.mode)) {
-            objective_best[m.node_id] = {*v, m.step.value_or(0)};
+        const std::string& step = run.plan.nodes[node->second].step;
+        if (auto o = run.plan.objectives.find(step); o != run.plan.objectives.end()) {
+          for (const auto& [name, value] : line.items()) {
+            if (name != "step" && name != "time") seen[step].insert(name);
           }
+          const std::optional<double> v = pipeline::MetricValue(line, o->second.metric);
+          if (v) logged.insert(step);
+          if (v && std::isfinite(*v)) objective_values[m.node_id].push_back({m.step.value_or(0), *v, m.time});
         }
       }
       auto& b = best[m.node_id];
@@ -897,6 +949,18 @@ api::PipelineDetail PipelineService::Detail(const Run& run) {
         if (it == b.end() || (LowerIsBetter(name) ? v < it->second : v > it->second)) b[name] = v;
       }
     }
+  }
+  std::map<std::string, std::pair<double, int64_t>> objective_best;  // node → its ranking value and step
+  for (const auto& [node_id, values] : objective_values) {
+    auto node = run.by_id.find(node_id);
+    const pipeline::Objective& o = run.plan.objectives.at(run.plan.nodes[node->second].step);
+    if (auto v = pipeline::SummaryValue(values, o)) objective_best[node_id] = {v->value, v->step};
+  }
+  for (auto& [step, o] : j.objectives) {
+    // While the run goes on, only once the daemon warned (a few lines
+    // without the metric are not yet a misspelling); after it, from all lines.
+    const bool judged = run.record.state != "running" || run.objective_warned.count(step) > 0;
+    if (judged) o.warning = pipeline::ObjectiveNotLogged(o.metric, logged.count(step) > 0, seen[step]);
   }
   // Each objective step's points ranked (1 = best), as the report ranks them.
   std::vector<int> ranks(run.nodes.size(), 0);

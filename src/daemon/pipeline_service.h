@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -137,6 +138,12 @@ class PipelineService {
     // The objective's values of every node of a step with an early_stop
     // policy, in the order they were read (rebuilt from the store at Load).
     std::map<int, std::vector<pipeline::Observation>> objective_lines;
+    // By step with an objective: whether a line held its metric, the names
+    // lines held meanwhile, and whether the run was warned; by node, its
+    // lines without the metric.
+    std::set<std::string> objective_logged, objective_warned;
+    std::map<std::string, std::set<std::string>> metric_names_seen;
+    std::map<int, int> lines_without_objective;
     bool dirty = true;                             // NextActions may have news
     // Every folder of the run exists: its nodes may be submitted.
     bool folders_ready = false;
@@ -180,7 +187,14 @@ class PipelineService {
   void ReadMetrics();
   // Adds a stored metric line's objective value to its node's history when
   // the node's step has an early_stop policy; returns the node, or -1.
-  int TakeObjectiveLine(Run& run, const store::MetricRecord& row);
+  // Until the objective's metric is seen in the step's lines, notes the
+  // names they hold and, when `may_warn`, warns once that it is not logged
+  // (see WarnIfObjectiveMissing).
+  int TakeObjectiveLine(Run& run, const store::MetricRecord& row, bool may_warn = true);
+  // A `pipeline.objective_missing` warning, once per step, when the node
+  // logged lines (kLinesBeforeObjectiveWarning, or its job ended) and no line
+  // of its step held the objective's metric.
+  void WarnIfObjectiveMissing(Run& run, int node, bool ended, bool may_warn);
   // Stops the node's job when its step's policy says so (see early_stop.h).
   void CheckEarlyStop(Run& run, int node);
   void WatchMetrics(const sched::Job& job, bool catch_up);

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -259,10 +260,10 @@ steps:
 
 // ASHA (grace 1, reduction 3) over three points whose losses are 1000/step,
 // 2000/step and 3000/step: the best point starts writing at once, the others a
-// second later, so it reaches each rung first and the others arrive worse
-// (2 of 2, then 3 of 3, with only the top 1 going on) and are stopped at
-// the first rung. The best point runs to the end; the run succeeds and the
-// step that needs the sweep runs.
+// second later. Once the three have a value at a rung only the top 1 goes
+// on: the two worse points stop at the rung they are at (1, or 3 when they
+// passed it before a round read them). The best point runs to the end; the
+// run succeeds and the step that needs the sweep runs.
 TEST_F(PipelineServiceTest, AshaStopsThePointsBehindAndTheBestRunsToTheEnd) {
   StartDaemon();
   const std::string yaml = R"(name: asha
@@ -295,7 +296,9 @@ steps:
   for (const char* worse : {"train[scale=2]", "train[scale=3]"}) {
     json n = Node(run, worse);
     EXPECT_EQ(n["state"], "stopped") << n.dump();
-    EXPECT_NE(n["reason"].get<std::string>().find("stopped early: rung at step 1"), std::string::npos) << n.dump();
+    EXPECT_THAT(n["reason"].get<std::string>(),
+                ::testing::MatchesRegex("stopped early by ASHA at rung [13] \\(rank [23] of 3 on loss\\)"))
+        << n.dump();
     EXPECT_EQ(n["attempts"], 1);  // a stop is not a failure: no retry
   }
   const std::string dir = RunDir(id);
@@ -305,10 +308,10 @@ steps:
   EXPECT_EQ(Get("/v1/pipelines?all=1")["pipelines"][0]["nodes"]["stopped"], 2);
 }
 
-// Nine points, one GPU each on four GPUs, losses scale·1000/step: the best
-// (scale 1) starts first and reaches every rung first; each later point
-// arrives behind all that came before it, outside the top ceil(n/3), and is
-// stopped at the first rung. The best runs to the end and is named best.
+// Nine points, one GPU each on four GPUs, so they run in waves; losses
+// scale·1000/step: the best (scale 1) starts first, and every later point is
+// worse than it at every rung, so it ranks outside the top 1/3 of the values
+// there once 3 exist and is stopped. The best runs to the end and is named best.
 TEST_F(PipelineServiceTest, NinePointAshaSweepKeepsOnlyTheKnownBestPoint) {
   StartDaemon();
   const std::string yaml = R"(name: asha9
@@ -337,7 +340,7 @@ steps:
   for (int scale = 2; scale <= 9; ++scale) {
     json n = Node(run, "train[scale=" + std::to_string(scale) + "]");
     EXPECT_EQ(n["state"], "stopped") << n.dump();
-    EXPECT_NE(n["reason"].get<std::string>().find("stopped early: rung at step "), std::string::npos) << n.dump();
+    EXPECT_THAT(n["reason"].get<std::string>(), ::testing::StartsWith("stopped early by ASHA at rung ")) << n.dump();
   }
   EXPECT_EQ(run["best_points"]["train"]["node"], "train[scale=1]");
   EXPECT_EQ(run["best_points"]["train"]["value"], 1000 / 18);

@@ -228,7 +228,8 @@ void SlurmBackend::RunLater(std::vector<std::string> argv, std::string what) {
   });
 }
 
-Result<std::string> SlurmBackend::Act(sched::JobId id, const std::string& action, const Caller& /*caller*/) {
+Result<std::string> SlurmBackend::Act(sched::JobId id, const std::string& action, const Caller& /*caller*/,
+                                      const std::string& /*why*/) {
   auto it = tracked_.find(id);
   if (it == tracked_.end()) return FailedPrecondition(fmt::format("job {} (Slurm {}) has ended", id, SlurmId(id)));
   const std::string sid = std::to_string(it->second.slurm_id);

@@ -46,7 +46,8 @@ class SlurmBackend : public JobBackend {
   bool Owns(sched::JobId id) const override { return id > kSlurmJobIdBase; }
   Result<sched::JobId> Submit(const sched::JobSpec& spec, const Caller& owner, const SubmitExtras& extras,
                               const BackendOptions& options) override;
-  Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller) override;
+  Result<std::string> Act(sched::JobId id, const std::string& action, const Caller& caller,
+                          const std::string& why = {}) override;
   Status Signal(sched::JobId id, int signal) override;
   Result<BackendJob> Show(sched::JobId id) override;
   std::string MetricsPath(sched::JobId id) const override;  // empty until sbatch answered

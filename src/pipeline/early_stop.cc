@@ -9,18 +9,13 @@
 namespace gpuherd::pipeline {
 namespace {
 
-// How a point reached a rung: when (its first line at or past the rung's
-// step) and with what (the best value of its lines up to that one).
-struct RungArrival {
-  TimeMs at = 0;
-  double value = 0;
-};
-
-std::optional<RungArrival> ArrivalAt(const PointHistory& h, int64_t rung, ObjectiveMode mode) {
+// A point's value at a rung: the best of its lines up to its first line at
+// or past the rung's step; nullopt before it reaches the rung.
+std::optional<double> ValueAt(const PointHistory& h, int64_t rung, ObjectiveMode mode) {
   std::optional<double> best;
   for (const Observation& o : h.values) {
     if (!best || Better(o.value, *best, mode)) best = o.value;
-    if (o.step >= rung) return RungArrival{o.at, *best};
+    if (o.step >= rung) return best;
   }
   return std::nullopt;
 }
@@ -32,26 +27,35 @@ StopDecision DecideAsha(const EarlyStopPolicy& policy, ObjectiveMode mode,
   const PointHistory& me = points[point];
   int64_t max_step = 0;
   for (const Observation& o : me.values) max_step = std::max(max_step, o.step);
-  for (int64_t rung : AshaRungs(policy, max_step)) {
-    const std::optional<RungArrival> mine = ArrivalAt(me, rung, mode);
-    if (!mine) break;
-    int arrived = 0, better = 0;
-    for (size_t i = 0; i < points.size(); ++i) {
-      const std::optional<RungArrival> theirs = ArrivalAt(points[i], rung, mode);
-      if (!theirs) continue;
-      const bool before = theirs->at < mine->at || (theirs->at == mine->at && i <= point);
-      if (!before) continue;
-      ++arrived;
-      if (i != point && Better(theirs->value, mine->value, mode)) ++better;
-    }
-    const int keep = (arrived + policy.reduction - 1) / policy.reduction;
-    if (better + 1 > keep) {
-      return {true, rung,
-              fmt::format("rung at step {}: {} ranks {} of {} (only the top {} go on)", rung,
-                          Num(mine->value), better + 1, arrived, keep)};
-    }
+  // The highest rung the point has reached; before the first, nothing to judge.
+  std::optional<int64_t> rung;
+  for (int64_t r : AshaRungs(policy, max_step)) {
+    if (r <= max_step) rung = r;
   }
-  return {};
+  if (!rung) return {};
+  const std::optional<double> mine = ValueAt(me, *rung, mode);
+  if (!mine) return {};
+  int recorded = 0, better = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::optional<double> theirs = ValueAt(points[i], *rung, mode);
+    if (!theirs) continue;
+    ++recorded;
+    if (i != point && Better(*theirs, *mine, mode)) ++better;
+  }
+  // Judged again each round against every value the rung holds so far: a
+  // point that passed while few peers had reported is not promoted for good.
+  const int reduction = std::max(2, policy.reduction);
+  if (recorded < reduction) return {};
+  const int keep = recorded / reduction;
+  if (better + 1 <= keep) return {};
+  StopDecision d;
+  d.stop = true;
+  d.at_step = *rung;
+  d.rank = better + 1;
+  d.of = recorded;
+  d.reason = fmt::format("rung at step {}: {} ranks {} of {} (only the top {} go on)", *rung, Num(*mine), d.rank,
+                         recorded, keep);
+  return d;
 }
 
 StopDecision DecideMedian(const EarlyStopPolicy& policy, ObjectiveMode mode,
@@ -67,24 +71,29 @@ StopDecision DecideMedian(const EarlyStopPolicy& policy, ObjectiveMode mode,
   if (step < policy.grace) return {};
   std::vector<double> averages;
   for (size_t i = 0; i < points.size(); ++i) {
-    if (i == point || !points[i].completed) continue;
+    if (i == point) continue;
     double sum = 0;
     int n = 0;
+    bool reached = points[i].completed;
     for (const Observation& o : points[i].values) {
+      reached = reached || o.step >= step;
       if (o.step > step) continue;
       sum += o.value;
       ++n;
     }
-    if (n > 0) averages.push_back(sum / n);
+    if (reached && n > 0) averages.push_back(sum / n);
   }
   if (static_cast<int>(averages.size()) < std::max(1, policy.min_completed)) return {};
   std::sort(averages.begin(), averages.end());
   const size_t n = averages.size();
   const double median = n % 2 == 1 ? averages[n / 2] : (averages[n / 2 - 1] + averages[n / 2]) / 2;
   if (std::isnan(median) || !Better(median, *best, mode)) return {};
-  return {true, step,
-          fmt::format("step {}: best {} is worse than the median {} of {} completed points' running averages",
-                      step, Num(*best), Num(median), n)};
+  StopDecision d;
+  d.stop = true;
+  d.at_step = step;
+  d.reason = fmt::format("step {}: best {} is worse than the median {} of {} peers' running averages",
+                      step, Num(*best), Num(median), n);
+  return d;
 }
 
 }  // namespace
@@ -93,6 +102,30 @@ bool Better(double a, double b, ObjectiveMode mode) {
   if (std::isnan(a)) return false;
   if (std::isnan(b)) return true;
   return mode == ObjectiveMode::kMin ? a < b : a > b;
+}
+
+std::optional<Observation> SummaryValue(const std::vector<Observation>& values, const Objective& objective) {
+  std::optional<Observation> pick;
+  for (const Observation& o : values) {
+    const bool take = !pick || (objective.summary == ObjectiveSummary::kLast ? o.step >= pick->step
+                                                                              : Better(o.value, pick->value, objective.mode));
+    if (take) pick = o;
+  }
+  return pick;
+}
+
+std::string ObjectiveNotLogged(const std::string& metric, bool logged, const std::set<std::string>& seen) {
+  if (logged || seen.empty()) return "";
+  // A job chooses its names: a few say enough.
+  constexpr size_t kShown = 12;
+  std::string names;
+  size_t shown = 0;
+  for (const std::string& name : seen) {
+    if (shown++ == kShown) break;
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  if (seen.size() > kShown) names += fmt::format(" and {} more", seen.size() - kShown);
+  return fmt::format("objective '{}' not logged; seen: {}", metric, names);
 }
 
 std::vector<int> RankValues(const std::vector<std::optional<double>>& values, ObjectiveMode mode) {
@@ -118,6 +151,14 @@ std::vector<int64_t> AshaRungs(const EarlyStopPolicy& policy, int64_t max_step) 
     if (r >= max_step || r > std::numeric_limits<int64_t>::max() / reduction) break;
   }
   return rungs;
+}
+
+std::string StoppedEarlyText(EarlyStopPolicy::Kind kind, const StopDecision& decision, const std::string& metric) {
+  if (kind == EarlyStopPolicy::Kind::kAsha) {
+    return fmt::format("stopped early by ASHA at rung {} (rank {} of {} on {})", decision.at_step, decision.rank,
+                       decision.of, metric);
+  }
+  return fmt::format("stopped early by the median rule at step {} on {}", decision.at_step, metric);
 }
 
 StopDecision DecideEarlyStop(const EarlyStopPolicy& policy, ObjectiveMode mode,

@@ -117,11 +117,11 @@ void RankPoints(Report* report) {
       NodeReport& node = report->nodes[i];
       if (node.step != step) continue;
       if (auto curve = node.curves.find(objective.metric); curve != node.curves.end()) {
-        for (const CurvePoint& c : curve->second) {
-          if (!node.objective_value || Better(c.value, *node.objective_value, objective.mode)) {
-            node.objective_value = c.value;
-            node.objective_at = c.step;
-          }
+        std::vector<Observation> values;
+        for (const CurvePoint& c : curve->second) values.push_back({static_cast<int64_t>(c.step), c.value, 0});
+        if (auto v = SummaryValue(values, objective)) {
+          node.objective_value = v->value;
+          node.objective_at = static_cast<double>(v->step);
         }
       }
       in_step.push_back(i);
@@ -229,7 +229,9 @@ Report Summarize(const ReportData& data) {
 
   for (const auto& [step, o] : p.objectives) {
     if (o.metric.empty()) continue;  // a view decoded from a reply without one
-    report.objectives[step] = Objective{o.metric, o.mode == "max" ? ObjectiveMode::kMax : ObjectiveMode::kMin};
+    report.objectives[step] = Objective{o.metric, o.mode == "max" ? ObjectiveMode::kMax : ObjectiveMode::kMin,
+                                        o.summary == "best" ? ObjectiveSummary::kBest : ObjectiveSummary::kLast};
+    if (!o.warning.empty()) report.objective_warnings[step] = o.warning;
   }
   RankPoints(&report);
 
@@ -329,10 +331,12 @@ Tables MakeTables(const Report& r) {
   for (const auto& name : r.matrix_names) t.comparison_header.push_back(name);
   for (const auto& name : objective_metrics) {
     ObjectiveMode mode = ObjectiveMode::kMin;
+    ObjectiveSummary summary = ObjectiveSummary::kLast;
     for (const auto& [step, o] : r.objectives) {
-      if (o.metric == name) mode = o.mode;
+      if (o.metric == name) mode = o.mode, summary = o.summary;
     }
-    t.comparison_header.push_back(fmt::format("{} best ({})", name, ModeName(mode)));
+    t.comparison_header.push_back(
+        fmt::format("{} {} ({})", name, summary == ObjectiveSummary::kBest ? "best" : "last", ModeName(mode)));
     t.comparison_header.push_back("at step");
   }
   for (const auto& name : others) t.comparison_header.push_back(name + " last");
@@ -396,6 +400,10 @@ std::vector<std::string> BestPointLines(const Report& r) {
   std::vector<std::string> lines;
   for (const auto& [step, o] : r.objectives) {
     auto best = r.best.find(step);
+    if (auto w = r.objective_warnings.find(step); w != r.objective_warnings.end()) {
+      lines.push_back(fmt::format("Step {}: {}.", step, w->second));
+      continue;
+    }
     if (best == r.best.end()) {
       lines.push_back(fmt::format("Step {}: no point has logged {} yet.", step, o.metric));
       continue;

@@ -89,6 +89,8 @@ struct Report {
   // position in `nodes` of each such step's best point.
   std::map<std::string, Objective> objectives;
   std::map<std::string, size_t> best;
+  // Step name → e.g. "objective 'accuracy' not logged; seen: acc, loss".
+  std::map<std::string, std::string> objective_warnings;
   int stopped = 0;                        // points stopped early
 };
 

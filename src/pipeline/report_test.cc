@@ -425,9 +425,30 @@ TEST(ReportMarkdownTest, WithoutAnObjectiveNothingIsRankedAndTheReportSaysHow) {
   EXPECT_THAT(md, HasSubstr("## Step timings"));
 }
 
-ReportData WithObjective(ReportData data, const std::string& metric, const std::string& mode) {
-  data.pipeline.objectives = {{"train", {metric, mode}}};
+ReportData WithObjective(ReportData data, const std::string& metric, const std::string& mode,
+                         const std::string& summary = "last") {
+  data.pipeline.objectives = {{"train", {metric, mode, summary}}};
   return data;
+}
+
+TEST(ReportObjectiveTest, SummaryLastRanksTheLastValueSummaryBestTheBestEver) {
+  // lr 0.03 logs a noisy early loss of 0.01 at step 1 and ends at 1.5748.
+  ReportData data = SweepData();
+  data.metrics.push_back(MetricLine("train[lr=0.03]", 1, 1, {{"loss", 0.01}, {"acc", Accuracy(0.03, 1)}}));
+  const Report last = Summarize(WithObjective(data, "loss", "min"));
+  EXPECT_EQ(Node(last, "train/2").rank, 3);
+  EXPECT_EQ(Node(last, "train/1").rank, 1);
+  EXPECT_THAT(RenderMarkdown(last), HasSubstr("| loss last (min) | at step |"));
+  const Report best = Summarize(WithObjective(data, "loss", "min", "best"));
+  EXPECT_EQ(Node(best, "train/2").rank, 1);
+  EXPECT_EQ(Node(best, "train/2").objective_at, 1);
+  EXPECT_THAT(RenderMarkdown(best), HasSubstr("| loss best (min) | at step |"));
+}
+
+TEST(ReportObjectiveTest, AnObjectiveNotLoggedIsSaidWhereTheBestPointWouldBe) {
+  ReportData data = WithObjective(SweepData(), "accuracy", "max");
+  data.pipeline.objectives["train"].warning = "objective 'accuracy' not logged; seen: acc, loss";
+  EXPECT_THAT(RenderMarkdown(Summarize(data)), HasSubstr("Step train: objective 'accuracy' not logged; seen: acc, loss."));
 }
 
 TEST(ReportObjectiveTest, PointsAreRankedByTheBestValueOfTheObjective) {
@@ -458,7 +479,7 @@ TEST(ReportObjectiveTest, TheBestPointIsNamedFirstWithItsParametersAndTheTableIs
   EXPECT_THAT(md, HasSubstr("**Best of step train by loss (min): train[lr=0.1] with loss = 0.526316 at step 9 "
                             "(lr=0.1).**"));
   EXPECT_LT(md.find("Best of step"), md.find("## Sweep points"));
-  EXPECT_THAT(md, HasSubstr("| rank | point | state | lr | loss best (min) | at step | acc last | GPU-hours |"));
+  EXPECT_THAT(md, HasSubstr("| rank | point | state | lr | loss last (min) | at step | acc last | GPU-hours |"));
   size_t first = md.find("| 1 | train[lr=0.1]"), second = md.find("| 2 | train[lr=0.3]"),
          third = md.find("| 3 | train[lr=0.03]");
   ASSERT_NE(first, std::string::npos) << md;

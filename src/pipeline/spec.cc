@@ -686,7 +686,7 @@ class Parser {
         return Error(o, where + " has objective: but no matrix:; an objective ranks the points of a sweep");
       }
       if (!o.IsMap()) return Error(o, "objective must be a mapping such as {metric: val_loss, mode: min}");
-      GPUHERD_RETURN_IF_ERROR(CheckKeys(o, {"metric", "mode"}, "objective"));
+      GPUHERD_RETURN_IF_ERROR(CheckKeys(o, {"metric", "mode", "summary"}, "objective"));
       if (!o["metric"]) return Error(o, "objective needs metric: (a field of the step's metric lines, e.g. val_loss)");
       auto metric = ScalarOf(o["metric"], "objective.metric");
       if (!metric.ok()) return metric.status();
@@ -700,7 +700,19 @@ class Parser {
       if (*mode != "min" && *mode != "max") {
         return Error(o["mode"], fmt::format("objective.mode must be min or max, not '{}'", *mode));
       }
-      step->objective = Objective{*metric, *mode == "min" ? ObjectiveMode::kMin : ObjectiveMode::kMax};
+      ObjectiveSummary summary = ObjectiveSummary::kLast;
+      if (o["summary"]) {
+        auto name = ScalarOf(o["summary"], "objective.summary");
+        if (!name.ok()) return name.status();
+        if (*name == "best") {
+          summary = ObjectiveSummary::kBest;
+        } else if (*name != "last") {
+          return Error(o["summary"], fmt::format("objective.summary must be last (the value at the point's last "
+                                                 "logged step) or best, not '{}'{}",
+                                                 *name, DidYouMean(*name, {"last", "best"})));
+        }
+      }
+      step->objective = Objective{*metric, *mode == "min" ? ObjectiveMode::kMin : ObjectiveMode::kMax, summary};
     }
     if (!e) return Status::Ok();
     if (!step->objective) {

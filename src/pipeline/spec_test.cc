@@ -230,7 +230,7 @@ TEST(ParsePipelineTest, ReadsAnObjectiveAndEarlyStopping) {
   tune:
     matrix: {random: {sampler: sobol, seed: 3, count: 8, params: {lr: {loguniform: [1e-4, 1e-1]}}}}
     run: train --lr ${{ matrix.lr }}
-    objective: {metric: acc, mode: max}
+    objective: {metric: acc, mode: max, summary: best}
     early_stop: {policy: median, grace: 5, min_completed: 2}
 )", "p.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
@@ -238,12 +238,14 @@ TEST(ParsePipelineTest, ReadsAnObjectiveAndEarlyStopping) {
   ASSERT_TRUE(train.objective && train.early_stop);
   EXPECT_EQ(train.objective->metric, "val_loss");
   EXPECT_EQ(train.objective->mode, ObjectiveMode::kMin);
+  EXPECT_EQ(train.objective->summary, ObjectiveSummary::kLast);  // the default
   EXPECT_EQ(train.early_stop->kind, EarlyStopPolicy::Kind::kAsha);
   EXPECT_EQ(train.early_stop->grace, 100);
   EXPECT_EQ(train.early_stop->reduction, 3);
   const StepSpec& tune = spec->steps[1];
   EXPECT_EQ(tune.matrix.sampler, Matrix::Sampler::kSobol);
   EXPECT_EQ(tune.objective->mode, ObjectiveMode::kMax);
+  EXPECT_EQ(tune.objective->summary, ObjectiveSummary::kBest);
   EXPECT_EQ(tune.early_stop->kind, EarlyStopPolicy::Kind::kMedian);
   EXPECT_EQ(tune.early_stop->min_completed, 2);
 }
@@ -256,6 +258,11 @@ TEST(ParsePipelineTest, ExplainsBadObjectivesAndEarlyStopping) {
   EXPECT_THAT(ParseError(sweep + "    objective: {metric: loss, mode: lowest}\n"),
               HasSubstr("objective.mode must be min or max, not 'lowest'"));
   EXPECT_THAT(ParseError(sweep + "    objective: {mode: min}\n"), HasSubstr("objective needs metric:"));
+  EXPECT_THAT(ParseError(sweep + "    objective: {metric: loss, mode: min, summary: lastt}\n"),
+              HasSubstr("objective.summary must be last (the value at the point's last logged step) or best, not "
+                        "'lastt' (did you mean 'last'?)"));
+  EXPECT_THAT(ParseError(sweep + "    objective: {metric: loss, mode: min, sumary: best}\n"),
+              HasSubstr("did you mean 'summary'"));
   EXPECT_THAT(ParseError(sweep + "    early_stop: {policy: asha, grace: 10}\n"),
               HasSubstr("has early_stop: but no objective:"));
   const std::string with_objective = sweep + "    objective: {metric: loss, mode: min}\n";
