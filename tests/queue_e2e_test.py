@@ -441,6 +441,10 @@ class QueueTest(unittest.TestCase):
         self.assertTrue(runs[-2][-1].endswith(fleet["gpus"][1]["uuid"]), runs)
         self.assertEqual(fleet["gpus"][0]["state"], "lost")
         self.assertTrue(fleet["gpus"][0]["drained"])
+        # A GPU off the bus is not returned to work on an operator's word.
+        refused = self.admin("undrain", "0", check=False)
+        self.assertEqual(refused.returncode, 1, refused.stderr)
+        self.assertIn("GPU 0 is lost (off the bus or not answering)", refused.stderr)
 
     def test_daemon_kill_9_readopts_running_job(self):
         self.home.start("--sim", "1", "--interval", "200ms")

@@ -18,6 +18,7 @@
 #include "gpu/xid.h"
 #include "sched/dependencies.h"
 #include "sched/job_spec.h"
+#include "telemetry/telemetry.h"
 
 namespace gpuherd::daemon {
 namespace {
@@ -358,6 +359,15 @@ Status JobService::Drain(int pos, const std::string& reason, const Caller& calle
 
 Status JobService::Undrain(int pos, const Caller& caller) {
   if (!caller.admin) return PermissionDenied("only an admin (root, the daemon's user or the admin group) may undrain GPUs");
+  // A GPU off the bus would only fail every job given to it: it returns to
+  // work once it answers again, not on an operator's word.
+  if (pos >= 0 && pos < static_cast<int>(state_->fleet.gpus.size()) &&
+      state_->telemetry->State(pos) == telemetry::GpuState::kLost) {
+    return FailedPrecondition(fmt::format(
+        "GPU {} is lost (off the bus or not answering): it cannot take work; it can be undrained once it answers "
+        "again (after a GPU reset or a reboot)",
+        state_->fleet.gpus[pos].index));
+  }
   GPUHERD_RETURN_IF_ERROR(pool_.Lift(pos, queue::DrainLifter::kOperator, caller.user));
   dirty_ = true;
   return Status::Ok();
