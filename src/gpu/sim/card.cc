@@ -312,7 +312,9 @@ Result<GpuSample> Card::Sample(TimeMs now) {
   s.mem_used_bytes = std::min(model_.memory_bytes, reserve + load_mem);
   s.mem_total_bytes = model_.memory_bytes;
   s.temp_c = temp_c;
-  s.power_w = std::max(0.0, power_w * (1 + kPowerNoise * rng_.Symmetric()));
+  // The noise of a reading never takes it past the limit: the card's power
+  // controller holds its average there, and a reading above it looks broken.
+  s.power_w = std::clamp(power_w * (1 + kPowerNoise * rng_.Symmetric()), 0.0, limit);
   s.power_limit_w = limit;
   s.energy_mj = static_cast<uint64_t>(std::llround(energy_j_ * 1000));
   if (util <= 0) {

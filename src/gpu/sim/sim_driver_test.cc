@@ -203,6 +203,22 @@ TEST(SimDriverTest, IdleCardIdles) {
   EXPECT_LT(*s.mem_used_bytes, 1ull << 30);  // only the driver's reserve
 }
 
+// At full load the readings' noise straddles the limit; a reading above it
+// never comes out (no card's power controller lets its average past it).
+TEST(SimDriverTest, PowerNeverReadsAboveTheCardsLimit) {
+  auto d = OpenScenario("gpus: [{model: h100-sxm, count: 2}, {model: rtx3090, count: 2}]");
+  for (int i = 0; i < d->size(); ++i) d->SetLoad(i, Busy(1.0));
+  int at_limit = 0;
+  for (TimeMs t = kT0; t < kT0 + 600 * kSecondMs; t += kSecondMs) {
+    for (int i = 0; i < d->size(); ++i) {
+      GpuSample s = MustSample(*d, i, t);
+      ASSERT_LE(*s.power_w, *s.power_limit_w) << "GPU " << i << " at +" << (t - kT0) << " ms";
+      at_limit += *s.power_w == *s.power_limit_w;
+    }
+  }
+  EXPECT_GT(at_limit, 0) << "the test never reached the limit, so it checks nothing";
+}
+
 TEST(SimDriverTest, PowerFollowsUtilAndTemperatureFollowsPowerWithItsTimeConstant) {
   auto d = OpenScenario("ambient: 30\ngpus: [{model: h100-sxm}]");
   const GpuModel& m = d->model(0);
