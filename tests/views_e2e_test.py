@@ -191,7 +191,8 @@ class DaemonViewsTest(unittest.TestCase):
         def placed():
             fleet = json.loads(d.run("gpus", "--json").stdout)
             jobs = {j["id"]: (g["index"], j) for g in fleet["gpus"] for j in g["jobs"]}
-            if int(frac) in jobs and int(whole) in jobs and "used_bytes" in jobs[int(frac)][1]:
+            if (int(frac) in jobs and int(whole) in jobs and "used_bytes" in jobs[int(frac)][1]
+                    and "used_bytes" in jobs[int(whole)][1]):
                 return fleet, jobs
             return None
         fleet, jobs = d.wait("both jobs on their GPUs with memory readings", placed)
@@ -202,6 +203,9 @@ class DaemonViewsTest(unittest.TestCase):
         # On the simulated fleet a fraction uses half its share unless it says otherwise.
         self.assertEqual(half["used_bytes"], 2 << 30)
         self.assertEqual(jobs[int(whole)][1]["share_bytes"], 0)
+        # A whole-GPU job holds memory too (half the card on the simulated fleet), never nothing.
+        whole_gpu, whole_job = jobs[int(whole)]
+        self.assertEqual(whole_job["used_bytes"], fleet["gpus"][whole_gpu]["memory_total_bytes"] // 2)
         self.assertEqual(fleet["gpus"][7]["state"], "drained")
         self.assertTrue(fleet["gpus"][7]["drain_reason"].startswith("fan rattles"))
 

@@ -158,13 +158,15 @@ Status LinkHomeSocket(const StateDir& dir, const std::string& target) {
 }
 
 // A simulated fleet only: what the queue's running jobs put on each GPU, and
-// their memory as the jobs report it (GPUHERD_SIM_GPU_MEM_FILE) or half their
-// share. Real GPUs report their own load.
+// their memory as the jobs report it (GPUHERD_SIM_GPU_MEM_FILE), else half
+// their share, or half the card for a whole-GPU job (which has no share and
+// would otherwise look as if it held nothing). Real GPUs report their own load.
 void SimulateJobLoad(gpu::sim::SimDriver& sim, const StateDir& dir, size_t gpu_count,
                      const std::vector<JobLoad>& jobs) {
   std::map<int, gpu::sim::Load> loads;
   for (const JobLoad& j : jobs) {
     uint64_t per_gpu_mem = j.gpu_mem_bytes / 2;
+    bool reported_mem = false;
     // The job's user writes this file: read beneath jobs/ without following
     // a link or blocking on a FIFO, at most a few bytes, as a bounded number.
     auto reported = ReadSmallFileBeneath(dir.jobs_dir(), fmt::format("{}/sim_gpu_mem_mb", j.id), 32);
@@ -175,12 +177,15 @@ void SimulateJobLoad(gpu::sim::SimDriver& sim, const StateDir& dir, size_t gpu_c
       auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), mb);
       if (ec == std::errc() && end == text.data() + text.size() && !text.empty() && mb <= (uint64_t{1} << 30)) {
         per_gpu_mem = mb << 20;
+        reported_mem = true;
       }
     }
     for (int g : j.gpus) {
+      if (g < 0 || g >= static_cast<int>(gpu_count)) continue;
       auto& load = loads[g];
       load.util = std::min(1.0, load.util + std::max(0.05, j.gpu_twentieths / 20.0 / j.gpus.size()));
-      load.processes.push_back({j.shim_pid, per_gpu_mem, j.name});
+      const uint64_t mem = reported_mem || j.gpu_mem_bytes > 0 ? per_gpu_mem : sim.model(g).memory_bytes / 2;
+      load.processes.push_back({j.shim_pid, mem, j.name});
     }
   }
   for (int i = 0; i < static_cast<int>(gpu_count); ++i) sim.SetLoad(i, loads[i]);
