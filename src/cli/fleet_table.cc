@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -62,7 +66,47 @@ std::string Bar(double pct, int width) {
   return bar + "]";
 }
 
-std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
+namespace {
+
+// The fleet table drawn at one level of detail; RenderFleetTable tries them
+// from the widest down until one fits the terminal.
+struct Layout {
+  int bar_cells = 10;         // with bars
+  bool short_model = false;   // "H100 80GB HBM3" for "NVIDIA H100 80GB HBM3"
+  bool short_memory = false;  // "0.5/79.6G"
+  std::vector<std::string> dropped;  // columns left out, by header
+};
+
+// Layouts from the widest to the narrowest: columns go in the order of what
+// an operator glancing at top needs least (fan, throttle reasons, PCIe,
+// power, then health and risk, which `gpuherd health` shows anyway).
+std::vector<Layout> Layouts() {
+  std::vector<Layout> out = {Layout{}};
+  Layout l;
+  l.short_model = true;
+  out.push_back(l);
+  for (const char* column : {"FAN", "THROTTLE", "PCIE"}) {
+    l.dropped.push_back(column);
+    out.push_back(l);
+  }
+  l.bar_cells = 5;
+  l.short_memory = true;
+  out.push_back(l);
+  for (const char* column : {"POWER", "RISK", "HEALTH"}) {
+    l.dropped.push_back(column);
+    out.push_back(l);
+  }
+  return out;
+}
+
+std::string ShortModel(std::string name) {
+  for (const char* prefix : {"NVIDIA GeForce ", "NVIDIA "}) {
+    if (name.rfind(prefix, 0) == 0) return name.substr(std::strlen(prefix));
+  }
+  return name;
+}
+
+std::string RenderFleetTableAs(const api::Fleet& fleet, bool color, bool bars, const Layout& layout) {
   std::string out;
   if (fleet.simulated) {
     out += Colored("SIMULATED FLEET", kYellow, color) + " (" + Printable(fleet.sim_reason) +
@@ -74,20 +118,22 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
   std::vector<std::string> headers = {"IDX", "MODEL", "UTIL", "MEMORY", "TEMP", "POWER", "PCIE", "FAN", "THROTTLE", "HEALTH"};
   if (risk_shown) headers.push_back("RISK");
   headers.push_back("STATE");
-  headers.push_back("JOBS (id user GiB used/share)");
-  Table table(headers);
+  // The legend of the JOBS column goes with the long model names.
+  headers.push_back(layout.short_model ? "JOBS" : "JOBS (id user GiB used/share)");
+  std::vector<std::vector<std::string>> rows;
   std::string notes;
   for (const api::Gpu& g : fleet.gpus) {
     const gpu::GpuInfo& info = g.info;
     const std::optional<gpu::GpuSample> reading = Reading(g);
     const gpu::GpuSample s = reading.value_or(gpu::GpuSample{});
     std::optional<std::string> util, mem, temp, power, pcie, fan;
-    if (s.gpu_util_pct) util = bars ? fmt::format("{} {:3.0f}%", Bar(*s.gpu_util_pct, 10), *s.gpu_util_pct)
+    if (s.gpu_util_pct) util = bars ? fmt::format("{} {:3.0f}%", Bar(*s.gpu_util_pct, layout.bar_cells), *s.gpu_util_pct)
                                     : fmt::format("{:.0f}%", *s.gpu_util_pct);
     if (s.mem_used_bytes) {
       double total = static_cast<double>(s.mem_total_bytes.value_or(info.memory_total_bytes));
-      mem = fmt::format("{:.1f}/{:.1f} GiB", static_cast<double>(*s.mem_used_bytes) / kGiB, total / kGiB);
-      if (bars) mem = Bar(MemPct(g, s).value_or(0), 10) + " " + *mem;
+      mem = fmt::format("{:.1f}/{:.1f}{}", static_cast<double>(*s.mem_used_bytes) / kGiB, total / kGiB,
+                        layout.short_memory ? "G" : " GiB");
+      if (bars) mem = Bar(MemPct(g, s).value_or(0), layout.bar_cells) + " " + *mem;
     }
     if (s.temp_c) {
       temp = fmt::format("{:.0f}°C", *s.temp_c);
@@ -132,11 +178,12 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
     std::string jobs;
     for (const api::GpuJob& job : g.jobs) jobs += (jobs.empty() ? "" : ", ") + JobCell(job);
     std::vector<std::string> row;
+    const std::string model =
+        info.name.empty() ? "?" : Printable(layout.short_model ? ShortModel(info.name) : info.name);
     if (reading) {
-      row = {std::to_string(info.index), info.name.empty() ? "?" : Printable(info.name), Or(util), Or(mem), Or(temp), Or(power),
-             Or(pcie), Or(fan), throttle, health};
+      row = {std::to_string(info.index), model, Or(util), Or(mem), Or(temp), Or(power), Or(pcie), Or(fan), throttle, health};
     } else {
-      row = {std::to_string(info.index), info.name.empty() ? "?" : Printable(info.name)};
+      row = {std::to_string(info.index), model};
       for (int i = 0; i < 7; ++i) row.push_back(kNoReading);
       row.push_back(health);
     }
@@ -147,7 +194,7 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
     }
     row.push_back(state_cell);
     row.push_back(jobs.empty() ? "-" : jobs);
-    table.AddRow(std::move(row));
+    rows.push_back(std::move(row));
     if (g.state == "lost") {
       notes += fmt::format("GPU {} lost{}{}\n", info.index, g.last_error.empty() ? "" : ": " + Printable(g.last_error),
                            g.last_seen ? " (last answered " + FormatTimeUtc(g.last_seen).substr(0, 19) + " UTC)" : "");
@@ -163,9 +210,48 @@ std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars) {
                            g.drain_reason.empty() ? "(no reason given)" : Printable(g.drain_reason));
     }
   }
-  const std::vector<size_t> right = risk_shown ? std::vector<size_t>{0, 2, 3, 4, 5, 7, 10} : std::vector<size_t>{0, 2, 3, 4, 5, 7};
+  // The columns this layout keeps; numbers are right-aligned.
+  const std::set<std::string> right_named = {"IDX", "UTIL", "MEMORY", "TEMP", "POWER", "FAN", "RISK"};
+  std::vector<size_t> keep, right;
+  std::vector<std::string> kept_headers;
+  for (size_t c = 0; c < headers.size(); ++c) {
+    if (std::find(layout.dropped.begin(), layout.dropped.end(), headers[c]) != layout.dropped.end()) continue;
+    if (right_named.count(headers[c])) right.push_back(kept_headers.size());
+    keep.push_back(c);
+    kept_headers.push_back(headers[c]);
+  }
+  Table table(kept_headers);
+  for (const auto& row : rows) {
+    std::vector<std::string> cells;
+    for (size_t c : keep) cells.push_back(row[c]);
+    table.AddRow(std::move(cells));
+  }
   out += table.Render(right);
   return notes.empty() ? out : out + "\n" + notes;
+}
+
+size_t WidestLine(const std::string& text) {
+  size_t widest = 0, begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    widest = std::max(widest, DisplayWidth(text.substr(begin, end - begin)));
+    begin = end + 1;
+  }
+  return widest;
+}
+
+}  // namespace
+
+std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars, size_t width) {
+  const std::vector<Layout> layouts = Layouts();
+  std::string text = RenderFleetTableAs(fleet, color, bars, layouts.front());
+  if (width == 0) return text;
+  // Only the table's rows need to fit: the notes below it wrap as text does.
+  for (size_t i = 1; i < layouts.size() && WidestLine(text.substr(0, text.find("\n\n"))) > width; ++i) {
+    text = RenderFleetTableAs(fleet, color, bars, layouts[i]);
+  }
+  return text;
 }
 
 std::string RenderFleetCsv(const api::Fleet& fleet) {

@@ -3,6 +3,7 @@
 // frame with bars.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,11 @@ inline constexpr char kNoReading[] = "–";
 // maximum when below it), fan, throttle reasons, health (latest burn-in score
 // and verdict), state and its jobs (id, user, GPU memory used, "/share" for a
 // fraction); then why each drained GPU is drained. With `bars`, utilization
-// and memory are drawn as bars (top).
-std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars = false);
+// and memory are drawn as bars (top). With a `width` (a terminal's columns;
+// 0: no limit), the table's rows fit it where they can: the model's "NVIDIA"
+// goes first, then the fan, throttle and PCIe columns, then narrower bars
+// and memory, then power, risk and health; the JOBS column stays.
+std::string RenderFleetTable(const api::Fleet& fleet, bool color, bool bars = false, size_t width = 0);
 
 // One line per GPU for scripts, with a header line (README "gpus --format
 // csv" lists the columns). Readings a GPU does not give, or a lost GPU's,

@@ -95,6 +95,37 @@ TEST(FleetTableTest, ShowsJobsHealthAndWhyDrained) {
       << csv;
 }
 
+// `top` in an 80-column terminal: the table's rows fit, dropping the columns
+// an operator glances at least, never the GPU, its load, its state or jobs.
+TEST(FleetTableTest, FitsTheTerminalByDroppingTheLeastNeededColumns) {
+  json fleet = Fleet();
+  fleet["gpus"][0]["health_score"] = 92;
+  fleet["gpus"][0]["health_verdict"] = "healthy";
+  fleet["gpus"][0]["jobs"] = json::parse(R"([{"id": 12, "user": "alice", "name": "a", "gpu_twentieths": 20}])");
+  const api::Fleet f = fleet.get<api::Fleet>();
+  const std::string wide = RenderFleetTable(f, false, /*bars=*/true);
+  EXPECT_NE(wide.find("THROTTLE"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("NVIDIA H100 80GB HBM3"), std::string::npos) << wide;
+  EXPECT_EQ(RenderFleetTable(f, false, true, 1000), wide);  // room for all: as without a width
+  for (size_t width : {80u, 100u, 120u}) {
+    const std::string out = RenderFleetTable(f, false, true, width);
+    const std::string table = out.substr(0, out.find("\n\n"));
+    size_t begin = 0;
+    while (begin < table.size()) {
+      size_t end = std::min(table.find('\n', begin), table.size());
+      EXPECT_LE(DisplayWidth(table.substr(begin, end - begin)), width) << table.substr(begin, end - begin);
+      begin = end + 1;
+    }
+    for (const char* kept : {"IDX", "UTIL", "MEMORY", "STATE", "JOBS", "#12 alice", "H100 80GB HBM3", "87%"}) {
+      EXPECT_NE(out.find(kept), std::string::npos) << width << ": " << kept << "\n" << out;
+    }
+  }
+  const std::string narrow = RenderFleetTable(f, false, true, 80);
+  EXPECT_EQ(narrow.find("THROTTLE"), std::string::npos) << narrow;
+  EXPECT_EQ(narrow.find("FAN"), std::string::npos) << narrow;
+  EXPECT_EQ(narrow.find("NVIDIA"), std::string::npos) << narrow;
+}
+
 // Self-healing's state shows where a GPU is not plainly in service, with why
 // and since when; in service says nothing more.
 TEST(FleetTableTest, ShowsSelfHealingStateAndWhy) {

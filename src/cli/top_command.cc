@@ -1,12 +1,14 @@
 // gpuherd top: the fleet table with bars, refreshed in place, and what needs
 // attention. On a terminal: q quits, s changes the sort key.
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -20,6 +22,20 @@
 
 namespace gpuherd::cli {
 namespace {
+
+// The columns `top` may use: the terminal's, else $COLUMNS (a pipe with the
+// variable set, as a test or `watch` sets it), else no limit.
+size_t TerminalColumns() {
+  winsize size{};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+    return size.ws_col;
+  }
+  const char* columns = std::getenv("COLUMNS");
+  if (columns == nullptr) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(columns, &end, 10);
+  return end != columns && *end == '\0' && n > 0 && n < 10000 ? static_cast<size_t>(n) : 0;
+}
 
 volatile std::sig_atomic_t g_interrupted = 0;  // set by SIGINT or SIGTERM; read by the refresh loop
 void OnInterrupt(int) { g_interrupted = 1; }
@@ -118,7 +134,7 @@ void AddTopCommand(CLI::App& app, CommandContext* ctx) {
                                         FormatTimeUtc(clock->Now()).substr(0, 19),
                                         (*source)->direct_reason().empty() ? "" : " (direct: no daemon)", Printable(sort),
                                         tty ? " — q quits, s sorts" : "");
-        frame += RenderFleetTable(*fleet, ctx->color(), /*bars=*/true);
+        frame += RenderFleetTable(*fleet, ctx->color(), /*bars=*/true, TerminalColumns());
         std::string pane = RenderAttentionPane(alerts.ok() ? *alerts : std::vector<api::Alert>{},
                                                events.ok() ? *events : std::vector<api::Event>{}, 8, ctx->color());
         frame += "\n" + (pane.empty() ? std::string("No firing alerts or faults.\n") : pane);
