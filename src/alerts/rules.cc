@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <cstring>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -204,6 +205,23 @@ std::optional<Scope> SeriesScope(const std::string& series) {
   static const std::regex kIb("ib_[a-zA-Z0-9_]+");
   if (std::regex_match(series, kIb)) return Scope::kIbPort;
   return std::nullopt;
+}
+
+std::string ConditionUnit(const Condition& c) {
+  if (c.function == Function::kRatio) return "";
+  const std::string& s = c.series;
+  auto ends_with = [&s](const char* suffix) {
+    const size_t n = std::strlen(suffix);
+    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+  };
+  std::string unit;
+  if (ends_with("_pct")) unit = "%";
+  else if (ends_with("_c")) unit = "°C";
+  else if (ends_with("_w")) unit = "W";
+  else if (ends_with("_mhz")) unit = "MHz";
+  if (c.function == Function::kRate) return unit.empty() ? "/min" : unit + "/min";
+  if (c.function == Function::kSlope) return unit.empty() ? "/min" : unit + "/min";
+  return unit;
 }
 
 std::string ConditionText(const Condition& c) {

@@ -70,6 +70,9 @@ struct Condition {
 };
 // The condition as written: "slope(temp_c[5m]) > 1.5".
 std::string ConditionText(const Condition& c);
+// The unit of the value the condition compares, for people: "°C/min" for a
+// slope of temp_c, "%" for gpu_util_pct, "" for counts and ratios.
+std::string ConditionUnit(const Condition& c);
 // Parses a condition expression; the error says what is wrong with it.
 Result<Condition> ParseCondition(const std::string& text);
 

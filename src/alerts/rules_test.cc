@@ -47,6 +47,23 @@ TEST(ParseConditionTest, TextRoundTrips) {
   }
 }
 
+TEST(ParseConditionTest, TheValueHasTheUnitOfItsSeriesAndFunction) {
+  auto unit = [](const char* text) {
+    auto c = ParseCondition(text);
+    EXPECT_TRUE(c.ok()) << text;
+    return c.ok() ? ConditionUnit(*c) : std::string("?");
+  };
+  EXPECT_EQ(unit("slope(temp_c[10m]) > 0.5"), "°C/min");
+  EXPECT_EQ(unit("temp_over_slowdown_c > 0"), "°C");
+  EXPECT_EQ(unit("gpu_util_pct < 30"), "%");
+  EXPECT_EQ(unit("mem_used_pct > 90"), "%");
+  EXPECT_EQ(unit("power_w > 300"), "W");
+  EXPECT_EQ(unit("sm_clock_mhz < 900"), "MHz");
+  EXPECT_EQ(unit("increase(ecc_sbe[1h]) > 10"), "");
+  EXPECT_EQ(unit("rate(pcie_replays[5m]) > 1"), "/min");
+  EXPECT_EQ(unit("ratio(pcie_replays, pcie_packets[5m]) > 0.001"), "");
+}
+
 TEST(ParseConditionTest, ErrorsSayWhatToFix) {
   EXPECT_THAT(ParseCondition("temp_c is hot").status().message(), HasSubstr("series op number"));
   EXPECT_THAT(ParseCondition("median(temp_c[5m]) > 3").status().message(), HasSubstr("unknown function 'median'"));

@@ -34,6 +34,7 @@ void to_json(json& j, const Alert& a) {
        {"fired_at", a.fired_at},
        {"resolved_at", a.resolved_at},
        {"value", a.value},
+       {"unit", a.unit},
        {"severity", a.severity},
        {"action", a.action},
        {"summary", a.summary}};
@@ -49,6 +50,7 @@ void from_json(const json& j, Alert& a) {
   a.fired_at = j.value("fired_at", TimeMs{0});
   a.resolved_at = j.value("resolved_at", TimeMs{0});
   a.value = j.value("value", 0.0);
+  a.unit = j.value("unit", std::string());
   a.severity = j.value("severity", std::string());
   a.action = j.value("action", std::string());
   a.summary = j.value("summary", std::string());

@@ -30,6 +30,7 @@ struct Alert {
   std::string state;               // "pending", "firing", "resolved"
   TimeMs pending_since = 0, fired_at = 0, resolved_at = 0;
   double value = 0;
+  std::string unit;                // of `value`: "°C/min", "%", "" (counts, ratios)
   std::string severity;
   std::string action;
   std::string summary;
@@ -42,7 +43,7 @@ struct Alert {
 void to_json(nlohmann::json& j, const Event& e);
 void from_json(const nlohmann::json& j, Event& e);
 // {"rule", "subject", "gpu" (index or null), "state", "pending_since", "fired_at",
-//  "resolved_at", "value", "severity", "action", "summary"}
+//  "resolved_at", "value", "unit", "severity", "action", "summary"}
 void to_json(nlohmann::json& j, const Alert& a);
 void from_json(const nlohmann::json& j, Alert& a);
 

@@ -62,7 +62,10 @@ void Print(const std::vector<api::Alert>& alerts, TimeMs now, bool color) {
     TimeMs since = a.Since();
     std::string ago = since > 0 && now >= since ? FormatDuration(now - since) + " ago" : "-";
     // A summary may quote a job's name or its process's; a rule file is text too.
-    table.AddRow({Colored(Printable(a.state), tint, color), Printable(a.rule), gpu, ago, fmt::format("{:g}", a.value),
+    // "0.7 °C/min", "95%": a value without its unit reads as any number.
+    std::string value = fmt::format("{:g}", a.value);
+    if (!a.unit.empty()) value += (a.unit == "%" ? "" : " ") + Printable(a.unit);
+    table.AddRow({Colored(Printable(a.state), tint, color), Printable(a.rule), gpu, ago, value,
                   Printable(a.severity), Printable(a.action), Printable(a.summary)});
   }
   std::fputs(table.Render({4}).c_str(), stdout);

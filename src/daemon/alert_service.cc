@@ -271,6 +271,12 @@ Result<std::vector<api::Alert>> AlertService::List(bool all) {
     if (!resolved.ok()) return resolved.status();
     for (const store::AlertRecord& r : *resolved) list.push_back(api::AlertOf(r));
   }
+  // What the value is in, from its rule (external alerts carry none).
+  std::map<std::string, std::string> units;
+  for (const alerts::Rule& r : engine_.rules()) units[r.name] = alerts::ConditionUnit(r.condition);
+  for (api::Alert& a : list) {
+    if (auto it = units.find(a.rule); it != units.end()) a.unit = it->second;
+  }
   return list;
 }
 
