@@ -44,14 +44,43 @@ void to_json(json& j, const JobView& v) {
   if (!v.after.empty()) j["after"] = v.after;
   if (!v.after_any.empty()) j["after_any"] = v.after_any;
   if (!v.after_not_ok.empty()) j["after_not_ok"] = v.after_not_ok;
+  if (v.array_id > 0) {
+    j["array_id"] = v.array_id;
+    j["array_index"] = v.array_index;
+    j["array_size"] = v.array_size;
+  }
   if (!v.priority_explained.empty()) j["priority_explained"] = v.priority_explained;
   if (v.memory_fence) j["memory_fence"] = *v.memory_fence;
   if (!v.containment.empty()) j["containment"] = v.containment;
 }
 
 void to_json(json& j, const LogChunk& v) {
-  j = {{"data", v.data}, {"next_offset", v.next_offset}, {"final", v.final}, {"truncated", v.truncated}};
+  j = {{"data", v.data},         {"next_offset", v.next_offset}, {"final", v.final},
+       {"truncated", v.truncated}, {"attempt", v.attempt},         {"attempts", v.attempts}};
 }
+
+void to_json(json& j, const ArraySummary& v) {
+  json tasks = json::array();
+  for (const auto& t : v.tasks) {
+    if (tasks.size() >= static_cast<size_t>(kMaxArrayTasksListed)) break;  // the counts cover the rest
+    tasks.push_back({{"id", t.id}, {"index", t.index}, {"state", t.state}});
+  }
+  j = {{"id", v.id}, {"name", v.name}, {"size", v.size}, {"states", v.states}, {"tasks", std::move(tasks)}};
+}
+
+void from_json(const json& j, ArraySummary& v) {
+  v.id = j.value("id", int64_t{0});
+  v.name = j.value("name", std::string());
+  v.size = j.value("size", 0);
+  v.states = j.value("states", std::map<std::string, int>());
+  v.tasks.clear();
+  for (const auto& t : j.value("tasks", json::array())) {
+    if (!t.is_object()) continue;
+    v.tasks.push_back({t.value("id", int64_t{0}), t.value("index", 0), t.value("state", std::string())});
+  }
+}
+
+std::string ArrayTaskId(int64_t array_id, int index) { return std::to_string(array_id) + "_" + std::to_string(index); }
 
 void to_json(json& j, const CancelOutcome& v) {
   json skipped = json::array();
@@ -301,6 +330,9 @@ void from_json(const json& j, JobView& v) {
   v.after = j.value("after", std::vector<int64_t>());
   v.after_any = j.value("after_any", std::vector<int64_t>());
   v.after_not_ok = j.value("after_not_ok", std::vector<int64_t>());
+  v.array_id = j.value("array_id", int64_t{0});
+  v.array_index = j.value("array_index", 0);
+  v.array_size = j.value("array_size", 0);
   v.command = j.value("command", std::vector<std::string>());
   v.submitted = j.value("submitted", TimeMs{0});
   v.started = j.value("started", TimeMs{0});
