@@ -291,6 +291,25 @@ class JobContractTest(unittest.TestCase):
         self.assertEqual(self.gh("cancel", str(rest[0])).stdout,
                          f"job {rest[0]}: cancelled\njob {rest[1]}: cancelled\n")
 
+    def test_messages_speak_the_interface_in_use(self):
+        flags = self.gh("submit", "--gpus", "0.5", "--", "true", check=False)
+        self.assertEqual(flags.returncode, 2, flags.stderr)
+        self.assertIn("--gpu-mem is required for a fraction of a GPU (--gpus 0.5)", flags.stderr)
+        self.assertIn("e.g. --gpu-mem 8GiB", flags.stderr)
+        self.assertNotIn("gpu_mem", flags.stderr)
+        spec = os.path.join(self.home.dir, "fraction.yaml")
+        with open(spec, "w") as f:
+            f.write("command: [true]\ngpus: 0.5\n")
+        from_file = self.gh("submit", "-f", spec, check=False)
+        self.assertEqual(from_file.returncode, 2, from_file.stderr)
+        self.assertIn("job spec field 'gpu_mem'", from_file.stderr)
+        fraction = self.submit("--gpus", "0.25", "--gpu-mem", "4GiB", "--", "true")
+        self.assertIn("requests   0.25 GPU, 4 GiB of GPU memory;", self.gh("show", str(fraction)).stdout)
+        stubborn = self.submit("--time-limit", "1s", "--checkpoint-grace", "1s", "--",
+                               "sh", "-c", "trap '' TERM; sleep 30")
+        ended = self.wait_state(stubborn, ["failed", "completed", "cancelled"])
+        self.assertEqual(ended["reason"], "stopped at its time limit of 1s (SIGTERM, then SIGKILL after 1 s)")
+
     # --- job spec files ---------------------------------------------------------
 
     def test_spec_file_errors_name_the_file_and_line(self):
@@ -360,6 +379,27 @@ class JobContractTest(unittest.TestCase):
         unknown = self.gh("cancel", str(other + 100), check=False)
         self.assertNotEqual(unknown.returncode, 0)
         self.assertIn("nothing was cancelled", unknown.stderr)
+
+
+class NoDaemonTest(unittest.TestCase):
+    def setUp(self):
+        self.home = Home()
+
+    def tearDown(self):
+        self.home.close()
+
+    def test_no_daemon_says_so_and_how_to_start_one(self):
+        sock = os.path.join(self.home.dir, "gpuherd.sock")
+        for args in (["ps"], ["show", "1"], ["submit", "--", "true"], ["logs", "1"]):
+            proc = run(*args, home=self.home.dir, check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertEqual(proc.stderr, f"gpuherd: no daemon answers on {sock}; start one with "
+                                          f"`gpuherd daemon --home {self.home.dir}`\n", args)
+
+    def test_bare_sim_means_eight_gpus(self):
+        self.home.start("--sim", "--interval", "200ms")
+        gpus = json.loads(run("gpus", "--json", home=self.home.dir).stdout)
+        self.assertEqual(len(gpus if isinstance(gpus, list) else gpus["gpus"]), 8)
 
 
 class OlderDaemonTest(unittest.TestCase):

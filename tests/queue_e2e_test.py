@@ -231,7 +231,7 @@ class QueueTest(unittest.TestCase):
         self.home.start("--sim", "2", "--interval", "200ms")
         cases = [
             (["--gpus", "0.33", "--gpu-mem", "1GiB", "--", "true"], "0.33"),
-            (["--gpus", "0.5", "--", "true"], "gpu_mem"),
+            (["--gpus", "0.5", "--", "true"], "--gpu-mem is required for a fraction of a GPU (--gpus 0.5)"),
             (["--gpus", "3", "--", "true"], "3"),
             (["--gpus", "1", "--gpu-mem", "900GiB", "--", "true"], "900"),
             (["--gpus", "lots", "--", "true"], "lots"),

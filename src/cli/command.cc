@@ -73,7 +73,10 @@ gpu::DriverChoice DriverFlags::choice() const {
 }
 
 void DriverFlags::AddTo(CLI::App* command) {
-  auto* sim_opt = command->add_option("--sim", sim, "Use N simulated GPUs instead of NVML")
+  // A bare --sim is a machine of 8 (DESIGN.md's contract: `daemon --sim` means 8).
+  auto* sim_opt = command->add_option("--sim", sim, "Use N simulated GPUs instead of NVML (--sim alone: 8)")
+                      ->expected(0, 1)
+                      ->default_str("8")
                       ->check(CLI::Range(1, 4096));
   auto* scenario_opt = command->add_option("--scenario", scenario, "Simulated fleet and faults from a YAML file")
                            ->check(CLI::ExistingFile);

@@ -82,7 +82,7 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     // A table needs its columns only: the compact listing, read without a DOM.
     if (!f->json) target += "&view=table";
     auto response = http::Client(http::Endpoint{ctx->dir().socket_path()}).Request("GET", target);
-    if (!response.ok()) return ctx->Fail(response.status());
+    if (!response.ok()) return ctx->Fail(SaidAsNoDaemon(ctx->dir(), response.status()));
     if (response->status < 200 || response->status >= 300) return ctx->Fail(http::StatusFromResponse(*response));
     if (f->json && named.empty()) {
       if (std::string_view jobs = JobsArrayText(response->body); !jobs.empty()) {

@@ -62,13 +62,15 @@ void PrintSpec(const api::JobSpecView& s, const nlohmann::json& raw) {
   std::string deps;
   for (int64_t d : s.depends_on) deps += (deps.empty() ? "" : ",") + std::to_string(d);
   std::printf("  depends on %s\n", deps.empty() ? "-" : deps.c_str());
-  std::string gpus = sched::FormatGpuTwentieths(s.gpu_twentieths);
+  // "0.25 GPU, 4 GiB of GPU memory": the unit follows the number, before the memory.
+  std::string gpus = sched::FormatGpuTwentieths(s.gpu_twentieths) +
+                     (s.gpu_twentieths == 0 || s.gpu_twentieths > 20 ? " GPUs" : " GPU");
   if (s.gpu_mem_bytes > 0) gpus += ", " + sched::FormatBytes(s.gpu_mem_bytes) + " of GPU memory";
   if (!s.model.empty()) gpus += ", model " + Printable(s.model);
   if (s.min_cc) gpus += ", compute capability >= " + sched::FormatComputeCapability(*s.min_cc);
   if (s.mixed_models) gpus += ", models may be mixed";
   std::string cpus = s.cpus > 0 ? fmt::format("{} CPU{}", s.cpus, s.cpus == 1 ? "" : "s") : "no claim on CPUs";
-  std::printf("  requests   %s GPU%s; %s; %s host memory\n", gpus.c_str(), s.gpu_twentieths == 20 ? "" : "s", cpus.c_str(),
+  std::printf("  requests   %s; %s; %s host memory\n", gpus.c_str(), cpus.c_str(),
               s.mem_bytes > 0 ? sched::FormatBytes(s.mem_bytes).c_str() : "no limit on");
   std::printf("  limits     time %s, checkpoint grace %s, max restarts %d, %s\n",
               s.time_limit_ms > 0 ? FormatDuration(s.time_limit_ms).c_str() : "none",

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/daemon_client.h"
+#include "cli/job_format.h"
 #include "cli/spec_file.h"
 #include "sched/job_spec.h"
 
@@ -129,7 +130,10 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
     if (f->array > 0) spec["array"] = f->array;
     if (f->hold) spec["hold"] = true;
     auto reply = DaemonClient(ctx->dir()).Post("/v1/jobs", spec);
-    if (!reply.ok()) return ctx->Fail(reply.status());
+    if (!reply.ok()) {
+      if (!f->file.empty()) return ctx->Fail(reply.status());
+      return ctx->Fail(Status(reply.status().code(), SpokenAsFlags(reply.status().message())));
+    }
     if (f->json) {
       std::printf("%s\n", reply->dump().c_str());
     } else if (auto ids = reply->find("ids"); ids != reply->end() && ids->is_array()) {

@@ -800,6 +800,8 @@ void JobService::OnExit(const exec::ExitRecord& r) {
     case How::kSignaled:
       return Finish(e, JobState::kFailed, fmt::format("killed by signal {} ({})", r.signal, strsignal(r.signal)));
     case How::kTimeLimit:
+      // The shim's words say how it stopped (SIGTERM, then SIGKILL after the grace).
+      if (r.message.rfind("stopped at its time limit", 0) == 0) return Finish(e, JobState::kFailed, r.message);
       return Finish(e, JobState::kFailed, "stopped at its time limit of " + FormatDuration(job.spec.time_limit));
     case How::kStopped:
       return Finish(e, JobState::kCancelled, "stopped");
