@@ -175,7 +175,11 @@ class QueueTest(unittest.TestCase):
             j = self.wait_state(jid, ["completed", "failed"])
             self.assertEqual(j["state"], "completed", j)
             self.assertEqual(j["name"], f"sweep[{i}]")
-            self.assertEqual(self.gh("logs", str(jid)).stdout, f"{i} of 3\n")
+            # The first id is the whole array's (README, "Arrays as units"): its
+            # task 0 is ID_0; the other tasks' own ids name them alone.
+            self.assertEqual(self.gh("logs", f"{ids[0]}_{i}").stdout, f"{i} of 3\n")
+            if i > 0:
+                self.assertEqual(self.gh("logs", str(jid)).stdout, f"{i} of 3\n")
         refused = self.gh("submit", "--array", "0", "--", "true", check=False)
         self.assertEqual(refused.returncode, 2, refused.stderr)  # a usage error
         self.assertEqual(len(json.loads(self.gh("ps", "--all", "--json").stdout)), 3)
