@@ -270,6 +270,8 @@ class JobContractTest(unittest.TestCase):
         self.assertIn(f"task {a}_1 of array {a} (3 tasks)", self.gh("show", f"{a}_1").stdout)
         self.assertEqual([j["id"] for j in json.loads(self.gh("ps", str(a), "--json").stdout)], ids)
         self.assertEqual([j["id"] for j in json.loads(self.gh("ps", f"{a}_2", "--json").stdout)], [a + 2])
+        self.assertEqual([line.split()[0] for line in self.gh("ps", str(a)).stdout.splitlines()[1:]],
+                         [f"{a}_0", f"{a}_1", f"{a}_2"])
         self.assertEqual(self.gh("release", f"{a}_1").stdout, f"job {a}_1: pending\n")
         self.assertEqual(self.gh("wait", f"{a}_1", check=False).returncode, 0)
         self.assertEqual(self.job(a)["state"], "held")

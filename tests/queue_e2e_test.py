@@ -196,13 +196,16 @@ class QueueTest(unittest.TestCase):
         for args in ([], ["--all"], ["--state", "pending"], ["--state", "completed"]):
             listed = json.loads(self.gh("ps", *args, "--json").stdout)
             rows = [line.split() for line in self.gh("ps", *args).stdout.splitlines()[1:]]
-            self.assertEqual([int(r[0]) for r in rows], [j["id"] for j in listed], args)
+            # A task of an array is listed as ARRAY_INDEX, as Slurm writes it.
+            self.assertEqual([r[0] for r in rows],
+                             [f"{j['array_id']}_{j['array_index']}" if "array_id" in j else str(j["id"]) for j in listed],
+                             args)
             for row, j in zip(rows, listed):
                 self.assertEqual(row[1:4], [j["name"], j["user"], j["state"]], args)
         table = self.gh("ps").stdout.splitlines()
         self.assertEqual(table[0].split()[:4], ["ID", "NAME", "USER", "STATE"])
         sweep = [line.split() for line in table if line.split()[1].startswith("sweep[")]
-        self.assertEqual([int(r[0]) for r in sweep], ids)
+        self.assertEqual([r[0] for r in sweep], [f"{ids[0]}_{i}" for i in range(5)])
         self.assertTrue(all(r[3] == "pending" and r[4] == "1" and r[5] == "-" and r[6] == "7" for r in sweep), sweep)
         self.gh("cancel", "--quiet", str(blocker), *map(str, ids))
 

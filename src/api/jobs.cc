@@ -82,6 +82,10 @@ void from_json(const json& j, ArraySummary& v) {
 
 std::string ArrayTaskId(int64_t array_id, int index) { return std::to_string(array_id) + "_" + std::to_string(index); }
 
+std::string JobIdText(const JobRow& job) {
+  return job.array_id > 0 ? ArrayTaskId(job.array_id, job.array_index) : std::to_string(job.id);
+}
+
 void to_json(json& j, const CancelOutcome& v) {
   json skipped = json::array();
   for (const auto& s : v.skipped) skipped.push_back({{"id", s.id}, {"reason", s.reason}});
@@ -91,10 +95,10 @@ void to_json(json& j, const CancelOutcome& v) {
 namespace {
 
 enum class Column { kUnknown, kId, kName, kUser, kState, kGpuTwentieths, kAssignedGpus, kPriority, kSubmitted,
-                    kStarted, kEnded, kReason };
+                    kStarted, kEnded, kReason, kArrayId, kArrayIndex };
 
 Column ColumnNamed(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, Column>, 11> kNames = {{
+  static constexpr std::array<std::pair<std::string_view, Column>, 13> kNames = {{
       {"id", Column::kId},
       {"name", Column::kName},
       {"user", Column::kUser},
@@ -106,6 +110,8 @@ Column ColumnNamed(std::string_view name) {
       {"started", Column::kStarted},
       {"ended", Column::kEnded},
       {"reason", Column::kReason},
+      {"array_id", Column::kArrayId},
+      {"array_index", Column::kArrayIndex},
   }};
   for (const auto& [n, c] : kNames) {
     if (n == name) return c;
@@ -261,6 +267,8 @@ class TableReader : public nlohmann::json_sax<json> {
       case Column::kStarted: return as_int64(&job.started);
       case Column::kEnded: return as_int64(&job.ended);
       case Column::kReason: return as_text(&job.reason);
+      case Column::kArrayId: return as_int64(&job.array_id);
+      case Column::kArrayIndex: return as_int(&job.array_index);
       case Column::kUnknown: break;
     }
     return true;
@@ -302,7 +310,8 @@ Result<JobTable> JobTableFromFullListing(const json& reply, TimeMs clock_now) {
                                   .state = std::move(v.state), .reason = std::move(v.reason),
                                   .priority = v.priority, .gpu_twentieths = v.gpu_twentieths,
                                   .assigned_gpus = std::move(v.assigned_gpus), .submitted = v.submitted,
-                                  .started = v.started, .ended = v.ended});
+                                  .started = v.started, .ended = v.ended, .array_id = v.array_id,
+                                  .array_index = v.array_index});
     }
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("cannot read the job listing: ") + e.what());

@@ -120,7 +120,7 @@ void from_json(const nlohmann::json& j, JobView& v);
 // is among them, so every caller may read every row.
 inline constexpr const char* kJobTableColumns[] = {
     "id", "name", "user", "state", "gpu_twentieths", "assigned_gpus", "priority", "submitted", "started", "ended",
-    "reason"};
+    "reason", "array_id", "array_index"};
 
 // One row of it: the columns `ps` shows, a third of a JobView's size.
 struct JobRow {
@@ -133,7 +133,11 @@ struct JobRow {
   int gpu_twentieths = 0;
   std::vector<int> assigned_gpus;
   TimeMs submitted = 0, started = 0, ended = 0;
+  int64_t array_id = 0;  // a task of an array: its array's id and its index (JobView)
+  int array_index = 0;
 };
+// A job's id as people write it: "12_3" for task 3 of array 12, else "14".
+std::string JobIdText(const JobRow& job);
 
 struct JobTable {
   // A deque: 20,000 rows are never moved while it grows (a vector's doublings

@@ -125,7 +125,7 @@ void AddPsCommand(CLI::App& app, CommandContext* ctx) {
     std::vector<std::string> cells;
     auto row_at = [&](size_t i) -> const std::vector<std::string>& {
       const api::JobRow& j = listing->jobs[i];
-      cells = {std::to_string(j.id), Printable(j.name), Printable(j.user), StateCell(j.state, color),
+      cells = {api::JobIdText(j), Printable(j.name), Printable(j.user), StateCell(j.state, color),
                Printable(api::GpusRequested(j)), Printable(api::GpusAssigned(j)), std::to_string(j.priority),
                api::JobTime(j, now), Printable(j.reason)};
       return cells;

@@ -224,25 +224,31 @@ Result<api::ArraySummary> JobService::Array(sched::JobId array_id) const {
   api::ArraySummary out;
   out.id = array_id;
   out.size = first->array_size;
+  // Finished tasks from the store in one range read; unfinished ones, and
+  // those that ended in this turn (not committed yet), from memory.
+  auto stored = state_->store->ListJobStates(array_id, array_id + out.size - 1);
+  if (!stored.ok()) return stored.status();
+  std::map<sched::JobId, const Entry*> ended_now;
+  for (const auto& node : finished_entries_) {
+    if (node.key() >= array_id && node.key() < array_id + out.size) ended_now[node.key()] = &node.mapped();
+  }
+  auto row = stored->begin();
   for (int i = 0; i < out.size; ++i) {
     const sched::JobId id = array_id + i;
+    while (row != stored->end() && row->id < id) ++row;
     std::string state, name;
     if (auto it = jobs_.find(id); it != jobs_.end()) {
       state = sched::JobStateName(it->second.job.state);
       name = it->second.job.spec.name;
     } else {
-      auto stored = state_->store->GetJob(id);
-      if (!stored.ok()) return stored.status();
-      // Ended in this turn: not in the store yet.
-      for (const auto& node : finished_entries_) {
-        if (node.key() == id) {
-          state = sched::JobStateName(node.mapped().job.state);
-          name = node.mapped().job.spec.name;
-        }
-      }
-      if (state.empty() && stored->has_value()) {
-        state = (*stored)->state;
-        name = (*stored)->name;
+      auto found = ended_now.find(id);
+      const Entry* ended = found == ended_now.end() ? nullptr : found->second;
+      if (ended != nullptr) {
+        state = sched::JobStateName(ended->job.state);
+        name = ended->job.spec.name;
+      } else if (row != stored->end() && row->id == id) {
+        state = row->state;
+        name = row->name;
       }
     }
     if (state.empty()) continue;
@@ -258,6 +264,7 @@ Result<api::ArraySummary> JobService::Array(sched::JobId array_id) const {
   }
   return out;
 }
+
 
 Result<api::LogChunk> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset, int attempt) {
   if (stream != "stdout" && stream != "stderr") return InvalidArgument("stream must be stdout or stderr");
