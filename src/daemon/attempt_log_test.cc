@@ -129,7 +129,7 @@ TEST_F(AttemptLogTest, EveryAttemptSaysWhyItEndedAcrossARestart) {
   // shim. (A job is "running" from the turn that starts it; its shim exists once
   // the launch, off the loop, is done: a launch the daemon stopped before is
   // run again as a new attempt, which is not what this test is about.)
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(home_ / "jobs" / std::to_string(id) / "2" / "shim"); }));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(home_ / "run" / "jobs" / std::to_string(id) / "2" / "shim"); }));
   StopDaemon();
   StartDaemon();
   json after = Job(id);
