@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """End-to-end tests of the contracts scripts rely on: usage errors exit 2,
 `wait`, dependencies, `events -f --json` into a pipe, `ps --state`, `logs` of a
-pending job, job spec files and `cancel` of many jobs in one request. The real
-binary, a simulated fleet, the unix socket only; the jobs run as nobody
-(JOB_USER) wherever the test runs as root."""
+pending job and of each attempt, `submit --hold`, arrays as units, job spec files and
+`cancel` of many jobs in one request. The real binary, a simulated fleet, the unix socket
+only; the jobs run as nobody (JOB_USER) wherever the test runs as root."""
 
 import json
 import os
@@ -227,6 +227,97 @@ class JobContractTest(unittest.TestCase):
         self.assertEqual(out, "late\n")
         self.assertIn("waiting for it to start", err)
 
+    def test_logs_of_each_attempt(self):
+        jid = self.submit("--", "sh", "-c", "echo run ${GPUHERD_RESTART_COUNT:-0}; sleep 2")
+        deadline = time.time() + 30
+        while self.gh("logs", str(jid), check=False).stdout != "run 0\n" and time.time() < deadline:
+            time.sleep(0.1)
+        self.gh("requeue", str(jid))
+        self.assertEqual(self.wait_state(jid, ["completed"])["attempt"], 2)
+        self.assertEqual(self.gh("logs", str(jid)).stdout, "run 1\n")
+        self.assertEqual(self.gh("logs", str(jid), "--attempt", "1").stdout, "run 0\n")
+        self.assertEqual(self.gh("logs", str(jid), "--all-attempts").stdout,
+                         f"==> job {jid}, attempt 1 of 2 <==\nrun 0\n\n==> job {jid}, attempt 2 of 2 <==\nrun 1\n")
+        missing = self.gh("logs", str(jid), "--attempt", "3", check=False)
+        self.assertEqual(missing.returncode, 1, missing.stderr)
+        self.assertIn(f"job {jid} has no attempt 3: it has had 2 attempts (1-2)", missing.stderr)
+        shown = self.gh("show", str(jid)).stdout
+        for attempt in (1, 2):
+            self.assertIn(f"output of attempt {attempt}: {self.home.dir}", shown)
+            self.assertIn(f"/jobs/{jid}/{attempt}\n", shown)
+
+    def test_submit_hold_waits_for_release(self):
+        jid = self.submit("--hold", "--", "echo", "released")
+        time.sleep(1)
+        self.assertEqual(self.job(jid)["state"], "held")
+        spec = os.path.join(self.home.dir, "held.yaml")
+        with open(spec, "w") as f:
+            f.write("command: [true]\nhold: true\n")
+        from_file = int(self.gh("submit", "-f", spec).stdout)
+        self.assertEqual(self.job(from_file)["state"], "held")
+        self.gh("release", str(jid))
+        self.assertEqual(self.wait_state(jid, ["completed", "failed"])["state"], "completed")
+        self.assertEqual(self.gh("logs", str(jid)).stdout, "released\n")
+        self.assertEqual(self.job(from_file)["state"], "held")
+        with open(spec, "w") as f:
+            f.write("command: [true]\nhold: maybe\n")
+        proc = self.gh("submit", "-f", spec, check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn(f"{spec}:2: job spec field 'hold': must be true or false", proc.stderr)
+
+    def test_arrays_are_addressed_by_array_id_task_id_or_name(self):
+        ids = [int(i) for i in self.gh("submit", "--array", "3", "--hold", "--name", "lowp", "--",
+                                       "sh", "-c", "echo task $GPUHERD_ARRAY_INDEX").stdout.split()]
+        a = ids[0]
+        self.assertEqual(ids, [a, a + 1, a + 2])
+        shown = self.gh("show", str(a)).stdout
+        self.assertIn(f"array {a}  lowp\n", shown)
+        self.assertIn(f"tasks      3 ({a}_0 to {a}_2): 3 held\n", shown)
+        self.assertIn(f"task {a}_1 of array {a} (3 tasks)", self.gh("show", f"{a}_1").stdout)
+        self.assertEqual([j["id"] for j in json.loads(self.gh("ps", str(a), "--json").stdout)], ids)
+        self.assertEqual([j["id"] for j in json.loads(self.gh("ps", f"{a}_2", "--json").stdout)], [a + 2])
+        self.assertEqual([line.split()[0] for line in self.gh("ps", str(a)).stdout.splitlines()[1:]],
+                         [f"{a}_0", f"{a}_1", f"{a}_2"])
+        self.assertEqual(self.gh("release", f"{a}_1").stdout, f"job {a}_1: pending\n")
+        self.assertEqual(self.gh("wait", f"{a}_1", check=False).returncode, 0)
+        self.assertEqual(self.job(a)["state"], "held")
+        self.assertEqual(self.gh("release", str(a)).stdout, f"job {a}_0: pending\njob {a}_2: pending\n")
+        self.assertEqual(self.gh("wait", str(a), check=False).returncode, 0)
+        self.assertEqual(self.gh("logs", f"{a}_2").stdout, "task 2\n")
+        self.assertEqual(self.gh("logs", str(a)).stdout,
+                         f"==> job {a}_0 <==\ntask 0\n\n==> job {a}_1 <==\ntask 1\n\n==> job {a}_2 <==\ntask 2\n")
+        missing = self.gh("show", f"{a}_3", check=False)
+        self.assertEqual(missing.returncode, 1, missing.stderr)
+        self.assertIn(f"array {a} has no task {a}_3: its tasks are {a}_0 to {a}_2", missing.stderr)
+        bad = self.gh("show", f"{a}_x", check=False)
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        # cancel by the array's name and by its id, finished tasks left alone.
+        more = [int(i) for i in self.gh("submit", "--array", "2", "--hold", "--name", "lowp", "--", "true").stdout.split()]
+        self.assertEqual(self.gh("cancel", "--name", "lowp").stdout,
+                         f"job {more[0]}: cancelled\njob {more[1]}: cancelled\n")
+        rest = [int(i) for i in self.gh("submit", "--array", "2", "--hold", "--", "true").stdout.split()]
+        self.assertEqual(self.gh("cancel", str(rest[0])).stdout,
+                         f"job {rest[0]}: cancelled\njob {rest[1]}: cancelled\n")
+
+    def test_messages_speak_the_interface_in_use(self):
+        flags = self.gh("submit", "--gpus", "0.5", "--", "true", check=False)
+        self.assertEqual(flags.returncode, 2, flags.stderr)
+        self.assertIn("--gpu-mem is required for a fraction of a GPU (--gpus 0.5)", flags.stderr)
+        self.assertIn("e.g. --gpu-mem 8GiB", flags.stderr)
+        self.assertNotIn("gpu_mem", flags.stderr)
+        spec = os.path.join(self.home.dir, "fraction.yaml")
+        with open(spec, "w") as f:
+            f.write("command: [true]\ngpus: 0.5\n")
+        from_file = self.gh("submit", "-f", spec, check=False)
+        self.assertEqual(from_file.returncode, 2, from_file.stderr)
+        self.assertIn("job spec field 'gpu_mem'", from_file.stderr)
+        fraction = self.submit("--gpus", "0.25", "--gpu-mem", "4GiB", "--", "true")
+        self.assertIn("requests   0.25 GPU, 4 GiB of GPU memory;", self.gh("show", str(fraction)).stdout)
+        stubborn = self.submit("--time-limit", "1s", "--checkpoint-grace", "1s", "--",
+                               "sh", "-c", "trap '' TERM; sleep 30")
+        ended = self.wait_state(stubborn, ["failed", "completed", "cancelled"])
+        self.assertEqual(ended["reason"], "stopped at its time limit of 1s (SIGTERM, then SIGKILL after 1 s)")
+
     # --- job spec files ---------------------------------------------------------
 
     def test_spec_file_errors_name_the_file_and_line(self):
@@ -294,6 +385,27 @@ class JobContractTest(unittest.TestCase):
         unknown = self.gh("cancel", str(other + 100), check=False)
         self.assertNotEqual(unknown.returncode, 0)
         self.assertIn("nothing was cancelled", unknown.stderr)
+
+
+class NoDaemonTest(unittest.TestCase):
+    def setUp(self):
+        self.home = Home()
+
+    def tearDown(self):
+        self.home.close()
+
+    def test_no_daemon_says_so_and_how_to_start_one(self):
+        sock = os.path.join(self.home.dir, "gpuherd.sock")
+        for args in (["ps"], ["show", "1"], ["submit", "--", "true"], ["logs", "1"]):
+            proc = run(*args, home=self.home.dir, check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertEqual(proc.stderr, f"gpuherd: no daemon answers on {sock}; start one with "
+                                          f"`gpuherd daemon --home {self.home.dir}`\n", args)
+
+    def test_bare_sim_means_eight_gpus(self):
+        self.home.start("--sim", "--interval", "200ms")
+        gpus = json.loads(run("gpus", "--json", home=self.home.dir).stdout)
+        self.assertEqual(len(gpus if isinstance(gpus, list) else gpus["gpus"]), 8)
 
 
 class OlderDaemonTest(unittest.TestCase):

@@ -194,7 +194,11 @@ class QueueTest(unittest.TestCase):
             j = self.wait_state(jid, ["completed", "failed"])
             self.assertEqual(j["state"], "completed", j)
             self.assertEqual(j["name"], f"sweep[{i}]")
-            self.assertEqual(self.gh("logs", str(jid)).stdout, f"{i} of 3\n")
+            # The first id is the whole array's (README, "Arrays as units"): its
+            # task 0 is ID_0; the other tasks' own ids name them alone.
+            self.assertEqual(self.gh("logs", f"{ids[0]}_{i}").stdout, f"{i} of 3\n")
+            if i > 0:
+                self.assertEqual(self.gh("logs", str(jid)).stdout, f"{i} of 3\n")
         refused = self.gh("submit", "--array", "0", "--", "true", check=False)
         self.assertEqual(refused.returncode, 2, refused.stderr)  # a usage error
         self.assertEqual(len(json.loads(self.gh("ps", "--all", "--json").stdout)), 3)
@@ -211,13 +215,16 @@ class QueueTest(unittest.TestCase):
         for args in ([], ["--all"], ["--state", "pending"], ["--state", "completed"]):
             listed = json.loads(self.gh("ps", *args, "--json").stdout)
             rows = [line.split() for line in self.gh("ps", *args).stdout.splitlines()[1:]]
-            self.assertEqual([int(r[0]) for r in rows], [j["id"] for j in listed], args)
+            # A task of an array is listed as ARRAY_INDEX, as Slurm writes it.
+            self.assertEqual([r[0] for r in rows],
+                             [f"{j['array_id']}_{j['array_index']}" if "array_id" in j else str(j["id"]) for j in listed],
+                             args)
             for row, j in zip(rows, listed):
                 self.assertEqual(row[1:4], [j["name"], j["user"], j["state"]], args)
         table = self.gh("ps").stdout.splitlines()
         self.assertEqual(table[0].split()[:4], ["ID", "NAME", "USER", "STATE"])
         sweep = [line.split() for line in table if line.split()[1].startswith("sweep[")]
-        self.assertEqual([int(r[0]) for r in sweep], ids)
+        self.assertEqual([r[0] for r in sweep], [f"{ids[0]}_{i}" for i in range(5)])
         self.assertTrue(all(r[3] == "pending" and r[4] == "1" and r[5] == "-" and r[6] == "7" for r in sweep), sweep)
         self.gh("cancel", "--quiet", str(blocker), *map(str, ids))
 
@@ -250,7 +257,7 @@ class QueueTest(unittest.TestCase):
         self.home.start("--sim", "2", "--interval", "200ms")
         cases = [
             (["--gpus", "0.33", "--gpu-mem", "1GiB", "--", "true"], "0.33"),
-            (["--gpus", "0.5", "--", "true"], "gpu_mem"),
+            (["--gpus", "0.5", "--", "true"], "--gpu-mem is required for a fraction of a GPU (--gpus 0.5)"),
             (["--gpus", "3", "--", "true"], "3"),
             (["--gpus", "1", "--gpu-mem", "900GiB", "--", "true"], "900"),
             (["--gpus", "lots", "--", "true"], "lots"),

@@ -144,6 +144,46 @@ TEST(ApiJobsTest, JobViewReadsTheDaemonsJob) {
 }
 
 
+TEST(ApiJobsTest, ArrayPlaceAndSummaryRoundTrip) {
+  JobView task;
+  task.id = 14;
+  task.array_id = 12;
+  task.array_index = 2;
+  task.array_size = 3;
+  json j = task;
+  EXPECT_EQ(j["array_id"], 12);
+  auto back = Decode<JobView>(j, "task");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->array_index, 2);
+  EXPECT_EQ(back->array_size, 3);
+  EXPECT_FALSE(json(JobView{}).contains("array_id"));  // not a task: as before arrays had ids
+
+  ArraySummary a;
+  a.id = 12;
+  a.name = "lowp";
+  a.size = kMaxArrayTasksListed + 5;
+  a.states = {{"completed", kMaxArrayTasksListed + 4}, {"held", 1}};
+  for (int i = 0; i < a.size; ++i) a.tasks.push_back({12 + i, i, i == 0 ? "held" : "completed"});
+  json s = a;
+  EXPECT_EQ(s["tasks"].size(), static_cast<size_t>(kMaxArrayTasksListed));  // the counts cover the rest
+  auto summary = Decode<ArraySummary>(s, "array");
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->size, kMaxArrayTasksListed + 5);
+  EXPECT_EQ(summary->states.at("held"), 1);
+  EXPECT_EQ(summary->tasks[0].state, "held");
+  EXPECT_EQ(ArrayTaskId(12, 3), "12_3");
+}
+
+TEST(ApiJobsTest, LogChunkSaysWhichAttemptItIs) {
+  LogChunk c;
+  c.data = "x";
+  c.attempt = 1;
+  c.attempts = 2;
+  json j = c;
+  EXPECT_EQ(j["attempt"], 1);
+  EXPECT_EQ(j["attempts"], 2);
+}
+
 TEST(ApiJobsTest, JobTableReadsRowsByColumnName) {
   // Columns in another order than the daemon's, one the reader does not know.
   const std::string body =

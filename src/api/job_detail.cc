@@ -61,6 +61,7 @@ void to_json(json& j, const AttemptView& a) {
            {"peak_gpu_mem_bytes", a.peak_gpu_mem_bytes ? json(*a.peak_gpu_mem_bytes) : json(nullptr)}};
   if (a.exit_code) j["exit_code"] = *a.exit_code;
   if (a.exit_signal) j["exit_signal"] = *a.exit_signal;
+  if (!a.logs.empty()) j["logs"] = a.logs;
 }
 
 void from_json(const json& j, AttemptView& a) {
@@ -73,6 +74,7 @@ void from_json(const json& j, AttemptView& a) {
   a.end_cause = j.value("end_cause", std::string());
   a.reason = j.value("reason", std::string());
   a.util_samples = j.value("util_samples", 0);
+  a.logs = j.value("logs", std::string());
   a.exit_code.reset();
   a.exit_signal.reset();
   a.gpu_util_mean.reset();

@@ -57,6 +57,7 @@ struct AttemptView {
   int util_samples = 0;
   std::optional<double> gpu_util_mean;        // %
   std::optional<uint64_t> peak_gpu_mem_bytes;
+  std::string logs;  // the attempt's stdout and stderr folder; empty for who may not read it
 };
 
 void to_json(nlohmann::json& j, const AttemptView& a);

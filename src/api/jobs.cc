@@ -44,13 +44,46 @@ void to_json(json& j, const JobView& v) {
   if (!v.after.empty()) j["after"] = v.after;
   if (!v.after_any.empty()) j["after_any"] = v.after_any;
   if (!v.after_not_ok.empty()) j["after_not_ok"] = v.after_not_ok;
+  if (v.array_id > 0) {
+    j["array_id"] = v.array_id;
+    j["array_index"] = v.array_index;
+    j["array_size"] = v.array_size;
+  }
   if (!v.priority_explained.empty()) j["priority_explained"] = v.priority_explained;
   if (v.memory_fence) j["memory_fence"] = *v.memory_fence;
   if (!v.containment.empty()) j["containment"] = v.containment;
 }
 
 void to_json(json& j, const LogChunk& v) {
-  j = {{"data", v.data}, {"next_offset", v.next_offset}, {"final", v.final}, {"truncated", v.truncated}};
+  j = {{"data", v.data},         {"next_offset", v.next_offset}, {"final", v.final},
+       {"truncated", v.truncated}, {"attempt", v.attempt},         {"attempts", v.attempts}};
+}
+
+void to_json(json& j, const ArraySummary& v) {
+  json tasks = json::array();
+  for (const auto& t : v.tasks) {
+    if (tasks.size() >= static_cast<size_t>(kMaxArrayTasksListed)) break;  // the counts cover the rest
+    tasks.push_back({{"id", t.id}, {"index", t.index}, {"state", t.state}});
+  }
+  j = {{"id", v.id}, {"name", v.name}, {"size", v.size}, {"states", v.states}, {"tasks", std::move(tasks)}};
+}
+
+void from_json(const json& j, ArraySummary& v) {
+  v.id = j.value("id", int64_t{0});
+  v.name = j.value("name", std::string());
+  v.size = j.value("size", 0);
+  v.states = j.value("states", std::map<std::string, int>());
+  v.tasks.clear();
+  for (const auto& t : j.value("tasks", json::array())) {
+    if (!t.is_object()) continue;
+    v.tasks.push_back({t.value("id", int64_t{0}), t.value("index", 0), t.value("state", std::string())});
+  }
+}
+
+std::string ArrayTaskId(int64_t array_id, int index) { return std::to_string(array_id) + "_" + std::to_string(index); }
+
+std::string JobIdText(const JobRow& job) {
+  return job.array_id > 0 ? ArrayTaskId(job.array_id, job.array_index) : std::to_string(job.id);
 }
 
 void to_json(json& j, const CancelOutcome& v) {
@@ -62,10 +95,10 @@ void to_json(json& j, const CancelOutcome& v) {
 namespace {
 
 enum class Column { kUnknown, kId, kName, kUser, kState, kGpuTwentieths, kAssignedGpus, kPriority, kSubmitted,
-                    kStarted, kEnded, kReason };
+                    kStarted, kEnded, kReason, kArrayId, kArrayIndex };
 
 Column ColumnNamed(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, Column>, 11> kNames = {{
+  static constexpr std::array<std::pair<std::string_view, Column>, 13> kNames = {{
       {"id", Column::kId},
       {"name", Column::kName},
       {"user", Column::kUser},
@@ -77,6 +110,8 @@ Column ColumnNamed(std::string_view name) {
       {"started", Column::kStarted},
       {"ended", Column::kEnded},
       {"reason", Column::kReason},
+      {"array_id", Column::kArrayId},
+      {"array_index", Column::kArrayIndex},
   }};
   for (const auto& [n, c] : kNames) {
     if (n == name) return c;
@@ -232,6 +267,8 @@ class TableReader : public nlohmann::json_sax<json> {
       case Column::kStarted: return as_int64(&job.started);
       case Column::kEnded: return as_int64(&job.ended);
       case Column::kReason: return as_text(&job.reason);
+      case Column::kArrayId: return as_int64(&job.array_id);
+      case Column::kArrayIndex: return as_int(&job.array_index);
       case Column::kUnknown: break;
     }
     return true;
@@ -273,7 +310,8 @@ Result<JobTable> JobTableFromFullListing(const json& reply, TimeMs clock_now) {
                                   .state = std::move(v.state), .reason = std::move(v.reason),
                                   .priority = v.priority, .gpu_twentieths = v.gpu_twentieths,
                                   .assigned_gpus = std::move(v.assigned_gpus), .submitted = v.submitted,
-                                  .started = v.started, .ended = v.ended});
+                                  .started = v.started, .ended = v.ended, .array_id = v.array_id,
+                                  .array_index = v.array_index});
     }
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("cannot read the job listing: ") + e.what());
@@ -301,6 +339,9 @@ void from_json(const json& j, JobView& v) {
   v.after = j.value("after", std::vector<int64_t>());
   v.after_any = j.value("after_any", std::vector<int64_t>());
   v.after_not_ok = j.value("after_not_ok", std::vector<int64_t>());
+  v.array_id = j.value("array_id", int64_t{0});
+  v.array_index = j.value("array_index", 0);
+  v.array_size = j.value("array_size", 0);
   v.command = j.value("command", std::vector<std::string>());
   v.submitted = j.value("submitted", TimeMs{0});
   v.started = j.value("started", TimeMs{0});

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,10 @@ struct JobView {
   bool preemptible = false;
   DurationMs time_limit_ms = 0;
   std::vector<int64_t> after, after_any, after_not_ok;  // dependencies
+  // A task of an array (`submit --array N`): the array's id is its first
+  // task's, and task i is addressed as "<array_id>_<i>". 0: not a task.
+  int64_t array_id = 0;
+  int array_index = 0, array_size = 0;
   std::optional<int> exit_code, exit_signal;
   std::string priority_explained;     // a pending job's, in `show`
   std::string logs;                   // the attempt's folder, once it ran
@@ -59,12 +64,34 @@ struct JobView {
 void to_json(nlohmann::json& j, const MemoryFenceView& v);
 void to_json(nlohmann::json& j, const JobView& v);
 
+// A job array as a unit (`show` of its id, the "array" field): its tasks'
+// states, counted and one by one (in JSON, the first kMaxArrayTasksListed).
+struct ArraySummary {
+  struct Task {
+    int64_t id = 0;
+    int index = 0;
+    std::string state;
+  };
+  int64_t id = 0;    // its first task's id
+  std::string name;  // as submitted: the tasks are NAME[i]
+  int size = 0;
+  std::map<std::string, int> states;  // state -> how many tasks are in it
+  std::vector<Task> tasks;
+};
+inline constexpr int kMaxArrayTasksListed = 1000;
+void to_json(nlohmann::json& j, const ArraySummary& v);
+void from_json(const nlohmann::json& j, ArraySummary& v);
+// "12_3": task 3 of array 12, as Slurm writes it.
+std::string ArrayTaskId(int64_t array_id, int index);
+
 // A piece of a job's output (GET /v1/jobs/{id}/logs).
 struct LogChunk {
   std::string data;         // raw bytes of the file (JSON-escaped when written)
   int64_t next_offset = 0;  // where the next piece starts
   bool final = false;       // the job is over: nothing more will come
   bool truncated = false;   // more is there already past this piece
+  int attempt = 0;          // the attempt whose output this is (0: none has started)
+  int attempts = 0;         // how many attempts the job has had
 };
 void to_json(nlohmann::json& j, const LogChunk& v);
 
@@ -93,7 +120,7 @@ void from_json(const nlohmann::json& j, JobView& v);
 // is among them, so every caller may read every row.
 inline constexpr const char* kJobTableColumns[] = {
     "id", "name", "user", "state", "gpu_twentieths", "assigned_gpus", "priority", "submitted", "started", "ended",
-    "reason"};
+    "reason", "array_id", "array_index"};
 
 // One row of it: the columns `ps` shows, a third of a JobView's size.
 struct JobRow {
@@ -106,7 +133,11 @@ struct JobRow {
   int gpu_twentieths = 0;
   std::vector<int> assigned_gpus;
   TimeMs submitted = 0, started = 0, ended = 0;
+  int64_t array_id = 0;  // a task of an array: its array's id and its index (JobView)
+  int array_index = 0;
 };
+// A job's id as people write it: "12_3" for task 3 of array 12, else "14".
+std::string JobIdText(const JobRow& job);
 
 struct JobTable {
   // A deque: 20,000 rows are never moved while it grows (a vector's doublings

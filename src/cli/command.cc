@@ -43,6 +43,27 @@ CLI::Validator WholeNumber(int64_t lo, int64_t hi) {
 CLI::Validator NonNegativeWhole() { return WholeNumber(0, INT64_MAX); }
 CLI::Validator PositiveWhole() { return WholeNumber(1, INT64_MAX); }
 
+CLI::Validator JobRef() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        const size_t underscore = input.find('_');
+        // A plain id is refused in the words every id has (WholeNumber).
+        if (underscore == std::string::npos) {
+          std::string plain = PositiveWhole()(input);
+          return plain.empty() ? plain : plain + " (or a task of an array such as 12_3)";
+        }
+        auto whole = [](const std::string& text, int64_t lo) {
+          int64_t value = 0;
+          auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+          return ec == std::errc() && end == text.data() + text.size() && value >= lo;
+        };
+        const bool ok = whole(input.substr(0, underscore), 1) && whole(input.substr(underscore + 1), 0);
+        return ok ? std::string()
+                  : "must be a job id such as 12, or a task of an array such as 12_3; got '" + Printable(input) + "'";
+      },
+      "ID|ARRAY_INDEX");
+}
+
 gpu::DriverChoice DriverFlags::choice() const {
   gpu::DriverChoice choice;
   choice.sim_count = sim;
@@ -52,7 +73,10 @@ gpu::DriverChoice DriverFlags::choice() const {
 }
 
 void DriverFlags::AddTo(CLI::App* command) {
-  auto* sim_opt = command->add_option("--sim", sim, "Use N simulated GPUs instead of NVML")
+  // A bare --sim is a machine of 8 (DESIGN.md's contract: `daemon --sim` means 8).
+  auto* sim_opt = command->add_option("--sim", sim, "Use N simulated GPUs instead of NVML (--sim alone: 8)")
+                      ->expected(0, 1)
+                      ->default_str("8")
                       ->check(CLI::Range(1, 4096));
   auto* scenario_opt = command->add_option("--scenario", scenario, "Simulated fleet and faults from a YAML file")
                            ->check(CLI::ExistingFile);

@@ -45,6 +45,9 @@ struct CommandContext {
 CLI::Validator WholeNumber(int64_t lo, int64_t hi);
 CLI::Validator NonNegativeWhole();  // 0 and up
 CLI::Validator PositiveWhole();     // 1 and up
+// A job as commands name it: "12" (a job, or the whole array whose id it is:
+// an array's id is its first task's) or "12_3" (task 3 of array 12).
+CLI::Validator JobRef();
 
 // --sim N, --scenario FILE, --seed S: the flags that choose the GPU driver.
 struct DriverFlags {

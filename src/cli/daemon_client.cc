@@ -59,7 +59,22 @@ std::string NewIdempotencyKey() {
   return fmt::format("cli-{:08x}{:08x}{:08x}{:08x}", words[0], words[1], words[2], words[3]);
 }
 
+// Whether nothing listens on the socket at all (no file there, or nobody
+// accepting): no request reached a daemon.
+bool NoDaemonThere(const Status& s) {
+  if (s.code() != Code::kUnavailable || s.message().rfind("cannot reach ", 0) != 0) return false;
+  return s.message().find(": no socket there") != std::string::npos ||
+         s.message().find(": connection refused") != std::string::npos;
+}
+
 }  // namespace
+
+Status SaidAsNoDaemon(const StateDir& dir, const Status& status) {
+  // Said as what to do, not as the socket's errno.
+  if (!NoDaemonThere(status)) return status;
+  return Unavailable("no daemon answers on " + dir.socket_path() + "; start one with `gpuherd daemon --home " +
+                     dir.root + "`");
+}
 
 DaemonClient::DaemonClient(StateDir dir, DurationMs timeout)
     : dir_(std::move(dir)), http_(http::Endpoint{dir_.socket_path()}, TimeoutFor(timeout)) {}
@@ -67,7 +82,9 @@ DaemonClient::DaemonClient(StateDir dir, DurationMs timeout)
 bool DaemonClient::Reachable() { return Get("/v1/health").ok(); }
 
 Result<nlohmann::json> DaemonClient::Decode(const Result<http::ClientResponse>& response, const std::string& target) {
-  if (!response.ok()) return response.status();
+  if (!response.ok()) {
+    return SaidAsNoDaemon(dir_, response.status());
+  }
   if (response->status >= 200 && response->status < 300) {
     Result<nlohmann::json> body = http::ParseJson(response->body, kReplyLimits);
     if (!body.ok()) {
@@ -92,7 +109,7 @@ Result<nlohmann::json> DaemonClient::Post(const std::string& target, const nlohm
   Result<http::ClientResponse> response = http_.Request("POST", target, text, headers);
   // No answer is not "not done": the daemon may have acted. The same key
   // makes the second try return the first outcome instead of acting again.
-  if (!response.ok() && response.status().code() == Code::kUnavailable) {
+  if (!response.ok() && response.status().code() == Code::kUnavailable && !NoDaemonThere(response.status())) {
     response = http_.Request("POST", target, text, headers);
     if (!response.ok()) {
       return Status(response.status().code(),

@@ -41,4 +41,8 @@ class DaemonClient {
   http::Client http_;
 };
 
+// A failure to connect because no daemon listens, said as such and as how to
+// start one; any other status as it is.
+Status SaidAsNoDaemon(const StateDir& dir, const Status& status);
+
 }  // namespace gpuherd::cli

@@ -12,17 +12,19 @@ namespace {
 
 void AddCancelCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
-    std::vector<int64_t> ids;
+    std::vector<std::string> ids;
     std::string user, state, name;
     bool all = false, quiet = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "cancel", "Cancel jobs, all in one request (running ones get SIGTERM, then SIGKILL after their grace period)");
-  cmd->add_option("ids", f->ids, "Job ids (with filters: only those that match them)")->check(PositiveWhole());
+  cmd->add_option("ids", f->ids, "Job ids, array ids (every task) or tasks such as 12_3 (with filters: only those "
+                               "that match them)")
+      ->check(JobRef());
   cmd->add_option("--user", f->user, "Only this user's jobs (another user's: admins only)");
   cmd->add_option("--state", f->state, "Only jobs in this state: pending, held, running or stopping");
-  cmd->add_option("--name", f->name, "Only jobs of this name");
+  cmd->add_option("--name", f->name, "Only jobs of this name (an array's name: its tasks)");
   cmd->add_flag("--all", f->all, "Every user's unfinished jobs that match the filters (admins only)");
   cmd->add_flag("-q,--quiet", f->quiet, "Print nothing but errors");
   cmd->callback([ctx, f] {
@@ -31,7 +33,17 @@ void AddCancelCommand(CLI::App& app, CommandContext* ctx) {
       return ctx->Usage("name the jobs to cancel: ids, or --user, --state, --name or --all");
     }
     nlohmann::json body = nlohmann::json::object();
-    if (!f->ids.empty()) body["ids"] = f->ids;
+    // Plain ids go as numbers, as daemons before arrays had ids read them.
+    if (!f->ids.empty()) {
+      body["ids"] = nlohmann::json::array();
+      for (const std::string& id : f->ids) {
+        if (id.find('_') == std::string::npos) {
+          body["ids"].push_back(std::stoll(id));
+        } else {
+          body["ids"].push_back(id);
+        }
+      }
+    }
     if (!f->user.empty()) body["user"] = f->user;
     if (!f->state.empty()) body["state"] = f->state;
     if (!f->name.empty()) body["name"] = f->name;
@@ -72,19 +84,35 @@ void AddJobActionCommands(CLI::App& app, CommandContext* ctx) {
       {"requeue", "Stop running jobs and queue them again (they resume from their checkpoint)"},
   };
   for (const Action& action : kActions) {
-    auto ids = std::make_shared<std::vector<int64_t>>();
+    auto ids = std::make_shared<std::vector<std::string>>();
     CLI::App* cmd = app.add_subcommand(action.name, action.help);
-    cmd->add_option("ids", *ids, "Job ids")->required()->check(PositiveWhole());
+    cmd->add_option("ids", *ids, "Job ids, array ids (every task it applies to) or tasks such as 12_3")
+        ->required()
+        ->check(JobRef());
     std::string name = action.name;
     cmd->callback([ctx, ids, name] {
       DaemonClient client(ctx->dir());
-      for (int64_t id : *ids) {
-        auto reply = client.Post("/v1/jobs/" + std::to_string(id) + "/" + name, nlohmann::json::object());
+      for (const std::string& id : *ids) {
+        auto reply = client.Post("/v1/jobs/" + id + "/" + name, nlohmann::json::object());
         if (!reply.ok()) {
           ctx->Fail(reply.status());
           continue;
         }
-        std::printf("job %lld: %s\n", static_cast<long long>(id), Printable(reply->value("state", std::string())).c_str());
+        // An array: each of its unfinished tasks, acted on or not and why.
+        if (reply->value("array", false)) {
+          for (const auto& task : reply->value("tasks", nlohmann::json::array())) {
+            std::string label = Printable(task.value("task", std::string()));
+            if (task.contains("error")) {
+              std::fprintf(stderr, "gpuherd: job %s: %s\n", label.c_str(),
+                           Printable(task.value("error", std::string())).c_str());
+              ctx->exit_code = 1;
+            } else {
+              std::printf("job %s: %s\n", label.c_str(), Printable(task.value("state", std::string())).c_str());
+            }
+          }
+          continue;
+        }
+        std::printf("job %s: %s\n", id.c_str(), Printable(reply->value("state", std::string())).c_str());
       }
     });
   }

@@ -62,13 +62,15 @@ void PrintSpec(const api::JobSpecView& s, const nlohmann::json& raw) {
   std::string deps;
   for (int64_t d : s.depends_on) deps += (deps.empty() ? "" : ",") + std::to_string(d);
   std::printf("  depends on %s\n", deps.empty() ? "-" : deps.c_str());
-  std::string gpus = sched::FormatGpuTwentieths(s.gpu_twentieths);
+  // "0.25 GPU, 4 GiB of GPU memory": the unit follows the number, before the memory.
+  std::string gpus = sched::FormatGpuTwentieths(s.gpu_twentieths) +
+                     (s.gpu_twentieths == 0 || s.gpu_twentieths > 20 ? " GPUs" : " GPU");
   if (s.gpu_mem_bytes > 0) gpus += ", " + sched::FormatBytes(s.gpu_mem_bytes) + " of GPU memory";
   if (!s.model.empty()) gpus += ", model " + Printable(s.model);
   if (s.min_cc) gpus += ", compute capability >= " + sched::FormatComputeCapability(*s.min_cc);
   if (s.mixed_models) gpus += ", models may be mixed";
   std::string cpus = s.cpus > 0 ? fmt::format("{} CPU{}", s.cpus, s.cpus == 1 ? "" : "s") : "no claim on CPUs";
-  std::printf("  requests   %s GPU%s; %s; %s host memory\n", gpus.c_str(), s.gpu_twentieths == 20 ? "" : "s", cpus.c_str(),
+  std::printf("  requests   %s; %s; %s host memory\n", gpus.c_str(), cpus.c_str(),
               s.mem_bytes > 0 ? sched::FormatBytes(s.mem_bytes).c_str() : "no limit on");
   std::printf("  limits     time %s, checkpoint grace %s, max restarts %d, %s\n",
               s.time_limit_ms > 0 ? FormatDuration(s.time_limit_ms).c_str() : "none",
@@ -76,25 +78,47 @@ void PrintSpec(const api::JobSpecView& s, const nlohmann::json& raw) {
               s.preemptible ? "preemptible" : "not preemptible");
 }
 
+// An array as a unit: its tasks' states, counted, then task by task.
+void PrintArray(const api::ArraySummary& a, bool color) {
+  std::string counts;
+  for (const auto& [state, n] : a.states) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, state);
+  std::printf("array %lld  %s\n", static_cast<long long>(a.id), Printable(a.name).c_str());
+  std::printf("  tasks      %d (%s to %s): %s\n", a.size, api::ArrayTaskId(a.id, 0).c_str(),
+              api::ArrayTaskId(a.id, a.size - 1).c_str(), counts.empty() ? "none" : counts.c_str());
+  for (size_t i = 0; i < a.tasks.size() && i < static_cast<size_t>(api::kMaxArrayTasksListed); ++i) {
+    const auto& t = a.tasks[i];
+    std::printf("    %-12s job %-8lld %s\n", api::ArrayTaskId(a.id, t.index).c_str(), static_cast<long long>(t.id),
+                StateCell(t.state, color).c_str());
+  }
+  std::printf("  `gpuherd show %s` shows one task in full\n", api::ArrayTaskId(a.id, 0).c_str());
+}
+
 }  // namespace
 
 void AddShowCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
-    int64_t id = 0;
+    std::string id;
     bool json = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("show", "Show one job: its whole spec, where it stands and every attempt");
-  cmd->add_option("id", f->id, "Job id")->required()->check(PositiveWhole());
+  cmd->add_option("id", f->id, "Job id, array id (a summary of its tasks) or a task such as 12_3")
+      ->required()
+      ->check(JobRef());
   cmd->add_flag("--json", f->json, "Print JSON");
   cmd->callback([ctx, f] {
-    auto reply = DaemonClient(ctx->dir()).Get("/v1/jobs/" + std::to_string(f->id));
+    auto reply = DaemonClient(ctx->dir()).Get("/v1/jobs/" + f->id);
     if (!reply.ok()) return ctx->Fail(reply.status());
     if (f->json) {
       std::printf("%s\n", reply->dump(2).c_str());
       return;
     }
-    auto job = api::Decode<api::JobView>(*reply, "job " + std::to_string(f->id));
+    if (auto array = reply->find("array"); array != reply->end() && array->is_object()) {
+      auto summary = api::Decode<api::ArraySummary>(*array, "array " + f->id);
+      if (!summary.ok()) return ctx->Fail(summary.status());
+      return PrintArray(*summary, ctx->color());
+    }
+    auto job = api::Decode<api::JobView>(*reply, "job " + f->id);
     if (!job.ok()) return ctx->Fail(job.status());
     const api::JobView& j = *job;
     std::string command;
@@ -103,9 +127,13 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     std::printf("  state      %s%s\n", StateCell(j.state, ctx->color()).c_str(),
                 j.reason.empty() ? "" : ("  (" + Printable(j.reason) + ")").c_str());
     std::printf("  user       %s\n", Printable(j.user).c_str());
+    if (j.array_id > 0) {
+      std::printf("  array      task %s of array %lld (%d tasks)\n", api::ArrayTaskId(j.array_id, j.array_index).c_str(),
+                  static_cast<long long>(j.array_id), j.array_size);
+    }
     std::printf("  command    %s\n", reply->contains("command") ? command.c_str() : "(its owner's)");
     if (auto spec = reply->find("spec"); spec != reply->end() && spec->is_object()) {
-      auto view = api::Decode<api::JobSpecView>(*spec, "the spec of job " + std::to_string(f->id));
+      auto view = api::Decode<api::JobSpecView>(*spec, "the spec of job " + f->id);
       if (!view.ok()) return ctx->Fail(view.status());
       PrintSpec(*view, *spec);
     }
@@ -128,12 +156,12 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
     }
     if (!j.logs.empty()) std::printf("  logs       %s\n", Printable(j.logs).c_str());
     if (auto m = reply->find("metrics"); m != reply->end() && m->is_object()) {
-      auto intake = api::Decode<api::MetricIntakeView>(*m, "the metrics intake of job " + std::to_string(f->id));
+      auto intake = api::Decode<api::MetricIntakeView>(*m, "the metrics intake of job " + f->id);
       if (!intake.ok()) return ctx->Fail(intake.status());
       std::printf("  metrics    %s\n", api::MetricIntakeText(*intake).c_str());
     }
     if (auto list = reply->find("attempts"); list != reply->end() && list->is_array()) {
-      auto attempts = api::Decode<std::vector<api::AttemptView>>(*list, "the attempts of job " + std::to_string(f->id));
+      auto attempts = api::Decode<std::vector<api::AttemptView>>(*list, "the attempts of job " + f->id);
       if (!attempts.ok()) return ctx->Fail(attempts.status());
       if (attempts->empty()) {
         std::printf("  attempts   none yet\n");
@@ -146,6 +174,10 @@ void AddShowCommand(CLI::App& app, CommandContext* ctx) {
           if (end == std::string::npos) end = table.size();
           std::printf("    %s\n", table.substr(start, end - start).c_str());
           start = end + 1;
+        }
+        // Where each attempt's stdout and stderr are (`gpuherd logs ID --attempt N`).
+        for (const api::AttemptView& a : *attempts) {
+          if (!a.logs.empty()) std::printf("    output of attempt %d: %s\n", a.attempt, Printable(a.logs).c_str());
         }
       }
     }

@@ -39,6 +39,12 @@ Result<nlohmann::json> LoadSpecFile(const std::string& path) {
         if (value[i].IsScalar()) field[i] = value[i].Scalar();
       }
     }
+    // hold is how the job is submitted (like --hold), not part of its spec.
+    if (entry.key == "hold") {
+      if (!field.is_boolean()) return reader.Error(value, "job spec field 'hold': must be true or false");
+      spec[entry.key] = std::move(field);
+      continue;
+    }
     if (Status s = sched::ParseJobSpecField(entry.key, field, &scratch); !s.ok()) {
       return reader.Error(value.IsNull() ? entry.key_node : value, s.message());
     }

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/daemon_client.h"
+#include "cli/job_format.h"
 #include "cli/spec_file.h"
 #include "sched/job_spec.h"
 
@@ -24,7 +25,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
     std::string gpus = "0", gpu_mem, model, min_cc, mem, time_limit, grace, name, file;
     int cpus = 0, priority = 0, max_restarts = 0, array = 0;
-    bool preemptible = false, mixed_models = false, json = false;
+    bool preemptible = false, mixed_models = false, json = false, hold = false;
     std::vector<std::string> env, labels, command;
     std::vector<int64_t> after, after_any, after_not_ok;
   };
@@ -60,6 +61,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
   cmd->add_option("--array", f->array,
                   "Queue N tasks of this job at once (GPUHERD_ARRAY_INDEX=0..N-1); prints N ids")
       ->check(CLI::Range(1, sched::kMaxArraySize));
+  cmd->add_flag("--hold", f->hold, "Queue the job held: it starts only after `gpuherd release ID`");
   cmd->add_flag("--json", f->json, "Print {\"id\": N} instead of the bare id");
   cmd->add_option("command", f->command, "The command, after --")->expected(-1);
   cmd->callback([ctx, f] {
@@ -126,8 +128,12 @@ void AddSubmitCommand(CLI::App& app, CommandContext* ctx) {
       spec["labels"][kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     if (f->array > 0) spec["array"] = f->array;
+    if (f->hold) spec["hold"] = true;
     auto reply = DaemonClient(ctx->dir()).Post("/v1/jobs", spec);
-    if (!reply.ok()) return ctx->Fail(reply.status());
+    if (!reply.ok()) {
+      if (!f->file.empty()) return ctx->Fail(reply.status());
+      return ctx->Fail(Status(reply.status().code(), SpokenAsFlags(reply.status().message())));
+    }
     if (f->json) {
       std::printf("%s\n", reply->dump().c_str());
     } else if (auto ids = reply->find("ids"); ids != reply->end() && ids->is_array()) {

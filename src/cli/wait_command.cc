@@ -36,17 +36,21 @@ int ExitStatusOf(const nlohmann::json& job) {
 
 void AddWaitCommand(CLI::App& app, CommandContext* ctx) {
   struct Flags {
-    std::vector<int64_t> ids;
+    std::vector<std::string> ids;
     bool any = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "wait", "Wait for jobs to end; exit with the first non-zero exit status among them (0: all completed)");
-  cmd->add_option("ids", f->ids, "Job ids")->required()->check(PositiveWhole());
+  cmd->add_option("ids", f->ids, "Job ids, array ids (all its tasks) or tasks such as 12_3")
+      ->required()
+      ->check(JobRef());
   cmd->add_flag("--any", f->any, "Return as soon as one of them ends, with its exit status");
   cmd->callback([ctx, f] {
     DaemonClient client(ctx->dir());
-    std::vector<std::optional<int>> status(f->ids.size());  // per id, once it ended
+    std::vector<std::string> ids = f->ids;
+    std::vector<std::optional<int>> status(ids.size());  // per id, once it ended
+    std::vector<bool> looked(ids.size(), false);         // whether an array was expanded
     struct sigaction action = {};
     action.sa_handler = OnWaitInterrupt;  // no SA_RESTART: a sleep ends at once
     sigemptyset(&action.sa_mask);
@@ -57,14 +61,31 @@ void AddWaitCommand(CLI::App& app, CommandContext* ctx) {
     useconds_t pause = 50'000;
     while (!g_wait_interrupted) {
       bool all_done = true;
-      for (size_t i = 0; i < f->ids.size(); ++i) {
+      for (size_t i = 0; i < ids.size(); ++i) {
         if (status[i]) continue;
-        auto job = client.Get("/v1/jobs/" + std::to_string(f->ids[i]));
+        auto job = client.Get("/v1/jobs/" + ids[i]);
         if (!job.ok()) {
           ::sigaction(SIGINT, &previous, nullptr);
           // An id that names no job is the caller's mistake.
           return ctx->Fail(job.status().code() == Code::kNotFound ? InvalidArgument(job.status().message())
                                                                    : job.status());
+        }
+        // An array's id stands for its tasks, in order; the reply is its
+        // first task's, so that task is judged by it at once.
+        if (!looked[i]) {
+          looked[i] = true;
+          if (auto array = job->find("array"); array != job->end() && array->is_object()) {
+            const std::string id = ids[i];
+            const int size = array->value("size", 0);
+            std::vector<std::string> tasks;
+            for (int t = 0; t < size; ++t) tasks.push_back(id + "_" + std::to_string(t));
+            if (!tasks.empty()) {
+              ids[i] = tasks[0];
+              ids.insert(ids.begin() + static_cast<std::ptrdiff_t>(i) + 1, tasks.begin() + 1, tasks.end());
+              status.insert(status.begin() + static_cast<std::ptrdiff_t>(i) + 1, tasks.size() - 1, std::nullopt);
+              looked.insert(looked.begin() + static_cast<std::ptrdiff_t>(i) + 1, tasks.size() - 1, true);
+            }
+          }
         }
         auto state = sched::ParseJobState(job->value("state", std::string()));
         if (state && sched::IsFinal(*state)) {

@@ -230,21 +230,28 @@ Result<sched::JobId> JobService::Submit(sched::JobSpec spec, const Caller& calle
   if (!extras.checkpoint_dir.empty()) stored_spec["checkpoint_dir"] = extras.checkpoint_dir;
   if (extras.prior_attempts > 0) stored_spec["prior_attempts"] = extras.prior_attempts;
   if (!extras.pinned_gpus.empty()) stored_spec["pinned_gpus"] = extras.pinned_gpus;
+  if (extras.array_id > 0) {
+    stored_spec["array"] = {{"id", extras.array_id}, {"index", extras.array_index}, {"size", extras.array_size}};
+  }
   e.stored_spec = stored_spec.dump();
   e.extras = extras;
   e.job.id = next_id_++;
   e.job.spec = std::move(spec);
   e.job.submitted = state_->clock->Now();
-  e.job.state = JobState::kPending;
+  e.job.state = extras.hold ? JobState::kHeld : JobState::kPending;
+  // The reason a held job shows, as `hold` gives one.
+  if (extras.hold) e.job.reason = "held at submission by " + caller.user;
   sched::JobId id = e.job.id;
   Insert(std::move(e));
   Entry& stored = jobs_.at(id);
   Touch(stored);
-  Event(stored.job, "job.submitted", store::Severity::kInfo, "submitted by " + caller.user);
+  Event(stored.job, "job.submitted", store::Severity::kInfo,
+        (extras.hold ? "submitted held by " : "submitted by ") + caller.user);
   return id;
 }
 
-Result<std::vector<sched::JobId>> JobService::SubmitArray(const sched::JobSpec& spec, int count, const Caller& caller) {
+Result<std::vector<sched::JobId>> JobService::SubmitArray(const sched::JobSpec& spec, int count, const Caller& caller,
+                                                          bool hold) {
   if (count < 1 || count > sched::kMaxArraySize) {
     return InvalidArgument(fmt::format("an array has 1 to {} tasks, got {}", sched::kMaxArraySize, count));
   }
@@ -260,11 +267,18 @@ Result<std::vector<sched::JobId>> JobService::SubmitArray(const sched::JobSpec& 
   std::vector<sched::JobId> ids;
   ids.reserve(static_cast<size_t>(count));
   sched::JobSpec task = spec;
+  // Submit takes consecutive ids in this turn: the first is the array's.
+  const sched::JobId array_id = next_id_;
   for (int i = 0; i < count; ++i) {
     task.name = fmt::format("{}[{}]", name, i);
     task.env["GPUHERD_ARRAY_INDEX"] = std::to_string(i);
     task.env["GPUHERD_ARRAY_SIZE"] = std::to_string(count);
-    auto id = Submit(task, caller);
+    SubmitExtras extras;
+    extras.hold = hold;
+    extras.array_id = array_id;
+    extras.array_index = i;
+    extras.array_size = count;
+    auto id = Submit(task, caller, extras);
     // Cannot happen after the checks above; a failure here is a bug, and the
     // tasks queued so far still commit with the turn.
     if (!id.ok()) return Internal(fmt::format("array task {} refused after the checks passed: {}", i,
@@ -798,6 +812,8 @@ void JobService::OnExit(const exec::ExitRecord& r) {
     case How::kSignaled:
       return Finish(e, JobState::kFailed, fmt::format("killed by signal {} ({})", r.signal, strsignal(r.signal)));
     case How::kTimeLimit:
+      // The shim's words say how it stopped (SIGTERM, then SIGKILL after the grace).
+      if (r.message.rfind("stopped at its time limit", 0) == 0) return Finish(e, JobState::kFailed, r.message);
       return Finish(e, JobState::kFailed, "stopped at its time limit of " + FormatDuration(job.spec.time_limit));
     case How::kStopped:
       return Finish(e, JobState::kCancelled, "stopped");
@@ -933,6 +949,14 @@ bool JobService::OneUserOn(int gpu, uint32_t uid) const {
   return true;
 }
 
+// An array's tasks are named NAME[i] (SubmitArray): a filter on NAME means
+// the whole array, as `scancel --name` does.
+bool JobService::IsTaskOfArrayNamed(const sched::Job& job, const std::string& name) const {
+  auto it = jobs_.find(job.id);
+  if (it == jobs_.end() || it->second.extras.array_id == 0) return false;
+  return job.spec.name == fmt::format("{}[{}]", name, it->second.extras.array_index);
+}
+
 Result<api::CancelOutcome> JobService::CancelMany(const CancelRequest& request, const Caller& caller) {
   if (!caller.authenticated) return Unauthenticated("cancelling needs the unix socket or the API token");
   if (request.ids.empty() && !request.filtered()) {
@@ -951,7 +975,7 @@ Result<api::CancelOutcome> JobService::CancelMany(const CancelRequest& request, 
   }
   auto matches = [&](const sched::Job& job) {
     if (state && job.state != *state) return false;
-    if (!request.name.empty() && job.spec.name != request.name) return false;
+    if (!request.name.empty() && job.spec.name != request.name && !IsTaskOfArrayNamed(job, request.name)) return false;
     if (!request.user.empty()) return job.spec.user == request.user;
     return request.all || job.spec.uid == caller.uid;
   };

@@ -58,6 +58,12 @@ struct SubmitExtras {
   // A maintenance job (a burn-in) on exactly these GPUs (UUIDs): see
   // sched::JobSpec::pinned_gpus.
   std::vector<std::string> pinned_gpus;
+  // `submit --hold`: stored held, so that only `release` lets it start.
+  bool hold = false;
+  // A task of an array (SubmitArray): the array's id (its first task's),
+  // the task's index and the array's size. array_id 0: not a task.
+  sched::JobId array_id = 0;
+  int array_index = 0, array_size = 0;
 };
 
 // What a running job puts on its GPUs, for a listener after each telemetry
@@ -100,7 +106,9 @@ class JobService : public TurnParticipant {
   // and GPUHERD_ARRAY_SIZE=count in its environment and "[i]" after its name.
   // All or nothing: every check runs before the first job is queued, and the
   // jobs are committed in the same turn. Ids are consecutive.
-  Result<std::vector<sched::JobId>> SubmitArray(const sched::JobSpec& spec, int count, const Caller& caller);
+  // `hold`: every task is stored held (`submit --array N --hold`).
+  Result<std::vector<sched::JobId>> SubmitArray(const sched::JobSpec& spec, int count, const Caller& caller,
+                                                bool hold = false);
   // Called on the loop when a job starts, is requeued or finishes (before the
   // turn's commit). The listener must not call back into the service; it
   // may note what to do and act later in the turn.
@@ -171,8 +179,17 @@ class JobService : public TurnParticipant {
   // One job as `show` has it: with its ranking when pending, its memory fence
   // when a fraction that ran, how jobs are contained when unfinished.
   Result<api::JobView> Show(sched::JobId id);
-  // A piece of a job's log from `offset` (at most 256 KiB).
-  Result<api::LogChunk> Logs(sched::JobId id, const std::string& stream, int64_t offset);
+  // Where job `id` stands in an array: array_id, array_index and array_size
+  // of its SubmitExtras (array_id 0: not a task). NotFound for no such job.
+  Result<SubmitExtras> ArrayPlaceOf(sched::JobId id) const;
+  // The tasks of array `array_id` (its first task's id) and their states.
+  Result<api::ArraySummary> Array(sched::JobId array_id) const;
+  // A piece of the log of one attempt of a job from `offset` (at most 256
+  // KiB); `attempt` 0 is the latest. An attempt the job has not had is
+  // NotFound, naming how many it had.
+  Result<api::LogChunk> Logs(sched::JobId id, const std::string& stream, int64_t offset, int attempt = 0);
+  // Where an attempt's stdout and stderr are (exec/job_trees.h).
+  std::string OutputDir(sched::JobId id, int attempt) const { return launcher_->AttemptDir(id, attempt); }
 
   // From the executor's watcher thread, posted to the loop.
   void OnExit(const exec::ExitRecord& record);
@@ -271,7 +288,8 @@ class JobService : public TurnParticipant {
   // (the other fields are filled in any case).
   Status FromRecord(const store::JobRecord& record, Entry* e) const;
   // `prior_attempts`: SubmitExtras::prior_attempts of the job.
-  api::JobView View(const sched::Job& job, TimeMs now, int prior_attempts) const;
+  api::JobView View(const sched::Job& job, TimeMs now, const SubmitExtras& extras) const;
+  bool IsTaskOfArrayNamed(const sched::Job& job, const std::string& name) const;
   api::MemoryFenceView MemoryFence(const sched::Job& job) const;
   // Whether every running fraction on GPU `gpu` belongs to `uid` (MPS).
   bool OneUserOn(int gpu, uint32_t uid) const;

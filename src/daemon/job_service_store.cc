@@ -30,6 +30,11 @@ Status JobService::FromRecord(const store::JobRecord& r, Entry* e) const {
     e->extras.checkpoint_dir = stored.value("checkpoint_dir", std::string());
     e->extras.prior_attempts = stored.value("prior_attempts", 0);
     e->extras.pinned_gpus = stored.value("pinned_gpus", std::vector<std::string>());
+    if (auto a = stored.find("array"); a != stored.end() && a->is_object()) {
+      e->extras.array_id = a->value("id", sched::JobId{0});
+      e->extras.array_index = a->value("index", 0);
+      e->extras.array_size = a->value("size", 0);
+    }
     job.spec.pinned_gpus = e->extras.pinned_gpus;
     // Preemption marks (StoreMarks): bounded by what the daemon wrote.
     if (auto p = stored.find("preempted_for"); p != stored.end() && p->is_array()) {

@@ -212,5 +212,141 @@ TEST_F(JobServiceTest, DependenciesWaitRunOrCancelByTheStateOfWhatTheyNeed) {
   ASSERT_TRUE(WaitFor([&] { return StateOf(after_blocker) == "cancelled"; }));
 }
 
+TEST_F(JobServiceTest, LogsServeEachAttemptAndNameHowManyThereAre) {
+  StartDaemon();
+  // Each attempt writes its restart count, then waits to be requeued or to end.
+  int64_t id = Submit("echo run ${GPUHERD_RESTART_COUNT:-0}; sleep 3", 0);
+  ASSERT_GT(id, 0);
+  const std::string path = "/v1/jobs/" + std::to_string(id);
+  auto no_attempt = Call("GET", path + "/logs?attempt=1");
+  if (StateOf(id) == "pending") {
+    EXPECT_EQ(no_attempt.status, 404) << no_attempt.body;
+    EXPECT_NE(no_attempt.body.find("it has not started yet"), std::string::npos) << no_attempt.body;
+  }
+  ASSERT_TRUE(WaitFor([&] { return json::parse(Call("GET", path + "/logs").body)["data"] == "run 0\n"; }));
+  ASSERT_EQ(Call("POST", path + "/requeue").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(id) == "completed"; }));
+
+  json latest = json::parse(Call("GET", path + "/logs").body);
+  EXPECT_EQ(latest["data"], "run 1\n") << latest.dump();
+  EXPECT_EQ(latest["attempt"], 2);
+  EXPECT_EQ(latest["attempts"], 2);
+  EXPECT_EQ(latest["final"], true);
+  json first = json::parse(Call("GET", path + "/logs?attempt=1").body);
+  EXPECT_EQ(first["data"], "run 0\n") << first.dump();
+  EXPECT_EQ(first["attempt"], 1);
+  EXPECT_EQ(first["final"], true);
+  EXPECT_EQ(json::parse(Call("GET", path + "/logs?attempt=2").body)["data"], "run 1\n");
+
+  auto missing = Call("GET", path + "/logs?attempt=3");
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  EXPECT_NE(missing.body.find("has no attempt 3: it has had 2 attempts (1-2)"), std::string::npos) << missing.body;
+  EXPECT_EQ(Call("GET", path + "/logs?attempt=-1").status, 400);
+
+  // show names each attempt's output folder.
+  json shown = json::parse(Call("GET", path).body);
+  ASSERT_EQ(shown["attempts"].size(), 2u) << shown.dump();
+  for (int a = 1; a <= 2; ++a) {
+    std::string logs = shown["attempts"][a - 1].value("logs", "");
+    EXPECT_NE(logs.find("/jobs/" + std::to_string(id) + "/" + std::to_string(a)), std::string::npos) << shown.dump();
+  }
+}
+
+TEST_F(JobServiceTest, HeldAtSubmissionStartsOnlyWhenReleased) {
+  StartDaemon();
+  json spec = {{"command", {"true"}}, {"gpus", 0}, {"hold", true}};
+  auto r = Call("POST", "/v1/jobs", spec.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  const int64_t id = json::parse(r.body)["id"];
+  spec["array"] = 2;
+  auto array = Call("POST", "/v1/jobs", spec.dump());
+  ASSERT_EQ(array.status, 201) << array.body;
+  json tasks = json::parse(array.body)["ids"];
+  // Held through several scheduling passes with every GPU free.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  json shown = json::parse(Call("GET", "/v1/jobs/" + std::to_string(id)).body);
+  EXPECT_EQ(shown["state"], "held") << shown.dump();
+  EXPECT_NE(shown["reason"].get<std::string>().find("held at submission"), std::string::npos) << shown.dump();
+  for (const auto& t : tasks) EXPECT_EQ(StateOf(t), "held");
+  ASSERT_EQ(Call("POST", "/v1/jobs/" + std::to_string(id) + "/release").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(id) == "completed"; }));
+  for (const auto& t : tasks) EXPECT_EQ(StateOf(t), "held");
+  spec["hold"] = "yes";
+  EXPECT_EQ(Call("POST", "/v1/jobs", spec.dump()).status, 400);
+}
+
+TEST_F(JobServiceTest, ArraysAreAddressedByTheirIdOrATaskId) {
+  StartDaemon();
+  json spec = {{"command", {"sh", "-c", "echo $GPUHERD_ARRAY_INDEX"}}, {"gpus", 0}, {"name", "lowp"},
+               {"array", 3}, {"hold", true}};
+  auto r = Call("POST", "/v1/jobs", spec.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  const int64_t a = json::parse(r.body)["ids"][0];
+  const std::string as = std::to_string(a);
+  // The array's id shows its first task with the array's summary.
+  json shown = json::parse(Call("GET", "/v1/jobs/" + as).body);
+  EXPECT_EQ(shown["array_id"], a) << shown.dump();
+  EXPECT_EQ(shown["array"]["size"], 3) << shown.dump();
+  EXPECT_EQ(shown["array"]["name"], "lowp");
+  EXPECT_EQ(shown["array"]["states"], json({{"held", 3}}));
+  EXPECT_EQ(shown["array"]["tasks"].size(), 3u);
+  json task = json::parse(Call("GET", "/v1/jobs/" + as + "_2").body);
+  EXPECT_EQ(task["id"], a + 2) << task.dump();
+  EXPECT_EQ(task["array_index"], 2);
+  EXPECT_FALSE(task.contains("array")) << task.dump();
+  // Task 1 of the array is not job a+1's name for another array's task.
+  EXPECT_FALSE(json::parse(Call("GET", "/v1/jobs/" + std::to_string(a + 1)).body).contains("array"));
+  auto beyond = Call("GET", "/v1/jobs/" + as + "_3");
+  EXPECT_EQ(beyond.status, 404) << beyond.body;
+  EXPECT_NE(beyond.body.find("array " + as + " has no task " + as + "_3: its tasks are " + as + "_0 to " + as + "_2"),
+            std::string::npos)
+      << beyond.body;
+  const int64_t single = Submit("true", 0);
+  auto not_array = Call("GET", "/v1/jobs/" + std::to_string(single) + "_0");
+  EXPECT_EQ(not_array.status, 404) << not_array.body;
+  EXPECT_NE(not_array.body.find("is not an array"), std::string::npos) << not_array.body;
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + as + "_x").status, 400);
+
+  // One task, then the whole array.
+  json one = json::parse(Call("POST", "/v1/jobs/" + as + "_1/release").body);
+  EXPECT_EQ(one["id"], a + 1) << one.dump();
+  ASSERT_TRUE(WaitFor([&] { return StateOf(a + 1) == "completed"; }));
+  EXPECT_EQ(StateOf(a), "held");
+  auto all = Call("POST", "/v1/jobs/" + as + "/release");
+  ASSERT_EQ(all.status, 200) << all.body;
+  json released = json::parse(all.body);
+  EXPECT_EQ(released["array"], true);
+  ASSERT_EQ(released["tasks"].size(), 2u) << all.body;  // the ended task is left out
+  EXPECT_EQ(released["tasks"][1]["task"], as + "_2");
+  ASSERT_TRUE(WaitFor([&] { return StateOf(a) == "completed" && StateOf(a + 2) == "completed"; }));
+  EXPECT_EQ(json::parse(Call("GET", "/v1/jobs/" + as + "_2/logs").body)["data"], "2\n");
+  EXPECT_EQ(json::parse(Call("GET", "/v1/jobs/" + as + "/logs").body)["array"]["size"], 3);
+  EXPECT_EQ(Call("POST", "/v1/jobs/" + as + "/hold").status, 412);
+
+  // Cancel by the array's id, by a task, by the array's name.
+  spec["array"] = 2;
+  const int64_t c = json::parse(Call("POST", "/v1/jobs", spec.dump()).body)["ids"][0];
+  spec["name"] = "sweep";
+  const int64_t d = json::parse(Call("POST", "/v1/jobs", spec.dump()).body)["ids"][0];
+  json by_id = json::parse(Call("POST", "/v1/jobs/cancel", json({{"ids", {c}}}).dump()).body);
+  EXPECT_EQ(by_id["cancelled"], json({c, c + 1})) << by_id.dump();
+  json by_name = json::parse(Call("POST", "/v1/jobs/cancel", json({{"name", "sweep"}}).dump()).body);
+  EXPECT_EQ(by_name["cancelled"], json({d, d + 1})) << by_name.dump();
+  spec["name"] = "t";
+  const int64_t e = json::parse(Call("POST", "/v1/jobs", spec.dump()).body)["ids"][0];
+  json by_task = json::parse(
+      Call("POST", "/v1/jobs/cancel", json({{"ids", {std::to_string(e) + "_1"}}}).dump()).body);
+  EXPECT_EQ(by_task["cancelled"], json({e + 1})) << by_task.dump();
+  EXPECT_EQ(StateOf(e), "held");
+
+  // The array outlives a restart of the daemon.
+  StopDaemon();
+  StartDaemon();
+  json after = json::parse(Call("GET", "/v1/jobs/" + as).body);
+  EXPECT_EQ(after["array"]["states"], json({{"completed", 3}})) << after.dump();
+  EXPECT_EQ(json::parse(Call("GET", "/v1/jobs/" + std::to_string(e)).body)["array"]["states"],
+            json({{"cancelled", 1}, {"held", 1}}));
+}
+
 }  // namespace
 }  // namespace gpuherd::daemon

@@ -56,7 +56,7 @@ std::map<std::string, double> JobService::GpuSecondsByUser(TimeMs now) const {
 }
 
 
-api::JobView JobService::View(const sched::Job& job, TimeMs now, int prior_attempts) const {
+api::JobView JobService::View(const sched::Job& job, TimeMs now, const SubmitExtras& extras) const {
   api::JobView v;
   v.id = job.id;
   v.name = job.spec.name;
@@ -71,7 +71,7 @@ api::JobView JobService::View(const sched::Job& job, TimeMs now, int prior_attem
   v.started = job.started;
   v.ended = job.ended;
   v.attempt = job.attempt;
-  v.restarts = RestartCount(job, prior_attempts);
+  v.restarts = RestartCount(job, extras.prior_attempts);
   v.fault_restarts = job.restarts;
   v.max_restarts = job.spec.max_restarts;
   v.preemptible = job.spec.preemptible;
@@ -85,6 +85,9 @@ api::JobView JobService::View(const sched::Job& job, TimeMs now, int prior_attem
   v.after = job.spec.depends_on;
   v.after_any = job.spec.after_any;
   v.after_not_ok = job.spec.after_not_ok;
+  v.array_id = extras.array_id;
+  v.array_index = extras.array_index;
+  v.array_size = extras.array_size;
   return v;
 }
 
@@ -96,7 +99,7 @@ JobService::JobListing JobService::List(bool all, const std::string& user, const
     return (user.empty() || job_user == user) && (state.empty() || job_state == state);
   };
   auto ended_view = [this](const Entry& e) {
-    return ListedJob{std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts)), false};
+    return ListedJob{std::make_shared<const api::JobView>(View(e.job, 0, e.extras)), false};
   };
   // Finished jobs live in the store only: read at each listing, oldest first.
   std::vector<ListedJob> finished_listing;
@@ -126,7 +129,7 @@ JobService::JobListing JobService::List(bool all, const std::string& user, const
   auto add_unfinished = [&](const Entry& e) {
     if (!wanted(e.job.spec.user, sched::JobStateName(e.job.state))) return;
     // Made once per change (Touch, SetReason).
-    if (!e.listed) e.listed = std::make_shared<const api::JobView>(View(e.job, 0, e.extras.prior_attempts));
+    if (!e.listed) e.listed = std::make_shared<const api::JobView>(View(e.job, 0, e.extras));
     listing.jobs.push_back({e.listed, true});
   };
   // Both are ordered by id, and a job is in one of them only: merged, the
@@ -163,7 +166,7 @@ Result<api::JobView> JobService::Show(sched::JobId id) {
   TimeMs now = state_->clock->Now();
   if (auto it = jobs_.find(id); it != jobs_.end()) {
     const sched::Job& job = it->second.job;
-    api::JobView j = View(job, now, it->second.extras.prior_attempts);
+    api::JobView j = View(job, now, it->second.extras);
     if (job.state == JobState::kPending) {
       sched::PendingJob p;
       p.id = job.id;
@@ -193,21 +196,96 @@ Result<api::JobView> JobService::Show(sched::JobId id) {
     ended = &stored_entry;
   }
   const sched::Job& job = ended->job;
-  api::JobView j = View(job, now, ended->extras.prior_attempts);
+  api::JobView j = View(job, now, ended->extras);
   if (job.spec.fractional() && job.attempt > 0) j.memory_fence = MemoryFence(job);
   return j;
 }
 
 
-Result<api::LogChunk> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset) {
+Result<SubmitExtras> JobService::ArrayPlaceOf(sched::JobId id) const {
+  if (auto it = jobs_.find(id); it != jobs_.end()) return it->second.extras;
+  for (const auto& node : finished_entries_) {
+    if (node.key() == id) return node.mapped().extras;
+  }
+  auto stored = state_->store->GetJob(id);
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return NotFound("no job " + std::to_string(id) + "; `gpuherd ps --all` lists them");
+  Entry e;
+  (void)FromRecord(**stored, &e);  // the array's place is kept even where the spec is unreadable
+  return e.extras;
+}
+
+Result<api::ArraySummary> JobService::Array(sched::JobId array_id) const {
+  auto first = ArrayPlaceOf(array_id);
+  if (!first.ok()) return first.status();
+  if (first->array_id != array_id) {
+    return NotFound(fmt::format("job {} is not an array; an array's id is its first task's", array_id));
+  }
+  api::ArraySummary out;
+  out.id = array_id;
+  out.size = first->array_size;
+  // Finished tasks from the store in one range read; unfinished ones, and
+  // those that ended in this turn (not committed yet), from memory.
+  auto stored = state_->store->ListJobStates(array_id, array_id + out.size - 1);
+  if (!stored.ok()) return stored.status();
+  std::map<sched::JobId, const Entry*> ended_now;
+  for (const auto& node : finished_entries_) {
+    if (node.key() >= array_id && node.key() < array_id + out.size) ended_now[node.key()] = &node.mapped();
+  }
+  auto row = stored->begin();
+  for (int i = 0; i < out.size; ++i) {
+    const sched::JobId id = array_id + i;
+    while (row != stored->end() && row->id < id) ++row;
+    std::string state, name;
+    if (auto it = jobs_.find(id); it != jobs_.end()) {
+      state = sched::JobStateName(it->second.job.state);
+      name = it->second.job.spec.name;
+    } else {
+      auto found = ended_now.find(id);
+      const Entry* ended = found == ended_now.end() ? nullptr : found->second;
+      if (ended != nullptr) {
+        state = sched::JobStateName(ended->job.state);
+        name = ended->job.spec.name;
+      } else if (row != stored->end() && row->id == id) {
+        state = row->state;
+        name = row->name;
+      }
+    }
+    if (state.empty()) continue;
+    if (i == 0) {
+      // NAME[0] as SubmitArray named it: the array's name is NAME.
+      const std::string suffix = "[0]";
+      out.name = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0
+                     ? name.substr(0, name.size() - suffix.size())
+                     : name;
+    }
+    ++out.states[state];
+    out.tasks.push_back({id, i, state});
+  }
+  return out;
+}
+
+
+Result<api::LogChunk> JobService::Logs(sched::JobId id, const std::string& stream, int64_t offset, int attempt) {
   if (stream != "stdout" && stream != "stderr") return InvalidArgument("stream must be stdout or stderr");
   if (offset < 0) return InvalidArgument("offset must not be negative");
+  if (attempt < 0) return InvalidArgument("attempt must be 1 or more (0: the latest)");
   auto job = Show(id);
   if (!job.ok()) return job.status();
-  const int attempt = job->attempt;
+  const int attempts = job->attempt;
+  if (attempt > attempts) {
+    return NotFound(attempts == 0 ? fmt::format("job {} has no attempt {}: it has not started yet", id, attempt)
+                                  : fmt::format("job {} has no attempt {}: it has had {} attempt{} (1-{})", id, attempt,
+                                                attempts, attempts == 1 ? "" : "s", attempts));
+  }
+  if (attempt == 0) attempt = attempts;
   api::LogChunk out;
   out.next_offset = offset;
-  out.final = sched::IsFinal(sched::ParseJobState(job->state).value_or(JobState::kFailed));
+  out.attempt = attempt;
+  out.attempts = attempts;
+  // An earlier attempt has ended: its output will not grow.
+  out.final = attempt < attempts ||
+              sched::IsFinal(sched::ParseJobState(job->state).value_or(JobState::kFailed));
   if (attempt == 0) return out;
   // The log is the job's user's file (exec/job_trees.h): read as hostile,
   // from jobs/ (only root writes there) down, no link followed.

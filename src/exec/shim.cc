@@ -211,6 +211,11 @@ std::string StageFailure(const LaunchSpec& spec, const JobStart& start) {
   return "";
 }
 
+// A grace period as the time-limit message says it: "30 s", "400 ms".
+std::string GraceText(DurationMs grace) {
+  return grace % 1000 == 0 ? std::to_string(grace / 1000) + " s" : std::to_string(grace) + " ms";
+}
+
 std::string DescribeEnd(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   return "killed by " + SignalName(WTERMSIG(status));
@@ -404,13 +409,20 @@ class Shim {
       return r;
     }
     r.how = *stop_reason_;
+    // Said as the steps taken ("SIGTERM, then SIGKILL after 30 s"), never
+    // as a signal name twice ("killed by SIGTERM after SIGTERM").
     std::string cause = r.how == ExitRecord::How::kTimeLimit
-                            ? "time limit of " + FormatDuration(spec_.time_limit) + " reached"
+                            ? "stopped at its time limit of " + FormatDuration(spec_.time_limit)
                             : "stopped on request";
-    std::string how_it_ended = killed_after_grace_ && r.signal == SIGKILL
-                                   ? "killed by SIGKILL after the " + FormatDuration(spec_.grace) + " grace period"
-                                   : end + " after SIGTERM";
-    r.message = cause + "; " + how_it_ended;
+    std::string how_it_ended;
+    if (killed_after_grace_ && r.signal == SIGKILL) {
+      how_it_ended = "SIGTERM, then SIGKILL after " + GraceText(spec_.grace);
+    } else if (r.signal == SIGTERM) {
+      how_it_ended = "SIGTERM ended it";
+    } else {
+      how_it_ended = "SIGTERM; it " + end;
+    }
+    r.message = cause + " (" + how_it_ended + ")";
     AppendContainmentProblem(r);
     return r;
   }

@@ -428,8 +428,8 @@ class Pass {
       // Rule 9: said only where the models split what the counts show.
       PlacementIndex::ModelCounts models = index_.LargestModel(spec);
       if (models.most < need) {
-        return fmt::format("{}; needs {} GPUs of one model; at most {} are {} (set mixed_models: "
-                           "true to mix), so it cannot start as it is",
+        return fmt::format("{}; needs {} GPUs of one model; at most {} are {} (submit it with "
+                           "--mixed-models, or mixed_models: true in its spec, to mix), so it cannot start as it is",
                            waiting, need, models.most, models.name);
       }
       const int usable = counts.free + counts.busy + counts.shared;

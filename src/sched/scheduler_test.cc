@@ -732,7 +732,7 @@ TEST_F(SchedulerTest, AJobBiggerThanAnyOneModelWaitsAndSaysHowToMix) {
   Decisions d = Run(fleet);
   EXPECT_THAT(d.starts, IsEmpty());
   EXPECT_THAT(Reason(d, 1), HasSubstr("needs 5 GPUs of one model; at most 4 are NVIDIA H100 80GB "
-                                      "HBM3 (set mixed_models: true to mix)"));
+                                      "HBM3 (submit it with --mixed-models, or mixed_models: true in its spec, to mix)"));
   pending_[0].spec.mixed_models = true;
   d = Run(fleet);
   ASSERT_EQ(d.starts.size(), 1u);

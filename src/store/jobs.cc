@@ -115,6 +115,22 @@ Result<std::vector<JobRecord>> Store::ListFinishedJobs(TimeMs since, int limit) 
   }
 }
 
+Result<std::vector<JobStateRecord>> Store::ListJobStates(int64_t first, int64_t last) {
+  try {
+    SQLite::Statement q(*db_, "SELECT id, name, state FROM jobs WHERE id BETWEEN ? AND ? ORDER BY id");
+    q.bind(1, first);
+    q.bind(2, last);
+    std::vector<JobStateRecord> jobs;
+    while (q.executeStep()) {
+      jobs.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(), q.getColumn(2).getString()});
+    }
+    return jobs;
+  } catch (const SQLite::Exception& e) {
+    return StatusFromSqlite(e, "cannot list jobs " + std::to_string(first) + " to " + std::to_string(last) + " in " +
+                                   path_);
+  }
+}
+
 Result<std::optional<JobRecord>> Store::GetJob(int64_t id) {
   try {
     SQLite::Statement q(*db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");

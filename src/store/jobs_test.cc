@@ -59,6 +59,22 @@ TEST_F(JobsTest, JobsRoundTripAndUpsert) {
   EXPECT_FALSE(store->GetJob(3)->has_value());
 }
 
+TEST_F(JobsTest, JobStatesOfAnIdRange) {
+  auto store = Open();
+  WriteBatch batch;
+  batch.jobs = {Job(1, "completed"), Job(2, "held"), Job(4, "failed"), Job(5, "pending")};
+  ASSERT_TRUE(store->Commit(&batch).ok());
+  auto range = store->ListJobStates(2, 4);
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  ASSERT_EQ(range->size(), 2u);  // 3 is not there
+  EXPECT_EQ((*range)[0].id, 2);
+  EXPECT_EQ((*range)[0].state, "held");
+  EXPECT_EQ((*range)[0].name, "train-2");
+  EXPECT_EQ((*range)[1].id, 4);
+  EXPECT_EQ((*range)[1].state, "failed");
+  EXPECT_TRUE(store->ListJobStates(6, 9)->empty());
+}
+
 TEST_F(JobsTest, JobIdsAreNeverReusedAcrossReopen) {
   {
     auto store = Open();

@@ -105,6 +105,13 @@ struct JobRecord {
   std::string reason;
 };
 
+// A job's id, name and state: what a job array's summary needs of each task.
+struct JobStateRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string state;
+};
+
 // A GPU taken out of scheduling by an operator or by a fault, until undrained.
 struct DrainRecord {
   std::string uuid;

@@ -82,6 +82,9 @@ class Store {
   Result<std::vector<JobRecord>> ListUnfinishedJobs();
   // Finished jobs that ended at or after `since`, newest first, at most `limit`.
   Result<std::vector<JobRecord>> ListFinishedJobs(TimeMs since, int limit);
+  // The id, name and state of the jobs with ids from `first` to `last`, in
+  // id order: one range read of the primary key (a job array's tasks).
+  Result<std::vector<JobStateRecord>> ListJobStates(int64_t first, int64_t last);
   Result<std::optional<JobRecord>> GetJob(int64_t id);
   // The highest job id ever assigned (0 when none): ids are never reused.
   Result<int64_t> LastJobId();

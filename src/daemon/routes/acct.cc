@@ -99,7 +99,10 @@ Status AddJobDetail(RouteContext& ctx, int64_t id, bool may_see_internals, json*
   json attempts = json::array();
   for (store::AttemptRecord& r : *rows) {
     UseLive(ctx, &r);
-    attempts.push_back(api::AttemptViewOf(r, Positions(*ctx.state, api::AttemptGpuUuids(r))));
+    api::AttemptView view = api::AttemptViewOf(r, Positions(*ctx.state, api::AttemptGpuUuids(r)));
+    // Where its output is, for those who may read it (routes/access.h).
+    if (may_see_internals) view.logs = ctx.jobs->OutputDir(id, r.attempt);
+    attempts.push_back(std::move(view));
   }
   (*job)["attempts"] = std::move(attempts);
   // How far its metrics file was read: live while the intake reads it,

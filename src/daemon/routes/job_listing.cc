@@ -22,7 +22,7 @@ JobListingWriter::Text JobListingWriter::Split(const api::JobView& view, bool hi
 
 std::string JobListingWriter::TableRow(const api::JobView& v) {
   return nlohmann::json::array({v.id, v.name, v.user, v.state, v.gpu_twentieths, v.assigned_gpus, v.priority,
-                                v.submitted, v.started, v.ended, v.reason})
+                                v.submitted, v.started, v.ended, v.reason, v.array_id, v.array_index})
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -101,6 +101,8 @@ TEST_F(RoutesTest, CompactListingHasTheFullListingsJobs) {
       EXPECT_EQ(a.state, b.state);
       EXPECT_EQ(a.reason, b.reason);
       EXPECT_EQ(a.priority, b.priority);
+      EXPECT_EQ(a.array_id, b.array_id);
+      EXPECT_EQ(a.array_index, b.array_index);
       EXPECT_EQ(api::GpusRequested(a), api::GpusRequested(b));
       EXPECT_EQ(api::GpusAssigned(a), api::GpusAssigned(b));
       EXPECT_EQ(api::JobTime(a, full["now"]), api::JobTime(b, full["now"]));
