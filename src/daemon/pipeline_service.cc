@@ -468,6 +468,14 @@ bool PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
   Result<sched::JobSpec> spec = pipeline::JobSpecFor(run.plan, action);
   // A node retried by a person starts again from its checkpoint too.
   if (spec.ok() && row.attempts > 0) spec->env["GPUHERD_RESUME"] = "1";
+  // Which parameters the point runs: told to its job, which is the user and
+  // may write them into its folder (a params.json), since root writes
+  // nothing inside a folder the user owns (exec/job_trees.h); the folder's
+  // name stays its index, the key that resume and the store rely on.
+  if (spec.ok()) {
+    spec->env["GPUHERD_NODE"] = node.id;
+    spec->env["GPUHERD_PARAMS"] = api::PointParamsJson(node.matrix);
+  }
   SubmitExtras extras;
   extras.checkpoint_dir = node.checkpoint_dir;
   extras.prior_attempts = action.attempt - 1;
