@@ -35,9 +35,9 @@ std::string PipelinesTable(const nlohmann::json& pipelines, bool color);
 // node: NODE STATE JOB GPU ELAPSED ATTEMPTS LATEST (JOB: its latest job's id).
 std::string ProgressTable(const nlohmann::json& pipeline, TimeMs now, bool color);
 
-// What `gpuherd run` says after the run's id: how many nodes it has and the
-// commands that follow it, e.g. "pipeline 7: 12 nodes. Follow it: gpuherd
-// pipeline show 7; its report: gpuherd report 7".
+// What `gpuherd run` says after the run's id: how many nodes it has, then
+// the commands that follow it, a line each ("pipeline 7: 12 nodes",
+// "  follow it:   gpuherd pipeline show 7", "  its report:  gpuherd report 7").
 std::string RunStartedLines(int64_t id, int64_t nodes);
 
 // True once the daemon reports the run over; SucceededOutcome: it ended
