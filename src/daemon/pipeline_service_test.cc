@@ -240,6 +240,7 @@ steps:
       - >-
         cat ${{ step.prepare.workspace }}/data/input > ${{ workspace }}/out;
         echo "$GPUHERD_CHECKPOINT_DIR $GPUHERD_RESTART_COUNT ${GPUHERD_RESUME:-0}" >> ${{ workspace }}/env;
+        echo "$GPUHERD_NODE $GPUHERD_PARAMS" > ${{ workspace }}/params;
         if [ ${{ matrix.point }} = b ] && [ ! -e $GPUHERD_CHECKPOINT_DIR/ckpt ]; then
         touch $GPUHERD_CHECKPOINT_DIR/ckpt; echo "loading data"; echo "warming up" >&2;
         echo "CUDA out of memory at step 7" >&2; exit 3; fi
@@ -276,6 +277,8 @@ steps:
   const std::string ckpt = dir + "/.checkpoints/train/1";
   EXPECT_EQ(Read(dir + "/train/1/env"), ckpt + " 0 0\n" + ckpt + " 1 1\n");
   EXPECT_EQ(Read(dir + "/train/0/env"), dir + "/.checkpoints/train/0 0 0\n");
+  // Each point is told which parameters it runs.
+  EXPECT_EQ(Read(dir + "/train/1/params"), "train[point=b] {\"point\":\"b\"}\n");
 
   json listing = Get("/v1/pipelines?all=1")["pipelines"];
   ASSERT_EQ(listing.size(), 1u);
