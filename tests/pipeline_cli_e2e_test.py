@@ -10,7 +10,9 @@ import io
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -18,6 +20,15 @@ from cli_e2e_test import JOB_USER, Home, run  # noqa: E402
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "pipelines")
 STEPS = "40"  # a short run of the same sweep: 12 points, 40 steps each
+# Each point's job writes the parameters it was given into its own folder.
+PARAMS_FILE = """name: params-file
+steps:
+  train:
+    matrix: {lr: [0.1, 0.3], seed: [1]}
+    run: ["sh", "-c", "printf '%s' \\"$GPUHERD_PARAMS\\" > \\"$GPUHERD_WORKSPACE/params.json\\""]
+    gpus: 0.1
+    gpu_mem: 64MiB
+"""
 
 
 def embedded_data(html):
@@ -105,6 +116,13 @@ class PipelineCliTest(unittest.TestCase):
         self.assertIn("NODE", proc.stdout)
         self.assertIn(f"pipeline {self.pid} succeeded", proc.stdout)
 
+    def test_run_prints_the_id_alone_and_the_commands_that_follow_it(self):
+        proc = self.wait_proc
+        self.assertEqual(proc.stdout.split("\n", 1)[0], str(self.pid))  # ID=$(gpuherd run f) stays a script's
+        self.assertIn(f"pipeline {self.pid}: 13 nodes\n", proc.stderr)
+        self.assertIn(f"follow it:   gpuherd pipeline show {self.pid}\n", proc.stderr)
+        self.assertIn(f"its report:  gpuherd report {self.pid}\n", proc.stderr)
+
     def test_pipelines_and_show(self):
         listing = json.loads(self.gh("pipelines", "--all", "--json").stdout)
         mine = [p for p in listing if p["id"] == self.pid]
@@ -113,18 +131,41 @@ class PipelineCliTest(unittest.TestCase):
         self.assertEqual(mine[0]["outcome"], "succeeded")
         self.assertEqual(mine[0]["nodes"]["total"], 13)
         self.assertEqual(mine[0]["nodes"]["completed"], 13)
-        self.assertNotIn(self.pid, [p["id"] for p in json.loads(self.gh("pipelines", "--json").stdout)])
+        # Finished today: listed without --all; by its state, of any age.
+        self.assertIn(self.pid, [p["id"] for p in json.loads(self.gh("pipelines", "--json").stdout)])
+        self.assertIn(self.pid, [p["id"] for p in json.loads(self.gh("pipelines", "--state", "succeeded", "--json").stdout)])
+        self.assertNotIn(self.pid, [p["id"] for p in json.loads(self.gh("pipelines", "--state", "failed", "--json").stdout)])
+        self.assertEqual(self.gh("pipelines", "--state", "stopped", check=False).returncode, 2)
         table = self.gh("pipelines", "--all").stdout
         self.assertRegex(table, rf"(?m)^\s*{self.pid}\s+toy-sweep\s+\S+\s+succeeded\s+13/13 done")
 
         detail = self.detail()
         self.assertEqual(len(detail["nodes"]), 13)
         shown = self.gh("pipeline", "show", str(self.pid)).stdout
+        self.assertRegex(shown, r"NODE\s+STATE\s+JOB\s+GPU")
         for node in detail["nodes"]:
-            self.assertRegex(shown, re.escape(node["id"]) + r"\s+completed")
+            self.assertGreater(node["job_id"], 0)
+            self.assertRegex(shown, re.escape(node["id"]) + rf"\s+completed\s+{node['job_id']}\s")
         self.assertIn(f"run folder: {detail['run_dir']}", shown)
         # Its latest metric is the trainer's last step.
         self.assertRegex(shown, rf"train\[lr=0\.1,seed=2\]\s+completed.*step {STEPS} ")
+
+    def test_each_point_is_told_its_parameters_and_writes_them_as_its_user(self):
+        path = os.path.join(self.home.folder("params-file"), "p.yaml")
+        with open(path, "w") as f:
+            f.write(PARAMS_FILE)
+        proc = self.gh("run", path, "--wait", check=False, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        pid = int(proc.stdout.split("\n", 1)[0])
+        detail = json.loads(self.gh("pipeline", "show", str(pid), "--json").stdout)
+        written = {}
+        for node in detail["nodes"]:
+            params_json = os.path.join(detail["run_dir"], node["key"], "params.json")
+            self.assertEqual(os.stat(params_json).st_uid, self.home.uid, "written by the job, as its user")
+            with open(params_json) as f:
+                written[node["id"]] = json.load(f)
+        self.assertEqual(written, {"train[lr=0.1,seed=1]": {"lr": "0.1", "seed": "1"},
+                                   "train[lr=0.3,seed=1]": {"lr": "0.3", "seed": "1"}})
 
     def test_show_unknown_pipeline_fails(self):
         proc = self.gh("pipeline", "show", "9999", check=False)
@@ -196,6 +237,11 @@ class PipelineCliTest(unittest.TestCase):
             self.assertEqual(max(accs), result["best_acc"])
         self.assertTrue("new uPlot(" in html or "No charts" in html)
         self.assertNotIn("<script src=", html)  # self-contained
+        # The run's parameters: one table, its header and its values together.
+        self.assertIn('<h2>Parameters</h2>\n<table class="params"><thead><tr><th>parameter</th><th>value</th></tr>'
+                      '</thead><tbody>\n<tr><td>batch</td><td>16</td></tr>\n<tr><td>steps</td><td>40</td></tr>\n'
+                      '</tbody></table>', html)
+        self.assertNotRegex(html, r"(?<![-\w])\.params\s*\{[^}]*display")
         # -o writes elsewhere (a folder of the user's).
         out = os.path.join(self.home.folder("report-out"), "r.html")
         self.assertEqual(self.gh("report", str(self.pid), "-o", out).stdout.strip(), out)

@@ -279,6 +279,13 @@ TEST(ApiPipelinesTest, DetailAndMetricLinesRoundTrip) {
   EXPECT_FALSE((*lines)[1].step);
 }
 
+TEST(ApiPipelinesTest, APointsParametersAreOneJsonObjectOfTheMatrixValues) {
+  EXPECT_EQ(PointParamsJson({{"lr", "0.1"}, {"seed", "1"}}), R"({"lr":"0.1","seed":"1"})");
+  EXPECT_EQ(PointParamsJson({}), "{}");
+  // The file's text is not always UTF-8: it is replaced, not thrown on.
+  EXPECT_EQ(nlohmann::json::parse(PointParamsJson({{"name", "a\"b\xff"}}))["name"], "a\"b\xef\xbf\xbd");
+}
+
 TEST(ApiPipelinesTest, AReplyThatIsNotARunsDetailIsRefused) {
   auto none = Decode<PipelineDetail>(json{{"id", 3}}, "pipeline 3");
   ASSERT_FALSE(none.ok());

@@ -165,6 +165,13 @@ void from_json(const json& j, PipelineDetail& v) {
   v.nodes = nodes.get<std::vector<PipelineNodeView>>();
 }
 
+std::string PointParamsJson(const std::vector<std::pair<std::string, std::string>>& matrix) {
+  json params = json::object();
+  for (const auto& [name, value] : matrix) params[name] = value;
+  // A value is the file's text, not always UTF-8: replaced, never thrown on.
+  return params.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 void from_json(const json& j, PipelineMetricLine& v) {
   v.node = j.value("node", std::string());
   v.job = j.value("job", int64_t{0});

@@ -97,6 +97,10 @@ void to_json(nlohmann::json& j, const PipelineDetail& v);
 void from_json(const nlohmann::json& j, PipelineDetail& v);
 void from_json(const nlohmann::json& j, PipelineNodeView& v);
 
+// A sweep point's parameters as its job's GPUHERD_PARAMS carries them: a
+// JSON object {"lr": "0.1", "seed": "1"}, the values as the matrix wrote them.
+std::string PointParamsJson(const std::vector<std::pair<std::string, std::string>>& matrix);
+
 struct PipelineMetricLine {
   std::string node;
   int64_t job = 0;

@@ -78,6 +78,8 @@ class PipelineCommandsTest : public ::testing::Test {
       response.body = json{{"metrics", lines}}.dump();
     } else if (r.path == "/v1/jobs/11" || r.path == "/v1/jobs/12") {
       response.body = json{{"id", 11}, {"gpu_twentieths", 10}}.dump();
+    } else if (r.path == "/v1/pipelines") {
+      response.body = json{{"pipelines", json::array()}}.dump();
     } else if (r.method == "POST" && r.path == "/v1/pipelines/7/cancel") {
       response.body = json{{"state", "cancelled"}}.dump();
     } else {
@@ -202,9 +204,17 @@ TEST_F(PipelineCommandsTest, ShowAndCancel) {
   EXPECT_EQ(Run({"pipeline", "show", "7"}), 0);
   EXPECT_THAT(out_, HasSubstr("pipeline 7 toy: succeeded, 2/2 done"));
   EXPECT_THAT(out_, HasSubstr("params: steps=2"));
+  EXPECT_THAT(out_, HasSubstr("train[lr=0.3]  completed   11  0"));  // its job, for `gpuherd logs 11`
   EXPECT_EQ(Run({"pipeline", "cancel", "7"}), 0);
   EXPECT_EQ(out_, "pipeline 7: cancelled\n");
   EXPECT_EQ(Run({"pipeline", "show", "8"}), 1);
+}
+
+TEST_F(PipelineCommandsTest, ListingAsksForAStateOfAnyAge) {
+  EXPECT_EQ(Run({"pipelines"}), 0);
+  EXPECT_EQ(Run({"pipelines", "--state", "failed"}), 0);
+  EXPECT_EQ(Run({"pipelines", "--state", "stopped"}), 2);  // not a run's state: refused before asking
+  EXPECT_THAT(requests_, ::testing::ElementsAre("GET /v1/pipelines?all=0", "GET /v1/pipelines?all=0&state=failed"));
 }
 
 TEST_F(PipelineCommandsTest, ReportCsvUsesTheJobsGpuShare) {

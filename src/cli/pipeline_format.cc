@@ -123,7 +123,8 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
     if (std::string w = api::FieldText(o, "warning"); !w.empty()) out += Printable(fmt::format("{}: {}", step, w)) + "\n";
   }
   const bool ranked = !objectives.empty();
-  std::vector<std::string> header = {"NODE", "STATE", "GPU", "ELAPSED", "ATTEMPTS", "LATEST"};
+  // JOB is the node's latest job: what `gpuherd logs` and `show` take.
+  std::vector<std::string> header = {"NODE", "STATE", "JOB", "GPU", "ELAPSED", "ATTEMPTS", "LATEST"};
   if (ranked) header.insert(header.begin(), "RANK");
   Table table(header);
   for (const json& node : Nodes(pipeline)) {
@@ -133,7 +134,9 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
         !api::FieldText(node, "reason").empty()) {
       latest = Text(node, "reason");
     }
-    std::vector<std::string> row = {Text(node, "id"), NodeStateCell(node_state, color), NodeGpusCell(node),
+    const int64_t job = api::FieldInt(node, "job_id");
+    std::vector<std::string> row = {Text(node, "id"), NodeStateCell(node_state, color),
+                                    job > 0 ? std::to_string(job) : "-", NodeGpusCell(node),
                                     NodeElapsedCell(node, now), std::to_string(api::FieldInt(node, "attempts")), latest};
     if (ranked) {
       const json o = node.value("objective", json::object());
@@ -141,7 +144,7 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
     }
     table.AddRow(row);
   }
-  out += table.Render(ranked ? std::vector<size_t>{0, 4, 5} : std::vector<size_t>{3, 4});
+  out += table.Render(ranked ? std::vector<size_t>{0, 3, 5, 6} : std::vector<size_t>{2, 4, 5});
   // Why earlier attempts ended (a requeue for a GPU fault or a preemption, a
   // failure with the end of its stderr), node by node.
   for (const json& node : Nodes(pipeline)) {
@@ -159,6 +162,11 @@ std::string ProgressTable(const json& pipeline, TimeMs now, bool color) {
     }
   }
   return out;
+}
+
+std::string RunStartedLines(int64_t id, int64_t nodes) {
+  return fmt::format("pipeline {}: {} node{}\n  follow it:   gpuherd pipeline show {}\n  its report:  gpuherd report {}\n",
+                     id, nodes, nodes == 1 ? "" : "s", id, id);
 }
 
 bool PipelineFinished(const json& pipeline) {

@@ -6,6 +6,7 @@
 // metric names and values, reasons) comes out escaped (Printable).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,13 @@ std::string NodeCountsCell(const nlohmann::json& counts);
 std::string PipelinesTable(const nlohmann::json& pipelines, bool color);
 
 // A headline ("pipeline 7 toy-sweep: running, 9/12 done") and one row per
-// node: NODE STATE GPU ELAPSED ATTEMPTS LATEST.
+// node: NODE STATE JOB GPU ELAPSED ATTEMPTS LATEST (JOB: its latest job's id).
 std::string ProgressTable(const nlohmann::json& pipeline, TimeMs now, bool color);
+
+// What `gpuherd run` says after the run's id: how many nodes it has, then
+// the commands that follow it, a line each ("pipeline 7: 12 nodes",
+// "  follow it:   gpuherd pipeline show 7", "  its report:  gpuherd report 7").
+std::string RunStartedLines(int64_t id, int64_t nodes);
 
 // True once the daemon reports the run over; SucceededOutcome: it ended
 // with every node completed.

@@ -16,10 +16,10 @@ constexpr TimeMs kNow = 1'700'000'100'000;
 json Pipeline() {
   return {{"id", 7}, {"name", "toy-sweep"}, {"state", "running"}, {"outcome", nullptr}, {"finished", 0},
           {"nodes",
-           {{{"id", "train[lr=0.1]"}, {"state", "running"}, {"attempts", 2}, {"gpus", {2}},
+           {{{"id", "train[lr=0.1]"}, {"state", "running"}, {"attempts", 2}, {"job_id", 41}, {"gpus", {2}},
              {"started", kNow - 41'000}, {"ended", 0},
              {"latest_metrics", {{"step", 120}, {"loss", 0.41234}, {"acc", 0.9}, {"lr", 0.1}, {"grad", 3.0}}}},
-            {{"id", "train[lr=0.3]"}, {"state", "failed"}, {"attempts", 3}, {"gpus", {0}},
+            {{"id", "train[lr=0.3]"}, {"state", "failed"}, {"attempts", 3}, {"job_id", 140}, {"gpus", {0}},
              {"started", kNow - 90'000}, {"ended", kNow - 30'000}, {"reason", "exit 1"},
              {"latest_metrics", json::object()}},
             {{"id", "report"}, {"state", "waiting"}, {"attempts", 0}, {"gpus", json::array()}}}}};
@@ -44,10 +44,18 @@ TEST(PipelineFormatTest, ElapsedRunsUntilNowOrUntilTheEnd) {
 TEST(PipelineFormatTest, ProgressTableHasOneRowPerNode) {
   std::string table = ProgressTable(Pipeline(), kNow, /*color=*/false);
   EXPECT_THAT(table, HasSubstr("pipeline 7 toy-sweep: running, 0/3 done, 1 failed, 1 running\n"));
-  EXPECT_THAT(table, HasSubstr("NODE           STATE    GPU  ELAPSED  ATTEMPTS  LATEST"));
-  EXPECT_THAT(table, HasSubstr("train[lr=0.1]  running  2        41s         2  step 120 acc=0.9"));
-  EXPECT_THAT(table, HasSubstr("train[lr=0.3]  failed   0      1m00s         3  exit 1"));
-  EXPECT_THAT(table, HasSubstr("report         waiting  -          -         0  -"));
+  EXPECT_THAT(table, HasSubstr("NODE           STATE    JOB  GPU  ELAPSED  ATTEMPTS  LATEST"));
+  EXPECT_THAT(table, HasSubstr("train[lr=0.1]  running   41  2        41s         2  step 120 acc=0.9"));
+  EXPECT_THAT(table, HasSubstr("train[lr=0.3]  failed   140  0      1m00s         3  exit 1"));
+  EXPECT_THAT(table, HasSubstr("report         waiting    -  -          -         0  -"));
+}
+
+TEST(PipelineFormatTest, RunNamesItsIdAndTheCommandsThatFollowIt) {
+  EXPECT_EQ(RunStartedLines(7, 12),
+            "pipeline 7: 12 nodes\n"
+            "  follow it:   gpuherd pipeline show 7\n"
+            "  its report:  gpuherd report 7\n");
+  EXPECT_THAT(RunStartedLines(8, 1), HasSubstr("pipeline 8: 1 node\n"));
 }
 
 TEST(PipelineFormatTest, ListingCountsNodes) {

@@ -64,13 +64,19 @@ void AddAction(CLI::App* group, CommandContext* ctx, const std::string& name, co
 void AddPipelineCommands(CLI::App& app, CommandContext* ctx) {
   struct Flags {
     bool all = false, json = false;
+    std::string state;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* list = app.add_subcommand("pipelines", "List pipeline runs: unfinished ones (--all: every one)");
-  list->add_flag("-a,--all", f->all, "Include finished runs");
+  CLI::App* list = app.add_subcommand(
+      "pipelines", "List pipeline runs: running ones and those that finished in the last day (--all: every one)");
+  list->add_flag("-a,--all", f->all, "Include runs that finished more than a day ago");
+  list->add_option("--state", f->state, "Only runs in this state: running, succeeded, failed or cancelled (of any age)")
+      ->check(CLI::IsMember({"running", "completed", "succeeded", "failed", "cancelled"}));
   list->add_flag("--json", f->json, "Print JSON (an array of runs)");
   list->callback([ctx, f] {
-    auto reply = DaemonClient(ctx->dir()).Get(std::string("/v1/pipelines?all=") + (f->all ? "1" : "0"));
+    std::string target = std::string("/v1/pipelines?all=") + (f->all ? "1" : "0");
+    if (!f->state.empty()) target += "&state=" + f->state;  // one of the names above: nothing to escape
+    auto reply = DaemonClient(ctx->dir()).Get(target);
     if (!reply.ok()) return ctx->Fail(reply.status());
     const json& pipelines = reply->value("pipelines", json::array());
     if (f->json) {

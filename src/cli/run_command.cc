@@ -172,7 +172,13 @@ void AddRunCommand(CLI::App& app, CommandContext* ctx) {
       std::printf("%s\n", reply->dump().c_str());
       return;
     }
-    if (!f->json) std::printf("%lld\n", static_cast<long long>(id));
+    if (!f->json) {
+      // The id alone on stdout, so that ID=$(gpuherd run f.yaml) stays a
+      // script's way to get it; what to do next is for the person.
+      std::printf("%lld\n", static_cast<long long>(id));
+      std::fflush(stdout);
+      std::fputs(RunStartedLines(id, reply->value("nodes", int64_t{0})).c_str(), stderr);
+    }
     if (f->wait) ctx->exit_code = Wait(ctx, client, id, f->json);
   });
 }

@@ -468,6 +468,14 @@ bool PipelineService::Submit(Run& run, const pipeline::NodeAction& action) {
   Result<sched::JobSpec> spec = pipeline::JobSpecFor(run.plan, action);
   // A node retried by a person starts again from its checkpoint too.
   if (spec.ok() && row.attempts > 0) spec->env["GPUHERD_RESUME"] = "1";
+  // Which parameters the point runs: told to its job, which is the user and
+  // may write them into its folder (a params.json), since root writes
+  // nothing inside a folder the user owns (exec/job_trees.h); the folder's
+  // name stays its index, the key that resume and the store rely on.
+  if (spec.ok()) {
+    spec->env["GPUHERD_NODE"] = node.id;
+    spec->env["GPUHERD_PARAMS"] = api::PointParamsJson(node.matrix);
+  }
   SubmitExtras extras;
   extras.checkpoint_dir = node.checkpoint_dir;
   extras.prior_attempts = action.attempt - 1;
@@ -1023,16 +1031,30 @@ api::PipelineDetail PipelineService::Detail(const Run& run) {
   return j;
 }
 
-Result<std::vector<api::PipelineSummary>> PipelineService::List(bool all, const Caller& caller) {
+bool PipelineService::IsListedState(const std::string& state) {
+  return state == "running" || state == "completed" || state == "succeeded" || state == "failed" ||
+         state == "cancelled";
+}
+
+bool PipelineService::RunListed(const store::PipelineRunRecord& record, const ListFilter& filter, TimeMs now) {
+  if (!filter.state.empty()) return record.state == filter.state || record.outcome == filter.state;
+  if (filter.all || record.state == "running") return true;
+  return record.finished > 0 && record.finished >= now - kListedFinishedMs;
+}
+
+Result<std::vector<api::PipelineSummary>> PipelineService::List(const ListFilter& filter, const Caller& caller) {
+  const TimeMs now = state_->clock->Now();
   auto visible = [&](const store::PipelineRunRecord& r) {
-    return caller.admin || (caller.authenticated && caller.uid == r.uid);
+    return (caller.admin || (caller.authenticated && caller.uid == r.uid)) && RunListed(r, filter, now);
   };
   std::map<int64_t, api::PipelineSummary, std::greater<>> listed;  // newest first
   // Runs in memory first: their latest state may not be committed yet.
   for (const auto& [id, run] : runs_) {
-    if (visible(run.record) && (all || run.record.state == "running")) listed[id] = Summary(run);
+    if (visible(run.record)) listed[id] = Summary(run);
   }
-  auto records = state_->store->ListPipelineRuns(all, all ? kMaxListedRuns : INT_MAX);
+  // Unfinished runs are all in memory (Load), so the newest stored ones
+  // cover every listing; only the kept ones have their nodes read.
+  auto records = state_->store->ListPipelineRuns(true, kMaxListedRuns);
   if (!records.ok()) return records.status();
   for (const auto& record : *records) {
     if (runs_.count(record.id) || !visible(record)) continue;

@@ -91,9 +91,22 @@ class PipelineService {
   Result<api::PipelineCreated> Create(PreparedRun prepared, const Caller& caller);
   // Both halves on the loop.
   Result<api::PipelineCreated> Create(const api::PipelineCreateRequest& request, const Caller& caller);
-  // GET /v1/pipelines: running runs, or every run (the newest 1,000) when
-  // `all`; a user sees their own, an admin every run. Newest first.
-  Result<std::vector<api::PipelineSummary>> List(bool all, const Caller& caller);
+  // GET /v1/pipelines: by default running runs and those that finished in
+  // the last day (kListedFinishedMs); every run (the newest 1,000) when
+  // `all`; with `state`, only runs in it (see RunListed), finished or not.
+  // A user sees their own, an admin every run. Newest first.
+  struct ListFilter {
+    bool all = false;
+    std::string state;  // running, completed, succeeded, failed or cancelled; empty: any
+  };
+  static constexpr DurationMs kListedFinishedMs = 24 * kHourMs;
+  // The states `state` may name, for the route's message.
+  static bool IsListedState(const std::string& state);
+  // Whether the listing `filter` has the run `record` at `now`: its state
+  // or its outcome is `filter.state`; else `all`, or it is running, or it
+  // finished at most kListedFinishedMs ago.
+  static bool RunListed(const store::PipelineRunRecord& record, const ListFilter& filter, TimeMs now);
+  Result<std::vector<api::PipelineSummary>> List(const ListFilter& filter, const Caller& caller);
   Result<api::PipelineDetail> Show(int64_t id, const Caller& caller);
   // The run's metric lines, of one node (by id) or of all when empty.
   Result<std::vector<api::PipelineMetricLine>> Metrics(int64_t id, const std::string& node, const Caller& caller);

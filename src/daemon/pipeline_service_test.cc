@@ -140,6 +140,32 @@ class PipelineServiceTest : public ::testing::Test {
   std::thread runner_;
 };
 
+TEST(PipelineListingTest, FinishedRunsOfTheLastDayAreListedWithoutAll) {
+  constexpr TimeMs kNow = 1'700'000'000'000;
+  auto run = [](const std::string& state, const std::string& outcome, TimeMs finished) {
+    store::PipelineRunRecord r;
+    r.state = state;
+    r.outcome = outcome;
+    r.finished = finished;
+    return r;
+  };
+  const store::PipelineRunRecord running = run("running", "", 0);
+  const store::PipelineRunRecord failed_today = run("failed", "failed", kNow - 23 * kHourMs);
+  const store::PipelineRunRecord done_yesterday = run("completed", "succeeded", kNow - 25 * kHourMs);
+  using Filter = PipelineService::ListFilter;
+  EXPECT_TRUE(PipelineService::RunListed(running, Filter{}, kNow));
+  EXPECT_TRUE(PipelineService::RunListed(failed_today, Filter{}, kNow));
+  EXPECT_FALSE(PipelineService::RunListed(done_yesterday, Filter{}, kNow));
+  EXPECT_TRUE(PipelineService::RunListed(done_yesterday, Filter{.all = true}, kNow));
+  // A state asks for runs of any age, as `ps --state` does, by state or outcome.
+  EXPECT_TRUE(PipelineService::RunListed(done_yesterday, Filter{.state = "succeeded"}, kNow));
+  EXPECT_TRUE(PipelineService::RunListed(done_yesterday, Filter{.state = "completed"}, kNow));
+  EXPECT_FALSE(PipelineService::RunListed(failed_today, Filter{.state = "succeeded"}, kNow));
+  EXPECT_FALSE(PipelineService::RunListed(running, Filter{.all = true, .state = "failed"}, kNow));
+  EXPECT_TRUE(PipelineService::IsListedState("cancelled"));
+  EXPECT_FALSE(PipelineService::IsListedState("stopped"));
+}
+
 TEST_F(PipelineServiceTest, InvalidFileIsRefusedWithItsLineAndNothingIsStored) {
   StartDaemon();
   json body = {{"yaml", "name: bad\nsteps:\n  a:\n    run: \"true\"\n    colour: blue\n"}, {"source", "bad.yaml"}};
@@ -214,6 +240,7 @@ steps:
       - >-
         cat ${{ step.prepare.workspace }}/data/input > ${{ workspace }}/out;
         echo "$GPUHERD_CHECKPOINT_DIR $GPUHERD_RESTART_COUNT ${GPUHERD_RESUME:-0}" >> ${{ workspace }}/env;
+        echo "$GPUHERD_NODE $GPUHERD_PARAMS" > ${{ workspace }}/params;
         if [ ${{ matrix.point }} = b ] && [ ! -e $GPUHERD_CHECKPOINT_DIR/ckpt ]; then
         touch $GPUHERD_CHECKPOINT_DIR/ckpt; echo "loading data"; echo "warming up" >&2;
         echo "CUDA out of memory at step 7" >&2; exit 3; fi
@@ -250,12 +277,19 @@ steps:
   const std::string ckpt = dir + "/.checkpoints/train/1";
   EXPECT_EQ(Read(dir + "/train/1/env"), ckpt + " 0 0\n" + ckpt + " 1 1\n");
   EXPECT_EQ(Read(dir + "/train/0/env"), dir + "/.checkpoints/train/0 0 0\n");
+  // Each point is told which parameters it runs.
+  EXPECT_EQ(Read(dir + "/train/1/params"), "train[point=b] {\"point\":\"b\"}\n");
 
   json listing = Get("/v1/pipelines?all=1")["pipelines"];
   ASSERT_EQ(listing.size(), 1u);
   EXPECT_EQ(listing[0]["nodes"]["total"], 5);
   EXPECT_EQ(listing[0]["nodes"]["completed"], 5);
-  EXPECT_EQ(Get("/v1/pipelines")["pipelines"].size(), 0u);  // nothing running
+  // Nothing runs, and the run finished today: it is listed all the same,
+  // and by its outcome.
+  EXPECT_EQ(Get("/v1/pipelines")["pipelines"].size(), 1u);
+  EXPECT_EQ(Get("/v1/pipelines?state=running")["pipelines"].size(), 0u);
+  EXPECT_EQ(Get("/v1/pipelines?state=succeeded")["pipelines"].size(), 1u);
+  EXPECT_EQ(Call("GET", "/v1/pipelines?state=stopped").status, 400);
 }
 
 // ASHA (grace 1, reduction 3) over three points whose losses are 1000/step,

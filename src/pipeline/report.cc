@@ -714,7 +714,7 @@ td:first-child,th:first-child,table.sortable td:nth-child(2){text-align:left}
 table.sortable th{cursor:pointer;background:#f3f3f3;user-select:none}
 table.sortable th.asc::after{content:" \25B2"} table.sortable th.desc::after{content:" \25BC"}
 .note{color:#855;font-style:italic} .chart{margin:1em 0} .best{font-size:1.15em;background:#eef8ee;padding:.6em 1em}
-.params{display:flex;flex-wrap:wrap;gap:1em} svg text{font-size:12px;font-family:system-ui,sans-serif}
+.param-plots{display:flex;flex-wrap:wrap;gap:1em} svg text{font-size:12px;font-family:system-ui,sans-serif}
 )";
 
 // Sorts by the clicked column: numbers as numbers, the rest as text.
@@ -800,6 +800,8 @@ std::string RenderHtml(const Report& r, const ChartLibrary& charts) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [k, v] : r.params) rows.push_back({k, v});
     out += "<h2>Parameters</h2>\n";
+    // Its own class: a flex rule for the plots' box once laid its head and
+    // body out side by side as two tables.
     HtmlTable({"parameter", "value"}, rows, "params", &out);
   }
   out += "<h2>Sweep points</h2>\n<p>Ranked by the objective; click a header to sort.</p>\n";
@@ -815,7 +817,7 @@ std::string RenderHtml(const Report& r, const ChartLibrary& charts) {
     out += "<p>A line per point, from its parameters to its best " + HtmlEscape(plot.objective.metric) +
            "; green is best.</p>\n";
     out += ParallelCoordinates(plot);
-    out += "<div class=\"params\">\n";
+    out += "<div class=\"param-plots\">\n";
     for (size_t a = 0; a + 1 < plot.axes.size(); ++a) out += ParameterPlot(plot, a);
     out += "</div>\n";
   }

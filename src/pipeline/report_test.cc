@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <regex>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -261,6 +262,47 @@ TEST(ReportHtmlTest, WithoutAChartLibraryTheReportSaysSo) {
   EXPECT_THAT(html, HasSubstr("No charts"));
   EXPECT_THAT(html, Not(HasSubstr("new uPlot(")));
   EXPECT_TRUE(EmbeddedData(html).is_object());
+}
+
+// The CSS rules of the page's <style> elements whose selectors name
+// `css_class` and that set `display`.
+std::vector<std::string> DisplayRulesOf(const std::string& html, const std::string& css_class) {
+  std::vector<std::string> found;
+  const std::regex style("<style>([^<]*)</style>");
+  const std::regex rule("([^{}]+)\\{([^}]*)\\}");
+  const std::regex names_class("\\." + css_class + "(?![-\\w])");
+  for (auto s = std::sregex_iterator(html.begin(), html.end(), style); s != std::sregex_iterator(); ++s) {
+    const std::string css = (*s)[1].str();
+    for (auto r = std::sregex_iterator(css.begin(), css.end(), rule); r != std::sregex_iterator(); ++r) {
+      const std::string selectors = (*r)[1].str(), body = (*r)[2].str();
+      if (std::regex_search(selectors, names_class) && body.find("display") != std::string::npos) {
+        found.push_back(r->str());
+      }
+    }
+  }
+  return found;
+}
+
+TEST(ReportHtmlTest, ParametersTableHasItsHeaderAndItsValuesInOneTable) {
+  ReportData data = SweepData();
+  data.pipeline.objectives = {{"train", {"acc", "max", "last"}}};  // the parameter plots are drawn too
+  data.pipeline.params = {{"epochs", "20"}, {"data", "/data/cifar"}};
+  const std::string html = RenderHtml(Summarize(data), ChartLibrary{});
+  const size_t heading = html.find("<h2>Parameters</h2>");
+  ASSERT_NE(heading, std::string::npos);
+  const size_t begin = html.find("<table", heading), end = html.find("</table>", heading);
+  ASSERT_LT(begin, end);
+  const std::string table = html.substr(begin, end - begin);
+  EXPECT_EQ(table.find("<table", 1), std::string::npos) << table;
+  EXPECT_THAT(table, HasSubstr("<thead><tr><th>parameter</th><th>value</th></tr></thead><tbody>"));
+  EXPECT_THAT(table, HasSubstr("<tr><td>data</td><td>/data/cifar</td></tr>\n<tr><td>epochs</td><td>20</td></tr>"));
+  // Nothing lays the table out otherwise than as a table: the head and the
+  // body stay one grid.
+  std::smatch css_class;
+  ASSERT_TRUE(std::regex_search(table, css_class, std::regex("^<table class=\"([-\\w]+)\">")));
+  EXPECT_THAT(DisplayRulesOf(html, css_class[1].str()), ::testing::IsEmpty());
+  EXPECT_THAT(html, HasSubstr("<div class=\"param-plots\">"));
+  EXPECT_THAT(DisplayRulesOf(html, "param-plots"), ::testing::SizeIs(1));  // the check sees such rules
 }
 
 TEST(ReportHtmlTest, EscapesNamesFromTheFile) {

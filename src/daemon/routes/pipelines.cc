@@ -89,7 +89,12 @@ http::Response PipelineRoutes(RouteContext& ctx, const Parts& parts, const http:
   PipelineService& pipelines = *ctx.pipelines;
   if (parts.size() == 2) {
     if (read) {
-      auto list = pipelines.List(QueryFlag(request, "all"), caller);
+      PipelineService::ListFilter filter{QueryFlag(request, "all"), QueryText(request, "state")};
+      if (!filter.state.empty() && !PipelineService::IsListedState(filter.state)) {
+        return http::ErrorResponse(400, "unknown state '" + http::Excerpt(filter.state) +
+                                            "'; a run is running, completed, succeeded, failed or cancelled");
+      }
+      auto list = pipelines.List(filter, caller);
       return list.ok() ? JsonResponse({{"pipelines", *list}}) : StatusResponse(list.status());
     }
     if (request.method != "POST") return MethodNotAllowed("GET or POST", "/v1/pipelines");
