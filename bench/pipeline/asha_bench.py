@@ -50,17 +50,21 @@ steps:
 """
 
 
-def run(daemon, yaml, timeout):
-    created = daemon.call("POST", "/v1/pipelines", {"yaml": yaml, "source": "grid.yaml", "base_dir": "/"})
+def wait_done(daemon, run_id, timeout):
+    """Polls the run until it ends; its detail and the seconds it took."""
     t0 = time.monotonic()
     while True:
-        detail = daemon.call("GET", f"/v1/pipelines/{created['id']}")
+        detail = daemon.call("GET", f"/v1/pipelines/{run_id}")
         if detail["state"] != "running":
-            break
+            return detail, time.monotonic() - t0
         if time.monotonic() - t0 > timeout:
             sys.exit(f"not done after {timeout} s")
         time.sleep(0.5)
-    wall = time.monotonic() - t0
+
+
+def run(daemon, yaml, timeout):
+    created = daemon.call("POST", "/v1/pipelines", {"yaml": yaml, "source": "grid.yaml", "base_dir": "/"})
+    detail, wall = wait_done(daemon, created["id"], timeout)
     metrics = daemon.call("GET", f"/v1/pipelines/{created['id']}/metrics")["metrics"]
     best_loss = {}
     for m in metrics:
@@ -87,14 +91,7 @@ def run_nine(daemon, timeout, step_seconds):
     created = daemon.call("POST", "/v1/pipelines", {"yaml": yaml, "source": "asha_nine.yaml",
                                                     "base_dir": os.path.join(REPO, "examples", "pipelines"),
                                                     "params": {"step_seconds": str(step_seconds)}})
-    t0 = time.monotonic()
-    while True:
-        detail = daemon.call("GET", f"/v1/pipelines/{created['id']}")
-        if detail["state"] != "running":
-            break
-        if time.monotonic() - t0 > timeout:
-            sys.exit(f"not done after {timeout} s")
-        time.sleep(0.5)
+    detail, _ = wait_done(daemon, created["id"], timeout)
     steps = {n["id"]: (n.get("latest_metrics") or {}).get("step", 0) for n in detail["nodes"]}
     best = detail.get("best_points", {}).get("train", {}).get("node", "-")
     return {"steps": sum(steps.values()), "stopped": sum(1 for n in detail["nodes"] if n["state"] == "stopped"),
