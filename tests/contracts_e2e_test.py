@@ -386,6 +386,23 @@ class JobContractTest(unittest.TestCase):
         self.assertNotEqual(unknown.returncode, 0)
         self.assertIn("nothing was cancelled", unknown.stderr)
 
+    # --- stop -----------------------------------------------------------------
+
+    def test_stop_cancel_jobs_ends_every_job_before_the_daemon(self):
+        marker = f"4242.{os.getpid()}"
+        running = self.submit("--gpus", "1", "--checkpoint-grace", "2s", "--", "sleep", marker)
+        pending = self.submit("--gpus", "1", "--", "true")
+        self.wait_state(running, ["running"])
+        stopped = self.home.admin("stop", "--cancel-jobs")
+        self.assertIn("daemon stopped", stopped.stdout)
+        self.assertEqual(run("status", home=self.home.dir, check=False).returncode, 3)
+        left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout
+        self.assertEqual(left, "", "a cancelled job outlived the daemon")
+        # Its end was recorded before the daemon went: a new daemon finds both cancelled.
+        self.home.start("--sim", "1", "--interval", "200ms")
+        self.assertEqual(self.job(running)["state"], "cancelled")
+        self.assertEqual(self.job(pending)["state"], "cancelled")
+
 
 class NoDaemonTest(unittest.TestCase):
     def setUp(self):

@@ -264,8 +264,11 @@ std::string RenderFleetHealth(const std::vector<BurnInRun>& latest, const std::v
                   std::to_string(run.level), When(run.finished), Shorten(MainReason(run), kReasonWidth)});
   }
   for (const UntestedGpu& gpu : untested) {
+    // A GPU off the bus cannot be burned in: saying to try would only fail.
     table.AddRow({std::to_string(gpu.index), gpu.name, gpu.uuid, "untested", "-", "-", "-",
-                  "no finished burn-in; run `gpuherd burnin --gpu " + std::to_string(gpu.index) + " --level 1`"});
+                  gpu.lost ? std::string("lost (off the bus or not answering): reset or reboot it, then burn it in")
+                           : "no finished burn-in; run `gpuherd burnin --gpu " + std::to_string(gpu.index) +
+                                 " --level 1`"});
   }
   return table.Render({0, 4, 5});
 }

@@ -53,6 +53,7 @@ std::string RenderRunDetail(const burnin::BurnInRun& run, bool color);
 struct UntestedGpu {
   int index = 0;
   std::string uuid, name;
+  bool lost = false;  // off the bus or not answering: no burn-in can run on it
 };
 // One line per GPU: its latest finished run's verdict and score, then the
 // GPUs never burned in.

@@ -186,6 +186,17 @@ TEST(RenderFleetHealthTest, LatestVerdictPerGpuThenTheUntestedOnes) {
   EXPECT_NE(text.find("run `gpuherd burnin --gpu 2 --level 1`"), std::string::npos) << text;
 }
 
+// A GPU off the bus is not told to run a burn-in that cannot run.
+TEST(RenderFleetHealthTest, ALostGpuIsNotAdvisedABurnIn) {
+  const std::string text =
+      RenderFleetHealth({}, {UntestedGpu{5, "GPU-5", "NVIDIA A100", /*lost=*/true}, UntestedGpu{6, "GPU-6", "NVIDIA A100"}},
+                        false);
+  EXPECT_NE(text.find("lost (off the bus or not answering): reset or reboot it, then burn it in"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("burnin --gpu 5"), std::string::npos) << text;
+  EXPECT_NE(text.find("burnin --gpu 6"), std::string::npos) << text;
+}
+
 burnin::Progress At(int index, const std::string& phase, double fraction) {
   burnin::Progress p;
   p.gpu_index = index;

@@ -108,7 +108,9 @@ Result<std::vector<UntestedGpu>> BurnInHistory::Untested(const std::vector<burni
     if (!fleet.ok()) return fleet.status();
     for (const nlohmann::json& g : fleet->value("gpus", nlohmann::json::array())) {
       std::string uuid = g.value("uuid", std::string());
-      if (!tested(uuid)) untested.push_back({g.value("index", 0), uuid, g.value("name", std::string())});
+      if (!tested(uuid)) {
+        untested.push_back({g.value("index", 0), uuid, g.value("name", std::string()), g.value("state", "") == "lost"});
+      }
     }
     return untested;
   }

@@ -4,16 +4,61 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
+#include <string>
 
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 
 namespace gpuherd::cli {
 
+namespace {
+
+// How long `stop --cancel-jobs` waits for cancelled jobs to end (their grace
+// periods: SIGTERM, a checkpoint, SIGKILL at the latest).
+constexpr int kCancelWaitSeconds = 300;
+
+// Cancels every job in one request and waits until none runs; false (with
+// the failure recorded) when that fails or takes too long.
+bool CancelJobsAndWait(CommandContext* ctx, DaemonClient& client) {
+  auto cancelled = client.Post("/v1/jobs/cancel", nlohmann::json{{"all", true}});
+  if (!cancelled.ok()) {
+    ctx->Fail(cancelled.status().Annotate("cannot cancel the jobs"));
+    return false;
+  }
+  bool told = false;
+  for (int i = 0; i < kCancelWaitSeconds * 5; ++i) {
+    auto queue = client.Get("/v1/jobs");
+    if (!queue.ok()) {
+      ctx->Fail(queue.status());
+      return false;
+    }
+    size_t running = 0;
+    for (const auto& job : queue->value("jobs", nlohmann::json::array())) {
+      const std::string state = job.value("state", std::string());
+      running += state == "running" || state == "stopping";
+    }
+    if (running == 0) return true;
+    if (!told) std::fprintf(stderr, "gpuherd: waiting for %zu job(s) to end after their grace period\n", running);
+    told = true;
+    ::usleep(200'000);
+  }
+  ctx->Fail(Unavailable("jobs still run " + std::to_string(kCancelWaitSeconds) +
+                        " s after they were cancelled; the daemon was not stopped"));
+  return false;
+}
+
+}  // namespace
+
 void AddStopCommand(CLI::App& app, CommandContext* ctx) {
-  CLI::App* cmd = app.add_subcommand("stop", "Stop the running daemon");
-  cmd->callback([ctx] {
+  CLI::App* cmd = app.add_subcommand("stop", "Stop the running daemon (its jobs run on unless --cancel-jobs)");
+  auto cancel_jobs = std::make_shared<bool>(false);
+  cmd->add_flag("--cancel-jobs", *cancel_jobs,
+                "Cancel every job first (SIGTERM, SIGKILL after its grace), wait until they have ended, then stop: "
+                "for a personal daemon whose jobs should not outlive it");
+  cmd->callback([ctx, cancel_jobs] {
     DaemonClient client(ctx->dir());
+    if (*cancel_jobs && !CancelJobsAndWait(ctx, client)) return;
     auto reply = client.Post("/v1/shutdown", nlohmann::json::object());
     if (!reply.ok()) return ctx->Fail(reply.status());
     for (int i = 0; i < 100 && client.Reachable(); ++i) ::usleep(100'000);

@@ -375,7 +375,7 @@ Status JobService::Undrain(int pos, const Caller& caller) {
   if (!caller.admin) return PermissionDenied("only an admin (root, the daemon's user or the admin group) may undrain GPUs");
   // A GPU off the bus would only fail every job given to it: it returns to
   // work once it answers again, not on an operator's word.
-  if (pos >= 0 && pos < static_cast<int>(state_->fleet.gpus.size()) &&
+  if (state_->telemetry != nullptr && pos >= 0 && pos < static_cast<int>(state_->fleet.gpus.size()) &&
       state_->telemetry->State(pos) == telemetry::GpuState::kLost) {
     return FailedPrecondition(fmt::format(
         "GPU {} is lost (off the bus or not answering): it cannot take work; it can be undrained once it answers "

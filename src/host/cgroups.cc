@@ -279,7 +279,15 @@ bool Cgroups::RemoveParentIfEmpty() const {
   if (version_ == CgroupVersion::kV2) parents.push_back(unified_parent_);
   for (const auto& [ctl, dir] : v1_parent_) parents.push_back(dir);
   bool gone = !parents.empty();
-  for (const auto& dir : parents) gone = (rmdir(dir.c_str()) == 0 || errno == ENOENT) && gone;
+  for (const auto& dir : parents) {
+    gone = (rmdir(dir.c_str()) == 0 || errno == ENOENT) && gone;
+    // And the folder above it ("gpuherd/"), shared by every home's daemon:
+    // removed when this was the last one (rmdir refuses a folder in use).
+    const size_t slash = dir.rfind('/');
+    if (gone && slash != std::string::npos && dir.compare(slash + 1, 5, "home-") == 0) {
+      (void)rmdir(dir.substr(0, slash).c_str());
+    }
+  }
   return gone;
 }
 

@@ -222,3 +222,24 @@ TEST(CgroupV1Test, RealProcessJoinsIsKilledAndGroupRemoved) {
 
 }  // namespace
 }  // namespace gpuherd::host
+
+namespace gpuherd::host {
+namespace {
+
+// A daemon that stops cleanly leaves nothing: its home's group and, when it
+// was the last daemon, the folder all homes' groups share.
+TEST(CgroupV1Test, TheLastHomesGroupTakesTheSharedFolderWithIt) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create control groups under /sys/fs/cgroup";
+  const std::string shared = "gpuherd-test-" + std::to_string(getpid());
+  Cgroups first = Cgroups::Open("/sys/fs/cgroup", shared + "/home-a");
+  if (first.version() != CgroupVersion::kV1) GTEST_SKIP() << "exercises cgroup v1; here: " << first.Describe();
+  Cgroups second = Cgroups::Open("/sys/fs/cgroup", shared + "/home-b");
+  EXPECT_TRUE(first.RemoveParentIfEmpty());
+  EXPECT_TRUE(fs::exists("/sys/fs/cgroup/freezer/" + shared)) << "another home's daemon still uses it";
+  EXPECT_TRUE(second.RemoveParentIfEmpty());
+  EXPECT_FALSE(fs::exists("/sys/fs/cgroup/freezer/" + shared));
+  EXPECT_FALSE(fs::exists("/sys/fs/cgroup/memory/" + shared));
+}
+
+}  // namespace
+}  // namespace gpuherd::host
