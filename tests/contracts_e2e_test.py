@@ -7,6 +7,7 @@ only; the jobs run as nobody (JOB_USER) wherever the test runs as root."""
 
 import json
 import os
+import resource
 import select
 import socket
 import subprocess
@@ -385,6 +386,13 @@ class JobContractTest(unittest.TestCase):
         unknown = self.gh("cancel", str(other + 100), check=False)
         self.assertNotEqual(unknown.returncode, 0)
         self.assertIn("nothing was cancelled", unknown.stderr)
+
+    def test_a_job_keeps_the_open_files_limit_the_daemon_was_started_with(self):
+        # The daemon raises its own (connections need descriptors); jobs do not inherit that.
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        jid = self.submit("--", "sh", "-c", "ulimit -Sn")
+        self.assertEqual(self.wait_state(jid, ["completed", "failed"])["state"], "completed")
+        self.assertEqual(self.gh("logs", str(jid)).stdout.strip(), str(soft))
 
     # --- stop -----------------------------------------------------------------
 

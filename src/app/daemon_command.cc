@@ -197,8 +197,13 @@ void AddDaemonCommand(CLI::App& app, CommandContext* ctx) {
     // (daemon/fd_budget.h); a higher limit leaves room for more of them.
     if (auto fds = daemon::RaiseFdLimit(); !fds.ok()) {
       spdlog::warn("{}", fds.status().ToString());
-    } else if (fds->soft != fds->before) {
-      spdlog::info("open-files limit raised from {} to {} (hard limit {})", fds->before, fds->soft, fds->hard);
+    } else {
+      // Jobs keep the limit the daemon was started with.
+      options.job_open_files = fds->before;
+      if (fds->soft != fds->before) {
+        spdlog::info("open-files limit raised from {} to {} (hard limit {}); jobs keep {}", fds->before, fds->soft,
+                     fds->hard, fds->before);
+      }
     }
 
     // Signals are taken by one thread with sigwait, so no handler runs on a

@@ -533,6 +533,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, hos
   exec::ExecutorOptions exec_options;
   exec_options.cgroup_mount = options.cgroup_root;
   exec_options.cgroup_parent = exec::CgroupParentFor(options.home);
+  exec_options.job_open_files = options.job_open_files;
   auto executor = exec::Executor::Start(exec_options, [raw](exec::ExitRecord record) {
     raw->loop->Post([raw, record = std::move(record)] { raw->jobs->OnExit(record); });
   });

@@ -50,6 +50,9 @@ struct DaemonOptions {
   // Containment: where control groups are mounted; empty: none, the job
   // shims' subreaper only (docs/queue.md "Containment").
   std::string cgroup_root = "/sys/fs/cgroup";
+  // The soft open-files limit jobs run with: the one the daemon found before
+  // it raised its own (fd_budget.h); 0: the daemon's.
+  uint64_t job_open_files = 0;
   // Start on a database that has never assigned an id although the home
   // holds job or pipeline folders, with ids above them (id_folders.h).
   bool adopt_empty_state = false;

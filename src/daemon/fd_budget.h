@@ -12,9 +12,10 @@
 
 namespace gpuherd::daemon {
 
-// The soft limit is raised to the hard one, but not above this: jobs inherit
-// it, and some programs (MPI launchers among them) loop over every possible
-// descriptor at start. The systemd unit's LimitNOFILE is the same.
+// The soft limit is raised to the hard one, but not above this. Jobs get the
+// limit the daemon started with back (LaunchSpec::open_files): some programs
+// (MPI launchers among them) loop over every possible descriptor at start.
+// The systemd unit's LimitNOFILE is the same.
 constexpr uint64_t kFdLimitCap = 65536;
 // Connections over the unix socket that only root and the daemon's own user
 // may take, so that an admin gets in when users hold the rest.

@@ -81,6 +81,7 @@ Result<int> Executor::Launch(const LaunchSpec& requested) {
   } done{&launches_in_flight_};
   LaunchSpec spec = requested;
   spec.cgroup = cgroups_->Child(host::JobCgroupName(spec.job_id, spec.attempt));
+  if (spec.open_files == 0) spec.open_files = options_.job_open_files;
   if (watcher_->IsWatching(spec.job_id, spec.attempt)) {
     return Status(Code::kAlreadyExists, AttemptName(spec.job_id, spec.attempt) + " is already running");
   }

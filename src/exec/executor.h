@@ -31,6 +31,9 @@ struct ExecutorOptions {
   // that two daemons never touch each other's jobs.
   std::string cgroup_mount;
   std::string cgroup_parent = "gpuherd";
+  // The soft open-files limit jobs get (LaunchSpec::open_files); 0: the
+  // launcher's own.
+  uint64_t job_open_files = 0;
 };
 
 // The parent group of the daemon whose state home is `home`:

@@ -460,6 +460,18 @@ TEST_F(ExecutorTest, WhatAUserPlantsInTheOutputFolderLeadsNowhere) {
   EXPECT_NE(second->message.find("not a regular file"), std::string::npos) << second->message;
 }
 
+// The daemon raises its own open-files limit for connections; the job gets
+// the one it asked for back, never above the hard limit.
+TEST_F(ExecutorTest, TheJobGetsItsOwnOpenFilesLimit) {
+  LaunchSpec spec = Spec(26, {"sh", "-c", "ulimit -Sn"});
+  spec.open_files = 512;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto r = records_.WaitFor(26);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->code, 0) << r->message;
+  EXPECT_EQ(ReadFile(StdoutPath(AttemptDir(26))), "512\n");
+}
+
 TEST_F(ExecutorTest, RunsAsTheGivenUserWhenRoot) {
   if (geteuid() != 0) GTEST_SKIP() << "switching users needs root";
   LaunchSpec spec = Spec(24, {kTestdata + "/report.sh"});

@@ -42,6 +42,10 @@ struct LaunchSpec {
   // descendant. The executor fills it in.
   host::Cgroup cgroup;
   host::CgroupLimits limits;  // --mem and --cpus
+  // The job's soft open-files limit (RLIMIT_NOFILE); 0: what the shim has.
+  // The daemon raises its own for connections; jobs get the machine's usual
+  // one back, since some programs loop over every possible descriptor.
+  uint64_t open_files = 0;
 };
 
 struct ExitRecord {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -64,6 +65,7 @@ struct JobStart {
   const char* failed_file = nullptr;            // which of them could not be
   bool set_affinity = false;
   cpu_set_t cpus;
+  uint64_t open_files = 0;  // the job's soft RLIMIT_NOFILE; 0: unchanged
   bool switch_user = false;
   std::vector<gid_t> groups;
   gid_t gid = 0;
@@ -115,6 +117,15 @@ int RunJobChild(void* arg) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   if (start->set_affinity && sched_setaffinity(0, sizeof(start->cpus), &start->cpus) != 0) {
     fail(JobStart::kAffinity, errno);
+  }
+  // Back to the machine's usual open-files limit (never above the hard one);
+  // a failure leaves the job with the shim's, which is no reason to refuse it.
+  if (start->open_files > 0) {
+    struct rlimit limit {};
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      limit.rlim_cur = std::min<rlim_t>(start->open_files, limit.rlim_max);
+      (void)setrlimit(RLIMIT_NOFILE, &limit);
+    }
   }
   // Supplementary groups first, then the group, then the user: each step needs
   // the privileges the next one gives up. Raw system calls: glibc's wrappers
@@ -240,6 +251,7 @@ class Shim {
     JobStart start;
     start.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     start.output_dir = spec_.output_dir.c_str();
+    start.open_files = spec_.open_files;
     if (!user_.error.empty()) return Finish(LaunchFailed(user_.error));
     if (user_.needed) {
       start.switch_user = true;

@@ -15,6 +15,7 @@ json LaunchSpecToJson(const LaunchSpec& s) {
   }
   if (s.limits.memory_bytes > 0) j["memory_limit"] = s.limits.memory_bytes;
   if (s.limits.cpus > 0) j["cpu_limit"] = s.limits.cpus;
+  if (s.open_files > 0) j["open_files"] = s.open_files;
   return j;
 }
 
@@ -43,6 +44,7 @@ Result<LaunchSpec> LaunchSpecFromJson(const json& j) {
     }
     s.limits.memory_bytes = j.value("memory_limit", uint64_t{0});
     s.limits.cpus = j.value("cpu_limit", 0);
+    s.open_files = j.value("open_files", uint64_t{0});
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("malformed launch spec: ") + e.what());
   }

@@ -32,6 +32,7 @@ LaunchSpec Spec() {
   spec.grace = 5000;
   spec.uid = 1000;
   spec.gid = 1000;
+  spec.open_files = 1024;
   return spec;
 }
 
@@ -49,6 +50,7 @@ TEST(ShimInputTest, RoundTripsSpecAndUser) {
   EXPECT_EQ(s.argv, Spec().argv);
   EXPECT_EQ(s.env, Spec().env);
   EXPECT_EQ(s.record_dir, Spec().record_dir);
+  EXPECT_EQ(s.open_files, 1024u);
   EXPECT_EQ(s.output_dir, Spec().output_dir);
   EXPECT_EQ(s.cpus, (std::vector<int>{0, 2}));
   EXPECT_EQ(s.time_limit, 3600000);
