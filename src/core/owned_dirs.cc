@@ -8,27 +8,10 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/safe_file.h"
+
 namespace gpuherd {
 namespace {
-
-// Closes a descriptor when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 std::string Errno(int err) { return std::strerror(err); }
 
@@ -42,7 +25,7 @@ Status MakeDirsBeneath(const std::string& base, const std::string& path, const s
     return InvalidArgument("cannot create " + path + ": it is not inside " + base);
   }
   rest.remove_prefix(base.size() + 1);
-  Fd dir(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd dir(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) return IoError("cannot open " + base + ": " + Errno(errno));
   std::string done = base;
   while (!rest.empty()) {
@@ -62,7 +45,7 @@ Status MakeDirsBeneath(const std::string& base, const std::string& path, const s
       }
       return IoError("cannot open directory " + done + ": " + Errno(errno));
     }
-    dir.reset(next);
+    dir = UniqueFd(next);
     // Only root can give a folder away; a daemon run by a user runs every job
     // as that user, who owns what it creates.
     if (!owner || ::geteuid() != 0) continue;

@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,13 +43,7 @@ int Child(void* arg) {
     w->error = error;
     _exit(1);
   };
-  if (w->user->needed) {
-    // Raw system calls: glibc's wrappers coordinate with threads this child has not.
-    const UserSwitch& u = *w->user;
-    if (syscall(SYS_setgroups, u.groups.size(), u.groups.data()) != 0) fail(Work::kUser, errno);
-    if (syscall(SYS_setresgid, u.gid, u.gid, u.gid) != 0) fail(Work::kUser, errno);
-    if (u.uid && syscall(SYS_setresuid, *u.uid, *u.uid, *u.uid) != 0) fail(Work::kUser, errno);
-  }
+  if (SwitchToUser(*w->user) != SwitchStep::kNone) fail(Work::kUser, errno);
   const int base = open(w->base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (base < 0) fail(Work::kBase, errno);
   for (size_t p = 0; p < w->paths.size(); ++p) {

@@ -6,7 +6,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,10 +65,7 @@ struct JobStart {
   bool set_affinity = false;
   cpu_set_t cpus;
   uint64_t open_files = 0;  // the job's soft RLIMIT_NOFILE; 0: unchanged
-  bool switch_user = false;
-  std::vector<gid_t> groups;
-  gid_t gid = 0;
-  std::optional<uid_t> uid;
+  const UserSwitch* user = nullptr;  // the shim's, alive until the child execs
   const char* cwd = nullptr;
   std::vector<std::string> candidates;  // paths to try exec on, in PATH order
   std::vector<char*> argv, envp;
@@ -127,13 +123,11 @@ int RunJobChild(void* arg) {
       (void)setrlimit(RLIMIT_NOFILE, &limit);
     }
   }
-  // Supplementary groups first, then the group, then the user: each step needs
-  // the privileges the next one gives up. Raw system calls: glibc's wrappers
-  // may coordinate with other threads, and this child is not one.
-  if (start->switch_user) {
-    if (syscall(SYS_setgroups, start->groups.size(), start->groups.data()) != 0) fail(JobStart::kGroups, errno);
-    if (syscall(SYS_setresgid, start->gid, start->gid, start->gid) != 0) fail(JobStart::kGid, errno);
-    if (start->uid && syscall(SYS_setresuid, *start->uid, *start->uid, *start->uid) != 0) fail(JobStart::kUid, errno);
+  switch (SwitchToUser(*start->user)) {
+    case SwitchStep::kNone: break;
+    case SwitchStep::kGroups: fail(JobStart::kGroups, errno); break;
+    case SwitchStep::kGid: fail(JobStart::kGid, errno); break;
+    case SwitchStep::kUid: fail(JobStart::kUid, errno); break;
   }
   // From here on as the job's user. The attempt's folder may exist already
   // (the user's own); nothing in it is followed.
@@ -206,9 +200,10 @@ std::string StageFailure(const LaunchSpec& spec, const JobStart& start) {
       for (int cpu : spec.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(cpu);
       return "cannot bind to CPUs " + cpus + ": " + error;
     }
-    case JobStart::kGroups: return "cannot set the supplementary groups for gid " + std::to_string(start.gid) + ": " + error;
-    case JobStart::kGid: return "cannot switch to gid " + std::to_string(start.gid) + ": " + error;
-    case JobStart::kUid: return "cannot switch to uid " + std::to_string(*start.uid) + ": " + error;
+    case JobStart::kGroups:
+      return "cannot set the supplementary groups for gid " + std::to_string(start.user->gid) + ": " + error;
+    case JobStart::kGid: return "cannot switch to gid " + std::to_string(start.user->gid) + ": " + error;
+    case JobStart::kUid: return "cannot switch to uid " + std::to_string(start.user->uid.value_or(0)) + ": " + error;
     case JobStart::kOutputDir:
       return "cannot create the attempt's folder " + spec.output_dir + " as the job's user: " + error;
     case JobStart::kLogs: return "cannot open the job's logs in " + spec.output_dir + " as the job's user: " + error;
@@ -253,12 +248,7 @@ class Shim {
     start.output_dir = spec_.output_dir.c_str();
     start.open_files = spec_.open_files;
     if (!user_.error.empty()) return Finish(LaunchFailed(user_.error));
-    if (user_.needed) {
-      start.switch_user = true;
-      start.gid = user_.gid;
-      start.uid = user_.uid;
-      start.groups = user_.groups;
-    }
+    start.user = &user_;
     if (!spec_.cpus.empty()) {
       CPU_ZERO(&start.cpus);
       for (int cpu : spec_.cpus) {

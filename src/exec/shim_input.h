@@ -21,6 +21,7 @@
 
 #include "core/status.h"
 #include "exec/launch_spec.h"
+#include "exec/user_switch.h"
 
 namespace gpuherd::exec {
 
@@ -30,17 +31,6 @@ inline constexpr char kShimGoByte = 'g';
 // The largest spec a launcher accepts or a shim reads (argv and environment
 // together; exec itself refuses far less).
 inline constexpr uint32_t kMaxSpecBytes = 16 << 20;
-
-// The credentials a job switches to before exec.
-struct UserSwitch {
-  bool needed = false;  // only when the launcher runs as root and a user was asked for
-  gid_t gid = 0;
-  std::optional<uid_t> uid;
-  std::vector<gid_t> groups;  // supplementary groups, the primary group included
-  // Non-empty when the job cannot run as asked; the shim records a failed
-  // launch with this message instead of starting it.
-  std::string error;
-};
 
 nlohmann::json LaunchSpecToJson(const LaunchSpec& spec);
 // InvalidArgument on a missing or mistyped field.
