@@ -239,7 +239,7 @@ TEST(ApiPipelinesTest, DetailAndMetricLinesRoundTrip) {
   d.run_dir = "/runs/7";
   d.params = {{"epochs", "3"}};
   d.backend = "local";
-  d.objectives["train"] = {"loss", "min"};
+  d.objectives["train"] = {"loss", "min", "last", ""};
   d.best_points["train"] = {"train[lr=0.1]", "loss", 0.5, 9};
   PipelineNodeView n;
   n.id = "train[lr=0.1]";

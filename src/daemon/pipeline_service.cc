@@ -921,7 +921,7 @@ api::PipelineDetail PipelineService::Detail(const Run& run) {
   j.backend = run.plan.backend.name.empty() ? default_backend_ : run.plan.backend.name;
   for (const auto& [step, o] : run.plan.objectives) {
     j.objectives[step] = {o.metric, o.mode == pipeline::ObjectiveMode::kMin ? "min" : "max",
-                          o.summary == pipeline::ObjectiveSummary::kLast ? "last" : "best"};
+                          o.summary == pipeline::ObjectiveSummary::kLast ? "last" : "best", ""};
   }
   // The latest line and the best value of every metric, per node; for a
   // step with an objective, each point's values of it (the summary picks the

@@ -156,7 +156,7 @@ TEST(PipelineListingTest, FinishedRunsOfTheLastDayAreListedWithoutAll) {
   EXPECT_TRUE(PipelineService::RunListed(running, Filter{}, kNow));
   EXPECT_TRUE(PipelineService::RunListed(failed_today, Filter{}, kNow));
   EXPECT_FALSE(PipelineService::RunListed(done_yesterday, Filter{}, kNow));
-  EXPECT_TRUE(PipelineService::RunListed(done_yesterday, Filter{.all = true}, kNow));
+  EXPECT_TRUE(PipelineService::RunListed(done_yesterday, Filter{.all = true, .state = ""}, kNow));
   // A state asks for runs of any age, as `ps --state` does, by state or outcome.
   EXPECT_TRUE(PipelineService::RunListed(done_yesterday, Filter{.state = "succeeded"}, kNow));
   EXPECT_TRUE(PipelineService::RunListed(done_yesterday, Filter{.state = "completed"}, kNow));
