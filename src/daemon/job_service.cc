@@ -83,34 +83,33 @@ Status JobService::Load() {
       continue;
     }
     const bool launched = job.state == JobState::kRunning || job.state == JobState::kStopping;
-    std::error_code ec;
-    if (launched && !fs::exists(RecordDir(job.id, job.attempt)) &&
-        fs::is_regular_file(fs::symlink_status(AttemptDir(job.id, job.attempt) + "/shim", ec))) {
-      // Launched by a daemon from before the private tree: its record is in
-      // the job's user's folder, which is not trusted (exec/job_trees.h). It
-      // is neither re-adopted nor started again, which might run it twice.
+    const std::string record_dir = RecordDir(job.id, job.attempt);
+    if (launched && !fs::exists(record_dir)) {
       Insert(std::move(e));
-      Finish(jobs_.at(r.id), JobState::kFailed,
-             "launched by an earlier gpuherd that kept its supervisor's record in the job's folder, which is not "
-             "trusted; not re-adopted: end its processes if any are left, then submit it again");
-      continue;
-    }
-    if (launched && !fs::exists(RecordDir(job.id, job.attempt))) {
+      std::error_code ec;
+      if (fs::is_regular_file(fs::symlink_status(AttemptDir(job.id, job.attempt) + "/shim", ec))) {
+        // Launched by a daemon from before the private tree: its record is in
+        // the job's user's folder, which is not trusted (exec/job_trees.h). It
+        // is neither re-adopted nor started again, which might run it twice.
+        Finish(jobs_.at(r.id), JobState::kFailed,
+               "launched by an earlier gpuherd that kept its supervisor's record in the job's folder, which is not "
+               "trusted; not re-adopted: end its processes if any are left, then submit it again");
+        continue;
+      }
       // The daemon stopped between recording the start and launching it: the
       // attempt never ran, so it does not count as a restart.
-      Insert(std::move(e));
       if (attempt_log_) attempt_log_->Ended(jobs_.at(r.id).job, "launch_failed", "the daemon stopped before launching it", nullptr);
       Requeue(jobs_.at(r.id), "the daemon stopped before launching it", false);
       continue;
     }
-    if (job.state == JobState::kRunning || job.state == JobState::kStopping) {
+    if (launched) {
       // The shim may still run the job (it outlives the daemon), may have
       // recorded its exit meanwhile, or may be gone: Adopt sorts it out and
       // reports through OnExit when the attempt is over.
-      Status adopted = executor_->Adopt(job.id, job.attempt, RecordDir(job.id, job.attempt));
+      Status adopted = executor_->Adopt(job.id, job.attempt, record_dir);
       if (!adopted.ok()) spdlog::warn("job {}: cannot re-adopt: {}", job.id, adopted.ToString());
       e.adopted = true;
-      if (auto shim = exec::ReadShimFile(RecordDir(job.id, job.attempt)); shim.ok() && shim->has_value()) {
+      if (auto shim = exec::ReadShimFile(record_dir); shim.ok() && shim->has_value()) {
         e.shim_pid = (*shim)->pid;  // the watchdog matches the job's processes by its shim's session
       }
       if (attempt_log_ && e.shim_pid > 0) attempt_log_->Launched(job.id, job.attempt, e.shim_pid);
